@@ -1,0 +1,86 @@
+// Executor: starts, watches, signals and re-adopts the processes of job replicas on one node.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace gpucloud::exec {
+
+/// Everything needed to start one replica of one attempt.
+struct LaunchSpec {
+  std::string key;            // unique per replica of an attempt, e.g. "<job>.<attempt>.<rank>"
+  std::vector<std::string> argv;  // never a shell string
+  std::map<std::string, std::string> env;  // the complete environment (nothing inherited)
+  std::string workdir;        // must exist; otherwise the attempt fails with a clear message
+  std::string attempt_dir;    // created by the executor; holds the log, exit status, scratch
+  std::vector<int> cpus;      // CPU cores to pin to; empty = no pinning
+  int64_t memory_limit_mib = 0;  // 0 = no limit
+};
+
+/// A started process as the agent persists it, so a restarted agent can re-adopt it.
+struct ProcessRef {
+  std::string key;
+  int shim_pid = 0;
+  uint64_t shim_start_ticks = 0;  // from /proc/<pid>/stat, guards against pid reuse
+  std::string attempt_dir;
+  std::string cgroup;  // "" when no cgroup was made
+};
+
+/// How a process ended.
+struct ExitInfo {
+  std::string key;
+  int exit_code = 0;   // the process's exit code, or 128+N when killed by signal N
+  int signal = 0;      // N when killed by a signal, else 0
+  bool lost = false;   // true when the end could not be observed (shim vanished, no exit record)
+  bool failed_to_start = false;  // exec failed, workdir missing, ...
+  std::string message;  // human-readable, e.g. "workdir /x does not exist"
+};
+
+/// Resource use of a running process tree.
+struct ProcessStats {
+  int64_t memory_rss_mib = 0;
+  double cpu_seconds = 0;
+};
+
+/// Runs job processes. Implementations are thread-safe; exit callbacks arrive on the
+/// executor's own thread.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  /// Sets the function called exactly once for each started or adopted process when it ends.
+  /// Must be called before start() or adopt().
+  virtual void set_exit_callback(std::function<void(const ExitInfo&)> callback) = 0;
+  /// Starts a process. Returns once the process exists; a failure to exec (bad workdir,
+  /// missing binary) is reported through the exit callback with failed_to_start.
+  virtual Result<ProcessRef> start(const LaunchSpec& spec) = 0;
+  /// Re-adopts a process started earlier (by this or a previous agent process). If it has
+  /// already ended, its recorded exit is reported through the callback (or lost if none).
+  virtual Status adopt(const ProcessRef& ref) = 0;
+  /// Sends a signal to the process group of the job process.
+  virtual Status signal(const std::string& key, int signo) = 0;
+  /// SIGTERM to the process group, then SIGKILL once grace_ms passes without an exit.
+  virtual Status stop(const std::string& key, int64_t grace_ms) = 0;
+  /// Current resource use.
+  virtual Result<ProcessStats> stats(const std::string& key) = 0;
+};
+
+/// Where the process executor finds the shim and how it isolates jobs.
+struct ProcessExecutorConfig {
+  std::string shim_binary;         // default: this executable (/proc/self/exe), run as `<bin> shim DIR`
+  std::string cgroup_parent = "gpucloud";  // relative to the memory controller's root
+};
+
+/// Creates the process executor (see process/process_executor.h for its limits).
+Result<std::unique_ptr<Executor>> create_process_executor(const ProcessExecutorConfig& config);
+
+/// The body of `gpucloud shim DIR`: runs the job described in DIR/launch.json and records its
+/// exit in DIR/exit.json. Returns the shim's own exit code.
+int run_shim(const std::string& attempt_dir);
+
+}  // namespace gpucloud::exec

@@ -1,0 +1,53 @@
+// GpuBackend: how an agent discovers its GPUs and reads their telemetry.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "model/gpu.h"
+
+namespace gpucloud::gpu {
+
+/// A point-in-time reading of one GPU.
+struct GpuTelemetry {
+  int index = 0;
+  int utilization_pct = 0;    // 0..100, SM busy
+  int64_t memory_used_mib = 0;
+  int temperature_c = 0;
+  int power_w = 0;
+};
+
+/// Discovery and telemetry for the GPUs of one machine.
+class GpuBackend {
+ public:
+  virtual ~GpuBackend() = default;
+  /// "nvml" or "simulated".
+  virtual std::string kind() const = 0;
+  /// The GPUs of this machine, with topology (NUMA node, NVLink peers) and MIG devices.
+  virtual Result<std::vector<Gpu>> discover() = 0;
+  /// Current utilisation, memory, temperature and power of each GPU.
+  virtual Result<std::vector<GpuTelemetry>> telemetry() = 0;
+  /// Driver version ("550.54.15"), or "" when there is no driver (simulated).
+  virtual std::string driver_version() const = 0;
+  /// CUDA driver API version ("12.4"), or "".
+  virtual std::string cuda_version() const = 0;
+};
+
+/// How to choose and configure a backend.
+struct GpuBackendConfig {
+  /// "auto" (NVML when libnvidia-ml loads and reports GPUs, else simulated), "nvml" or "simulated".
+  std::string kind = "auto";
+  /// For the simulated backend: e.g. "8xA100-80GB", "4xT4", "2xH100-80GB,2xL4".
+  /// Empty means the default simulated machine (8xA100-80GB).
+  std::string sim_spec;
+  /// The NVML library to dlopen; tests point this at a fake.
+  std::string nvml_library = "libnvidia-ml.so.1";
+};
+
+/// Creates the backend named by config.kind (one explicit name->factory table, no self-registration).
+/// With "auto", logs clearly which backend was chosen and why.
+Result<std::unique_ptr<GpuBackend>> create_gpu_backend(const GpuBackendConfig& config);
+
+}  // namespace gpucloud::gpu

@@ -1,0 +1,44 @@
+// Plain types that describe GPUs and nodes, as discovered by an agent and stored by the server.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gpucloud {
+
+/// A MIG (multi-instance GPU) device carved out of a physical GPU.
+struct MigDevice {
+  std::string uuid;     // "MIG-..." as NVML reports it
+  std::string profile;  // e.g. "1g.10gb"
+  int64_t memory_mib = 0;
+};
+
+/// One physical GPU of a node.
+struct Gpu {
+  int index = 0;              // NVML index on its node
+  std::string uuid;           // "GPU-..."; what CUDA_VISIBLE_DEVICES carries
+  std::string name;           // full product name, e.g. "NVIDIA A100-SXM4-80GB"
+  std::string model;          // canonical short model, e.g. "A100" (see gpu_model.h)
+  int64_t memory_mib = 0;     // total memory
+  std::string pci_bus_id;     // e.g. "00000000:07:00.0"
+  int numa_node = 0;          // -1 when unknown
+  std::vector<int> nvlink_peers;  // indices of GPUs on the same node linked to this one by NVLink
+  std::vector<MigDevice> mig;     // empty unless MIG mode is on
+};
+
+/// What an agent reports about its machine when it registers.
+struct NodeInfo {
+  std::string name;      // unique in the cluster, e.g. the hostname or "dev-0"
+  std::string hostname;
+  std::vector<Gpu> gpus;
+  int64_t cpu_milli = 0;   // schedulable CPU in thousandths of a core
+  int64_t memory_mib = 0;  // schedulable memory
+  std::map<std::string, std::string> labels;
+  std::string gpu_backend;  // "nvml" or "simulated"
+  std::string driver_version;
+  std::string cuda_version;
+};
+
+}  // namespace gpucloud
