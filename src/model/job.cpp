@@ -1,0 +1,120 @@
+#include "model/job.h"
+
+#include <nlohmann/json.hpp>
+
+namespace gpucloud {
+
+using json = nlohmann::json;
+
+const char* to_string(JobState s) {
+  switch (s) {
+    case JobState::kPending: return "pending";
+    case JobState::kRunning: return "running";
+    case JobState::kSucceeded: return "succeeded";
+    case JobState::kFailed: return "failed";
+    case JobState::kCancelled: return "cancelled";
+    case JobState::kLost: return "lost";
+  }
+  return "pending";
+}
+
+Result<JobState> job_state_from_string(const std::string& s) {
+  for (auto st : {JobState::kPending, JobState::kRunning, JobState::kSucceeded, JobState::kFailed,
+                  JobState::kCancelled, JobState::kLost})
+    if (s == to_string(st)) return st;
+  return invalid("unknown job state '" + s + "'");
+}
+
+const char* to_string(ReplicaState s) {
+  switch (s) {
+    case ReplicaState::kAssigned: return "assigned";
+    case ReplicaState::kRunning: return "running";
+    case ReplicaState::kExited: return "exited";
+  }
+  return "assigned";
+}
+
+namespace {
+
+json time_or_null(TimeMs t) { return t ? json(format_time_iso(t)) : json(nullptr); }
+
+}  // namespace
+
+json job_to_json(const Job& job) {
+  json replicas = json::array();
+  for (const auto& r : job.replicas) {
+    json gpus = json::array();
+    for (const auto& g : r.gpus) gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"milli", g.milli}});
+    replicas.push_back({{"rank", r.rank},
+                        {"node", r.node_name},
+                        {"node_id", r.node_id},
+                        {"gpus", gpus},
+                        {"cpu_milli", r.cpu_milli},
+                        {"memory_mib", r.memory_mib},
+                        {"state", to_string(r.state)},
+                        {"exit_code", r.exit_code ? json(*r.exit_code) : json(nullptr)},
+                        {"lost", r.lost},
+                        {"message", r.message}});
+  }
+  return {{"id", job.id},
+          {"name", job.spec.name},
+          {"tenant", job.spec.tenant},
+          {"state", to_string(job.state)},
+          {"exit_code", job.exit_code ? json(*job.exit_code) : json(nullptr)},
+          {"pending_reason", job.state == JobState::kPending ? json(job.pending_reason) : json(nullptr)},
+          {"message", job.message},
+          {"attempt", job.attempt},
+          {"replicas", replicas},
+          {"created_at", time_or_null(job.created_at)},
+          {"started_at", time_or_null(job.started_at)},
+          {"finished_at", time_or_null(job.finished_at)},
+          {"created_at_ms", job.created_at},
+          {"started_at_ms", job.started_at},
+          {"finished_at_ms", job.finished_at},
+          {"cancel_requested", job.cancel_requested},
+          {"submitted_by", job.submitted_by},
+          {"spec", job_spec_to_json(job.spec)}};
+}
+
+Result<Job> job_from_json(const json& j) {
+  try {
+    Job job;
+    job.id = j.at("id").get<std::string>();
+    auto spec = job_spec_from_json(j.at("spec"));
+    if (!spec) return spec.error();
+    job.spec = std::move(*spec);
+    auto state = job_state_from_string(j.at("state").get<std::string>());
+    if (!state) return state.error();
+    job.state = *state;
+    if (!j.at("exit_code").is_null()) job.exit_code = j.at("exit_code").get<int>();
+    if (j.at("pending_reason").is_string()) job.pending_reason = j.at("pending_reason").get<std::string>();
+    job.message = j.value("message", "");
+    job.attempt = j.at("attempt").get<int>();
+    job.created_at = j.at("created_at_ms").get<TimeMs>();
+    job.started_at = j.at("started_at_ms").get<TimeMs>();
+    job.finished_at = j.at("finished_at_ms").get<TimeMs>();
+    job.cancel_requested = j.value("cancel_requested", false);
+    job.submitted_by = j.value("submitted_by", "");
+    for (const auto& r : j.at("replicas")) {
+      ReplicaAssignment a;
+      a.rank = r.at("rank").get<int>();
+      a.node_name = r.at("node").get<std::string>();
+      a.node_id = r.at("node_id").get<std::string>();
+      a.cpu_milli = r.at("cpu_milli").get<int64_t>();
+      a.memory_mib = r.at("memory_mib").get<int64_t>();
+      std::string st = r.at("state").get<std::string>();
+      a.state = st == "running" ? ReplicaState::kRunning : st == "exited" ? ReplicaState::kExited : ReplicaState::kAssigned;
+      if (!r.at("exit_code").is_null()) a.exit_code = r.at("exit_code").get<int>();
+      a.lost = r.value("lost", false);
+      a.message = r.value("message", "");
+      for (const auto& g : r.at("gpus"))
+        a.gpus.push_back({g.at("index").get<int>(), g.at("uuid").get<std::string>(), g.at("milli").get<int>()});
+      job.replicas.push_back(std::move(a));
+    }
+    return job;
+  } catch (const json::exception& e) {
+    return internal(std::string("stored job record is malformed: ") + e.what());
+  }
+}
+
+}  // namespace gpucloud

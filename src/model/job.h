@@ -1,0 +1,72 @@
+// A job as the server tracks it: its spec, its state, and where its current attempt runs.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "model/job_spec.h"
+
+namespace gpucloud {
+
+/// The states a user sees. pending -> running -> succeeded | failed | cancelled | lost;
+/// a lost or failed attempt whose restart policy allows another goes back to pending.
+enum class JobState { kPending, kRunning, kSucceeded, kFailed, kCancelled, kLost };
+
+const char* to_string(JobState s);
+Result<JobState> job_state_from_string(const std::string& s);
+inline bool is_terminal(JobState s) { return s != JobState::kPending && s != JobState::kRunning; }
+
+/// A GPU or a share of one bound to a replica.
+struct GpuShare {
+  int index = 0;
+  std::string uuid;
+  int milli = 1000;  // 1000 = the whole GPU
+};
+
+/// Where one replica of the current attempt runs, and how it is doing there.
+enum class ReplicaState { kAssigned, kRunning, kExited };
+const char* to_string(ReplicaState s);
+
+struct ReplicaAssignment {
+  int rank = 0;
+  std::string node_id;
+  std::string node_name;
+  std::vector<GpuShare> gpus;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  ReplicaState state = ReplicaState::kAssigned;
+  std::optional<int> exit_code;
+  bool lost = false;
+  std::string message;
+};
+
+/// A job record. Timestamps are ms since the epoch; 0 means "not yet".
+struct Job {
+  std::string id;
+  JobSpec spec;
+  JobState state = JobState::kPending;
+  std::optional<int> exit_code;
+  std::string pending_reason;   // why it waits, while pending
+  std::string message;          // why it ended, or what happened last
+  int attempt = 1;
+  std::vector<ReplicaAssignment> replicas;  // of the current attempt; empty while unplaced
+  TimeMs created_at = 0;
+  TimeMs started_at = 0;
+  TimeMs finished_at = 0;
+  bool cancel_requested = false;
+  std::string submitted_by;  // the token's name
+};
+
+/// The job's stable public JSON (docs/api.md): id, name, tenant, state, exit_code,
+/// pending_reason, attempt, replicas, created_at, started_at, finished_at, spec, message.
+nlohmann::json job_to_json(const Job& job);
+
+/// Reads what job_to_json wrote (the store keeps jobs in this form).
+Result<Job> job_from_json(const nlohmann::json& j);
+
+}  // namespace gpucloud

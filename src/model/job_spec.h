@@ -1,0 +1,80 @@
+// The job spec: one schema shared by `gpucloud run` flags, job YAML files and POST /v1/jobs.
+// docs/jobspec.md documents every field; validation messages name the field and the fix.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/result.h"
+
+namespace gpucloud {
+
+enum class Priority { kLow, kNormal, kHigh };
+enum class CapacityClass { kOnDemand, kSpot, kAny };
+enum class RestartPolicy { kNever, kOnLost, kOnFailure, kAlways };
+
+const char* to_string(Priority p);
+const char* to_string(CapacityClass c);
+const char* to_string(RestartPolicy r);
+
+/// When an ended attempt is re-run, and how often.
+struct RestartSpec {
+  RestartPolicy policy = RestartPolicy::kOnLost;
+  int max = 3;  // re-runs after the first attempt
+};
+
+/// What a user asks for. Resource fields are per replica.
+struct JobSpec {
+  std::string name;
+  std::vector<std::string> command;  // argv; never run through a shell
+  int replicas = 1;
+  int gpus = 0;                 // whole GPUs per replica (1 when gpu_milli is set)
+  std::string gpu_model;        // "" = any; "A100|H100"; "A100-80GB"
+  int gpu_milli = 0;            // 1..999: a share of one GPU; 0 = whole GPUs
+  int64_t gpu_memory_mib = 0;   // minimum GPU memory per GPU, or the share's memory
+  int64_t cpu_milli = 1000;
+  int64_t memory_mib = 0;       // 0 = no reservation and no limit
+  std::string tenant = "default";
+  Priority priority = Priority::kNormal;
+  CapacityClass capacity_class = CapacityClass::kAny;
+  std::map<std::string, std::string> node_selector;
+  int64_t max_runtime_ms = 0;   // 0 = unlimited
+  RestartSpec restart;
+  int64_t grace_period_ms = 30'000;
+  std::map<std::string, std::string> env;
+  std::string workdir;          // absolute; the client fills in its own working directory
+
+  /// GPUs per replica counting a share as one GPU.
+  int gpus_per_replica() const { return gpu_milli > 0 ? 1 : gpus; }
+};
+
+/// Hard limits on a spec, so that absurd values are rejected with a clear message.
+struct JobSpecLimits {
+  static constexpr int kMaxReplicas = 1024;
+  static constexpr int kMaxGpusPerReplica = 64;
+  static constexpr int64_t kMaxCpuMilli = 1024 * 1000;
+  static constexpr size_t kMaxNameLength = 128;
+  static constexpr size_t kMaxCommandBytes = 128 * 1024;
+  static constexpr size_t kMaxEnvBytes = 128 * 1024;
+  static constexpr int kMaxRestarts = 100;
+  static constexpr int64_t kMaxGracePeriodMs = 3'600'000;
+};
+
+/// Reads a spec from a JSON object, rejecting unknown fields and wrong types, then validates it.
+/// Durations are strings ("30s", "1h") or seconds; sizes are strings ("16GiB") or MiB.
+Result<JobSpec> job_spec_from_json(const nlohmann::json& j);
+
+/// Checks every field's range and consistency; fills in defaults (name from the command).
+Status validate_job_spec(JobSpec& spec);
+
+/// The spec as JSON, in the same schema job_spec_from_json reads.
+nlohmann::json job_spec_to_json(const JobSpec& spec);
+
+/// Whether s is valid UTF-8 (specs must be; YAML input is not checked by its parser).
+bool is_valid_utf8(std::string_view s);
+
+}  // namespace gpucloud

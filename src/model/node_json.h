@@ -1,0 +1,16 @@
+// JSON mapping of GPUs and nodes (agent registration, /v1/nodes, the store).
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/result.h"
+#include "model/gpu.h"
+
+namespace gpucloud {
+
+nlohmann::json gpu_to_json(const Gpu& gpu);
+nlohmann::json node_info_to_json(const NodeInfo& node);
+/// Reads and validates a node description sent by an agent (bounded sizes, unique GPU indices).
+Result<NodeInfo> node_info_from_json(const nlohmann::json& j);
+
+}  // namespace gpucloud

@@ -1,0 +1,44 @@
+// Fit checks and GPU choice inside one node, shared by the scheduling policies.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sched/types.h"
+
+namespace gpucloud::sched {
+
+/// Whether the node could ever run the request ignoring current use: schedulable, labels,
+/// capacity class, GPU model and memory, total GPU count, CPUs and memory. On false, `why`
+/// (if given) says which check failed.
+bool node_could_fit(const JobRequest& req, const NodeState& node, std::string* why = nullptr);
+
+/// Whether a GPU satisfies the request's model and memory constraints.
+bool gpu_matches(const JobRequest& req, const GpuState& gpu);
+
+/// A choice of GPUs on one node and how good its interconnect is.
+struct GpuChoice {
+  std::vector<int> positions;  // positions in NodeState::gpus
+  int milli = 1000;            // per GPU
+  int topology_score = 0;      // higher is better: NVLink pairs inside the set, one NUMA node
+};
+
+/// Picks free GPUs for one replica on the node as it is now (whole GPUs: the best-connected
+/// set, smallest indices on ties; a share: the fitting GPU with the least free milli), or
+/// nothing if they do not fit. Does not check CPUs or memory.
+std::optional<GpuChoice> choose_gpus(const JobRequest& req, const NodeState& node);
+
+/// Whether the node's free CPUs and memory take one replica.
+bool cpu_memory_fit(const JobRequest& req, const NodeState& node);
+
+/// Marks a choice as used on the node (GPUs, CPUs, memory).
+void apply_choice(const JobRequest& req, const GpuChoice& choice, NodeState& node);
+
+/// The number of whole free GPUs that match the request on the node.
+int free_matching_gpus(const JobRequest& req, const NodeState& node);
+
+/// "2×A100", "1×GPU", "0.5×T4": the GPU part of a request, for messages.
+std::string describe_gpus(const JobRequest& req);
+
+}  // namespace gpucloud::sched
