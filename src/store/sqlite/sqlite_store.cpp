@@ -1,0 +1,323 @@
+// SQLite StateStore: WAL mode, synchronous=FULL, one transaction per WriteBatch.
+//
+// Limits: one writer process per database file (the server); jobs are stored as their JSON
+// document plus the indexed columns queries need.
+#include <sqlite3.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "model/node_json.h"
+#include "store/state_store.h"
+
+namespace gpucloud::store {
+namespace {
+
+using json = nlohmann::json;
+
+// Schema migrations, applied in order; the index + 1 is the schema version.
+const char* const kMigrations[] = {
+    R"sql(
+    CREATE TABLE jobs (
+      id TEXT PRIMARY KEY,
+      tenant TEXT NOT NULL,
+      state TEXT NOT NULL,
+      terminal INTEGER NOT NULL,
+      created_at INTEGER NOT NULL,
+      finished_at INTEGER NOT NULL,
+      doc TEXT NOT NULL);
+    CREATE INDEX jobs_active ON jobs(terminal, created_at);
+    CREATE INDEX jobs_finished ON jobs(terminal, finished_at);
+    CREATE TABLE nodes (
+      id TEXT PRIMARY KEY,
+      name TEXT NOT NULL UNIQUE,
+      doc TEXT NOT NULL);
+    CREATE TABLE tokens (
+      sha256 TEXT PRIMARY KEY,
+      doc TEXT NOT NULL);
+    CREATE TABLE audit (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      at INTEGER NOT NULL,
+      actor TEXT NOT NULL,
+      action TEXT NOT NULL,
+      object TEXT NOT NULL,
+      detail TEXT NOT NULL);
+    CREATE INDEX audit_object ON audit(object, seq);
+    )sql",
+};
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  bool ok() const { return rc_ == SQLITE_OK; }
+  void bind(int i, const std::string& s) { sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT); }
+  void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  int step() { return sqlite3_step(stmt_); }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  std::string text(int col) {
+    auto p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    return p ? std::string(p, sqlite3_column_bytes(stmt_, col)) : std::string();
+  }
+  int64_t integer(int col) { return sqlite3_column_int64(stmt_, col); }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_ = SQLITE_ERROR;
+};
+
+json node_to_doc(const NodeRecord& n) {
+  return {{"id", n.id}, {"credential_sha256", n.credential_sha256}, {"info", node_info_to_json(n.info)},
+          {"state", n.state}, {"cordoned", n.cordoned}, {"registered_at", n.registered_at}, {"last_seen", n.last_seen}};
+}
+
+Result<NodeRecord> node_from_doc(const std::string& text) {
+  try {
+    json j = json::parse(text);
+    NodeRecord n;
+    n.id = j.at("id").get<std::string>();
+    n.credential_sha256 = j.at("credential_sha256").get<std::string>();
+    auto info = node_info_from_json(j.at("info"));
+    if (!info) return info.error();
+    n.info = std::move(*info);
+    n.state = j.at("state").get<std::string>();
+    n.cordoned = j.value("cordoned", false);
+    n.registered_at = j.at("registered_at").get<TimeMs>();
+    n.last_seen = j.at("last_seen").get<TimeMs>();
+    return n;
+  } catch (const json::exception& e) {
+    return internal(std::string("stored node record is malformed: ") + e.what());
+  }
+}
+
+json token_to_doc(const TokenRecord& t) {
+  return {{"sha256", t.sha256}, {"name", t.name}, {"role", t.role}, {"tenants", t.tenants},
+          {"created_at", t.created_at}, {"expires_at", t.expires_at}, {"revoked", t.revoked}};
+}
+
+class SqliteStore final : public StateStore {
+ public:
+  explicit SqliteStore(sqlite3* db) : db_(db) {}
+  ~SqliteStore() override { sqlite3_close_v2(db_); }
+
+  Status init() {
+    for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON",
+                               "PRAGMA busy_timeout=5000"}) {
+      GPUCLOUD_TRY(exec(pragma));
+    }
+    return migrate();
+  }
+
+  Status commit(const WriteBatch& batch) override {
+    if (batch.empty()) return {};
+    GPUCLOUD_TRY(exec("BEGIN IMMEDIATE"));
+    Status st = write(batch);
+    if (!st.ok()) {
+      (void)exec("ROLLBACK");
+      return st;
+    }
+    return exec("COMMIT");
+  }
+
+  Result<std::vector<Job>> load_jobs(bool include_terminal) override {
+    return query_jobs(include_terminal ? "SELECT doc FROM jobs ORDER BY created_at, id"
+                                       : "SELECT doc FROM jobs WHERE terminal = 0 ORDER BY created_at, id",
+                      {});
+  }
+
+  Result<std::optional<Job>> get_job(const std::string& id) override {
+    auto jobs = query_jobs("SELECT doc FROM jobs WHERE id = ?1", {id});
+    if (!jobs) return jobs.error();
+    if (jobs->empty()) return std::optional<Job>();
+    return std::optional<Job>(std::move(jobs->front()));
+  }
+
+  Result<std::vector<Job>> find_jobs_by_prefix(const std::string& prefix, int limit) override {
+    std::string hi = prefix;
+    hi.push_back('\x7f');
+    return query_jobs(fmt::format("SELECT doc FROM jobs WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT {}", limit).c_str(),
+                      {prefix, hi});
+  }
+
+  Result<std::vector<Job>> recent_finished_jobs(int limit) override {
+    return query_jobs(fmt::format("SELECT doc FROM jobs WHERE terminal = 1 ORDER BY finished_at DESC LIMIT {}", limit).c_str(), {});
+  }
+
+  Result<std::vector<NodeRecord>> load_nodes() override {
+    Statement st(db_, "SELECT doc FROM nodes ORDER BY name");
+    if (!st.ok()) return error("prepare load_nodes");
+    std::vector<NodeRecord> out;
+    while (st.step() == SQLITE_ROW) {
+      auto n = node_from_doc(st.text(0));
+      if (!n) return n.error();
+      out.push_back(std::move(*n));
+    }
+    return out;
+  }
+
+  Result<std::vector<TokenRecord>> load_tokens() override {
+    Statement st(db_, "SELECT doc FROM tokens");
+    if (!st.ok()) return error("prepare load_tokens");
+    std::vector<TokenRecord> out;
+    while (st.step() == SQLITE_ROW) {
+      try {
+        json j = json::parse(st.text(0));
+        TokenRecord t;
+        t.sha256 = j.at("sha256").get<std::string>();
+        t.name = j.at("name").get<std::string>();
+        t.role = j.at("role").get<std::string>();
+        t.tenants = j.at("tenants").get<std::vector<std::string>>();
+        t.created_at = j.at("created_at").get<TimeMs>();
+        t.expires_at = j.at("expires_at").get<TimeMs>();
+        t.revoked = j.at("revoked").get<bool>();
+        out.push_back(std::move(t));
+      } catch (const json::exception& e) {
+        return internal(std::string("stored token record is malformed: ") + e.what());
+      }
+    }
+    return out;
+  }
+
+  Result<std::vector<AuditEntry>> audit_for(const std::string& object, int limit) override {
+    Statement st(db_, "SELECT at, actor, action, object, detail FROM (SELECT * FROM audit WHERE object = ?1 "
+                      "ORDER BY seq DESC LIMIT ?2) ORDER BY seq");
+    if (!st.ok()) return error("prepare audit_for");
+    st.bind(1, object);
+    st.bind(2, static_cast<int64_t>(limit));
+    std::vector<AuditEntry> out;
+    while (st.step() == SQLITE_ROW) out.push_back({st.integer(0), st.text(1), st.text(2), st.text(3), st.text(4)});
+    return out;
+  }
+
+ private:
+  Error error(const std::string& what) { return internal(fmt::format("sqlite {}: {}", what, sqlite3_errmsg(db_))); }
+
+  Status exec(const char* sql) {
+    char* msg = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+      std::string text = msg ? msg : "unknown error";
+      sqlite3_free(msg);
+      return internal(fmt::format("sqlite '{}': {}", std::string(sql).substr(0, 40), text));
+    }
+    return {};
+  }
+
+  Status migrate() {
+    Statement version(db_, "PRAGMA user_version");
+    if (!version.ok() || version.step() != SQLITE_ROW) return error("read schema version");
+    int64_t current = version.integer(0);
+    const int64_t latest = static_cast<int64_t>(std::size(kMigrations));
+    if (current > latest)
+      return internal(fmt::format("database schema version {} is newer than this gpucloud ({}); upgrade gpucloud", current, latest));
+    for (int64_t v = current; v < latest; ++v) {
+      GPUCLOUD_TRY(exec("BEGIN IMMEDIATE"));
+      Status st = exec(kMigrations[v]);
+      if (st.ok()) st = exec(fmt::format("PRAGMA user_version = {}", v + 1).c_str());
+      if (!st.ok()) {
+        (void)exec("ROLLBACK");
+        return st;
+      }
+      GPUCLOUD_TRY(exec("COMMIT"));
+      spdlog::info("store: migrated schema to version {}", v + 1);
+    }
+    return {};
+  }
+
+  Status write(const WriteBatch& batch) {
+    if (!batch.jobs.empty()) {
+      Statement st(db_, "INSERT OR REPLACE INTO jobs (id, tenant, state, terminal, created_at, finished_at, doc) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+      if (!st.ok()) return error("prepare job write");
+      for (const auto& job : batch.jobs) {
+        st.bind(1, job.id);
+        st.bind(2, job.spec.tenant);
+        st.bind(3, std::string(to_string(job.state)));
+        st.bind(4, static_cast<int64_t>(is_terminal(job.state)));
+        st.bind(5, job.created_at);
+        st.bind(6, job.finished_at);
+        st.bind(7, job_to_json(job).dump());
+        if (st.step() != SQLITE_DONE) return error("write job " + job.id);
+        st.reset();
+      }
+    }
+    if (!batch.nodes.empty()) {
+      Statement st(db_, "INSERT OR REPLACE INTO nodes (id, name, doc) VALUES (?1, ?2, ?3)");
+      if (!st.ok()) return error("prepare node write");
+      for (const auto& node : batch.nodes) {
+        st.bind(1, node.id);
+        st.bind(2, node.info.name);
+        st.bind(3, node_to_doc(node).dump());
+        if (st.step() != SQLITE_DONE) return error("write node " + node.info.name);
+        st.reset();
+      }
+    }
+    if (!batch.tokens.empty()) {
+      Statement st(db_, "INSERT OR REPLACE INTO tokens (sha256, doc) VALUES (?1, ?2)");
+      if (!st.ok()) return error("prepare token write");
+      for (const auto& t : batch.tokens) {
+        st.bind(1, t.sha256);
+        st.bind(2, token_to_doc(t).dump());
+        if (st.step() != SQLITE_DONE) return error("write token " + t.name);
+        st.reset();
+      }
+    }
+    if (!batch.audit.empty()) {
+      Statement st(db_, "INSERT INTO audit (at, actor, action, object, detail) VALUES (?1, ?2, ?3, ?4, ?5)");
+      if (!st.ok()) return error("prepare audit write");
+      for (const auto& a : batch.audit) {
+        st.bind(1, a.at);
+        st.bind(2, a.actor);
+        st.bind(3, a.action);
+        st.bind(4, a.object);
+        st.bind(5, a.detail);
+        if (st.step() != SQLITE_DONE) return error("append audit");
+        st.reset();
+      }
+    }
+    return {};
+  }
+
+  Result<std::vector<Job>> query_jobs(const char* sql, const std::vector<std::string>& args) {
+    Statement st(db_, sql);
+    if (!st.ok()) return error("prepare job query");
+    for (size_t i = 0; i < args.size(); ++i) st.bind(static_cast<int>(i + 1), args[i]);
+    std::vector<Job> out;
+    while (st.step() == SQLITE_ROW) {
+      json doc;
+      try {
+        doc = json::parse(st.text(0));
+      } catch (const json::exception& e) {
+        return internal(std::string("stored job is not JSON: ") + e.what());
+      }
+      auto job = job_from_json(doc);
+      if (!job) return job.error();
+      out.push_back(std::move(*job));
+    }
+    return out;
+  }
+
+  sqlite3* db_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<StateStore>> open_sqlite_store(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close_v2(db);
+    return internal(fmt::format("cannot open database {}: {}", path, msg));
+  }
+  auto store = std::make_unique<SqliteStore>(db);
+  GPUCLOUD_TRY(store->init());
+  return std::unique_ptr<StateStore>(std::move(store));
+}
+
+}  // namespace gpucloud::store

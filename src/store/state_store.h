@@ -1,0 +1,83 @@
+// StateStore: the server's durable truth. Every state change is one transaction; ids and
+// timestamps are decided by the caller before the write.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "model/gpu.h"
+#include "model/job.h"
+
+namespace gpucloud::store {
+
+/// A registered node.
+struct NodeRecord {
+  std::string id;
+  std::string credential_sha256;  // the node credential's hash; the credential itself is never stored
+  NodeInfo info;
+  std::string state = "ready";    // ready | unreachable | down
+  bool cordoned = false;
+  TimeMs registered_at = 0;
+  TimeMs last_seen = 0;
+};
+
+/// An API token (stored as its SHA-256).
+struct TokenRecord {
+  std::string sha256;
+  std::string name;
+  std::string role;  // admin | member | agent
+  std::vector<std::string> tenants;  // tenants a member may act for
+  TimeMs created_at = 0;
+  TimeMs expires_at = 0;  // 0 = never
+  bool revoked = false;
+};
+
+/// One line of the audit log: who did what to which object.
+struct AuditEntry {
+  TimeMs at = 0;
+  std::string actor;
+  std::string action;   // e.g. "job.submit", "job.cancel", "node.register"
+  std::string object;   // e.g. the job id
+  std::string detail;
+};
+
+/// A set of changes written in one transaction: all or nothing.
+struct WriteBatch {
+  std::vector<Job> jobs;           // insert or replace
+  std::vector<NodeRecord> nodes;   // insert or replace
+  std::vector<TokenRecord> tokens; // insert or replace
+  std::vector<AuditEntry> audit;   // appended
+  bool empty() const { return jobs.empty() && nodes.empty() && tokens.empty() && audit.empty(); }
+};
+
+/// The durable state of a server.
+class StateStore {
+ public:
+  virtual ~StateStore() = default;
+  /// Writes the batch atomically and durably: once this returns ok, a crash of the process
+  /// or the machine loses none of it.
+  virtual Status commit(const WriteBatch& batch) = 0;
+  /// All jobs, oldest first. With include_terminal false, only pending and running ones.
+  virtual Result<std::vector<Job>> load_jobs(bool include_terminal) = 0;
+  /// One job by id, or nullopt.
+  virtual Result<std::optional<Job>> get_job(const std::string& id) = 0;
+  /// Jobs (any state) whose id starts with prefix, at most limit of them.
+  virtual Result<std::vector<Job>> find_jobs_by_prefix(const std::string& prefix, int limit) = 0;
+  /// Terminal jobs, newest first, at most limit (for `ps --all`).
+  virtual Result<std::vector<Job>> recent_finished_jobs(int limit) = 0;
+  /// All registered nodes.
+  virtual Result<std::vector<NodeRecord>> load_nodes() = 0;
+  /// All tokens.
+  virtual Result<std::vector<TokenRecord>> load_tokens() = 0;
+  /// The last `limit` audit entries about an object (newest last).
+  virtual Result<std::vector<AuditEntry>> audit_for(const std::string& object, int limit) = 0;
+};
+
+/// Opens (creating and migrating as needed) the SQLite store at path.
+Result<std::unique_ptr<StateStore>> open_sqlite_store(const std::string& path);
+
+}  // namespace gpucloud::store
