@@ -1,0 +1,117 @@
+#include "model/agent_protocol.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace gpucloud {
+
+using json = nlohmann::json;
+
+std::string replica_key(const std::string& job_id, int attempt, int rank) {
+  return fmt::format("{}.{}.{}", job_id, attempt, rank);
+}
+
+json allocation_to_json(const Allocation& a) {
+  json gpus = json::array();
+  for (const auto& g : a.gpus) gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"milli", g.milli}});
+  return {{"key", a.key},         {"job_id", a.job_id},     {"attempt", a.attempt},
+          {"rank", a.rank},       {"replicas", a.replicas}, {"command", a.command},
+          {"env", a.env},         {"workdir", a.workdir},   {"gpus", gpus},
+          {"cpu_milli", a.cpu_milli}, {"memory_mib", a.memory_mib}, {"grace_ms", a.grace_ms},
+          {"max_runtime_ms", a.max_runtime_ms}};
+}
+
+Result<Allocation> allocation_from_json(const json& j) {
+  try {
+    Allocation a;
+    a.key = j.at("key").get<std::string>();
+    a.job_id = j.at("job_id").get<std::string>();
+    a.attempt = j.at("attempt").get<int>();
+    a.rank = j.at("rank").get<int>();
+    a.replicas = j.at("replicas").get<int>();
+    a.command = j.at("command").get<std::vector<std::string>>();
+    a.env = j.at("env").get<std::map<std::string, std::string>>();
+    a.workdir = j.at("workdir").get<std::string>();
+    for (const auto& g : j.at("gpus"))
+      a.gpus.push_back({g.at("index").get<int>(), g.at("uuid").get<std::string>(), g.at("milli").get<int>()});
+    a.cpu_milli = j.at("cpu_milli").get<int64_t>();
+    a.memory_mib = j.at("memory_mib").get<int64_t>();
+    a.grace_ms = j.at("grace_ms").get<int64_t>();
+    a.max_runtime_ms = j.at("max_runtime_ms").get<int64_t>();
+    return a;
+  } catch (const json::exception& e) {
+    return invalid(std::string("malformed allocation: ") + e.what());
+  }
+}
+
+json poll_request_to_json(const PollRequest& r) {
+  json events = json::array();
+  for (const auto& e : r.events)
+    events.push_back({{"seq", e.seq}, {"key", e.key}, {"type", e.type}, {"exit_code", e.exit_code},
+                      {"signal", e.signal}, {"lost", e.lost}, {"failed_to_start", e.failed_to_start},
+                      {"message", e.message}, {"at", e.at}});
+  json logs = json::array();
+  for (const auto& l : r.logs) logs.push_back({{"key", l.key}, {"offset", l.offset}, {"data", l.data_base64}});
+  json out = {{"node_id", r.node_id}, {"applied_version", r.applied_version}, {"running", r.running},
+              {"events", events},     {"logs", logs},                       {"hold_ms", r.hold_ms}};
+  if (r.telemetry) out["telemetry"] = *r.telemetry;
+  return out;
+}
+
+Result<PollRequest> poll_request_from_json(const json& j) {
+  try {
+    PollRequest r;
+    r.node_id = j.at("node_id").get<std::string>();
+    r.applied_version = j.at("applied_version").get<int64_t>();
+    r.running = j.at("running").get<std::vector<std::string>>();
+    r.hold_ms = j.value("hold_ms", int64_t{5000});
+    if (r.hold_ms < 0 || r.hold_ms > 60'000) return invalid("hold_ms must be within 0..60000");
+    const auto& events = j.at("events");
+    const auto& logs = j.at("logs");
+    if (r.running.size() > 10'000 || events.size() > 10'000 || logs.size() > 10'000)
+      return invalid("poll carries more than 10,000 running keys, events or log chunks");
+    for (const auto& e : events) {
+      ReplicaEvent ev;
+      ev.seq = e.at("seq").get<int64_t>();
+      ev.key = e.at("key").get<std::string>();
+      ev.type = e.at("type").get<std::string>();
+      ev.exit_code = e.value("exit_code", 0);
+      ev.signal = e.value("signal", 0);
+      ev.lost = e.value("lost", false);
+      ev.failed_to_start = e.value("failed_to_start", false);
+      ev.message = e.value("message", "");
+      ev.at = e.value("at", TimeMs{0});
+      r.events.push_back(std::move(ev));
+    }
+    for (const auto& l : logs)
+      r.logs.push_back({l.at("key").get<std::string>(), l.at("offset").get<int64_t>(), l.at("data").get<std::string>()});
+    return r;
+  } catch (const json::exception& e) {
+    return invalid(std::string("malformed poll request: ") + e.what());
+  }
+}
+
+json poll_response_to_json(const PollResponse& r) {
+  json allocations = json::array();
+  for (const auto& a : r.allocations) allocations.push_back(allocation_to_json(a));
+  return {{"version", r.version}, {"allocations", allocations}, {"acked_seq", r.acked_seq}, {"log_offsets", r.log_offsets}};
+}
+
+Result<PollResponse> poll_response_from_json(const json& j) {
+  try {
+    PollResponse r;
+    r.version = j.at("version").get<int64_t>();
+    r.acked_seq = j.at("acked_seq").get<int64_t>();
+    r.log_offsets = j.at("log_offsets").get<std::map<std::string, int64_t>>();
+    for (const auto& a : j.at("allocations")) {
+      auto alloc = allocation_from_json(a);
+      if (!alloc) return alloc.error();
+      r.allocations.push_back(std::move(*alloc));
+    }
+    return r;
+  } catch (const json::exception& e) {
+    return invalid(std::string("malformed poll response: ") + e.what());
+  }
+}
+
+}  // namespace gpucloud

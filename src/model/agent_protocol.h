@@ -1,0 +1,83 @@
+// The agent protocol (docs/agent-protocol.md): what an agent's long-poll carries each way.
+// The agent is the truth about what runs; the server is the truth about what should run.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "model/job.h"
+
+namespace gpucloud {
+
+/// "<job>.<attempt>.<rank>": names one replica of one attempt everywhere (agent state, logs).
+std::string replica_key(const std::string& job_id, int attempt, int rank);
+
+/// One replica the server wants running on the node.
+struct Allocation {
+  std::string key;
+  std::string job_id;
+  int attempt = 1;
+  int rank = 0;
+  int replicas = 1;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;  // the job's env; the agent adds the platform's
+  std::string workdir;
+  std::vector<GpuShare> gpus;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int64_t grace_ms = 30'000;
+  int64_t max_runtime_ms = 0;
+};
+
+/// Something that happened to a replica on the node. Sent until the server acknowledges its seq.
+struct ReplicaEvent {
+  int64_t seq = 0;
+  std::string key;
+  std::string type;  // "started" | "exited"
+  int exit_code = 0;
+  int signal = 0;
+  bool lost = false;
+  bool failed_to_start = false;
+  std::string message;
+  TimeMs at = 0;
+};
+
+/// New output of a replica, from byte offset `offset` of its log.
+struct LogChunk {
+  std::string key;
+  int64_t offset = 0;
+  std::string data_base64;
+};
+
+struct PollRequest {
+  std::string node_id;
+  int64_t applied_version = 0;        // the desired version the agent has acted on
+  std::vector<std::string> running;   // keys of every replica process the agent has now
+  std::vector<ReplicaEvent> events;
+  std::vector<LogChunk> logs;
+  int64_t hold_ms = 5000;             // how long the server may hold the poll
+  nlohmann::json* telemetry = nullptr;  // not owned; optional
+};
+
+struct PollResponse {
+  int64_t version = 0;
+  std::vector<Allocation> allocations;  // the complete desired set for the node
+  int64_t acked_seq = 0;                // events up to here are recorded
+  std::map<std::string, int64_t> log_offsets;  // bytes of each log the server holds
+};
+
+nlohmann::json allocation_to_json(const Allocation& a);
+Result<Allocation> allocation_from_json(const nlohmann::json& j);
+nlohmann::json poll_request_to_json(const PollRequest& r);
+/// Parses a poll request; bounded: at most 10,000 keys, events and log chunks.
+Result<PollRequest> poll_request_from_json(const nlohmann::json& j);
+nlohmann::json poll_response_to_json(const PollResponse& r);
+Result<PollResponse> poll_response_from_json(const nlohmann::json& j);
+
+}  // namespace gpucloud

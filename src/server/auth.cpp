@@ -1,0 +1,34 @@
+#include "server/auth.h"
+
+#include <algorithm>
+
+#include "net/crypto.h"
+
+namespace gpucloud::server {
+
+bool Principal::may_act_for(const std::string& tenant) const {
+  return is_admin() || std::find(tenants.begin(), tenants.end(), tenant) != tenants.end();
+}
+
+void Authenticator::set_tokens(const std::vector<store::TokenRecord>& tokens) {
+  tokens_.clear();
+  for (const auto& t : tokens) tokens_[t.sha256] = t;
+}
+
+void Authenticator::set_node_credential(const std::string& sha256, const std::string& node_id, const std::string& node_name) {
+  nodes_[sha256] = Principal{node_name, "node", {}, node_id};
+}
+
+std::optional<Principal> Authenticator::authenticate(const std::string& header, TimeMs now) const {
+  const std::string prefix = "Bearer ";
+  if (header.size() <= prefix.size() || header.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  std::string hash = net::sha256_hex(header.substr(prefix.size()));
+  if (auto it = nodes_.find(hash); it != nodes_.end()) return it->second;
+  auto it = tokens_.find(hash);
+  if (it == tokens_.end()) return std::nullopt;
+  const auto& t = it->second;
+  if (t.revoked || (t.expires_at != 0 && t.expires_at <= now)) return std::nullopt;
+  return Principal{t.name, t.role, t.tenants, ""};
+}
+
+}  // namespace gpucloud::server

@@ -1,0 +1,16 @@
+// Small helpers for JSON responses and the uniform error body {"error":{"code","message"}}.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "net/http_types.h"
+
+namespace gpucloud::server {
+
+net::HttpResponse json_response(int status, const nlohmann::json& body);
+net::HttpResponse error_response(const Error& error);
+/// Parses a request body as JSON; the error names the byte where parsing failed.
+Result<nlohmann::json> parse_json_body(const std::string& body);
+
+}  // namespace gpucloud::server

@@ -1,0 +1,77 @@
+#include "server/log_store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+namespace gpucloud::server {
+
+std::string LogStore::path_for(const std::string& key) const {
+  // key = <job>.<attempt>.<rank>; job ids are hex, so the key is a safe file name.
+  size_t dot = key.find('.');
+  return fmt::format("{}/{}/{}.log", dir_, key.substr(0, dot), key.substr(dot + 1));
+}
+
+int64_t LogStore::size(const std::string& key) {
+  auto it = sizes_.find(key);
+  if (it != sizes_.end()) return it->second;
+  struct stat st {};
+  int64_t n = ::stat(path_for(key).c_str(), &st) == 0 ? st.st_size : 0;
+  sizes_[key] = n;
+  return n;
+}
+
+Result<int64_t> LogStore::append(const std::string& key, int64_t offset, const std::string& data) {
+  int64_t current = size(key);
+  if (offset != current || data.empty()) return current;
+  std::string path = path_for(key);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (fd < 0) return internal(fmt::format("cannot open log {}: {}", path, std::strerror(errno)));
+  size_t written = 0;
+  while (written < data.size()) {
+    ssize_t n = ::write(fd, data.data() + written, data.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      return internal(fmt::format("cannot write log {}: {}", path, std::strerror(errno)));
+    }
+    written += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  sizes_[key] = current + static_cast<int64_t>(data.size());
+  wake(key);
+  return sizes_[key];
+}
+
+Result<std::string> LogStore::read(const std::string& key, int64_t offset, int64_t max_bytes) {
+  int64_t total = size(key);
+  if (offset >= total) return std::string();
+  int fd = ::open(path_for(key).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return internal(fmt::format("cannot open log of {}: {}", key, std::strerror(errno)));
+  std::string out(static_cast<size_t>(std::min(max_bytes, total - offset)), '\0');
+  ssize_t n = ::pread(fd, out.data(), out.size(), offset);
+  ::close(fd);
+  if (n < 0) return internal(fmt::format("cannot read log of {}: {}", key, std::strerror(errno)));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+void LogStore::on_next_append(const std::string& key, std::function<void()> fn) { waiters_.emplace(key, std::move(fn)); }
+
+void LogStore::wake(const std::string& key) {
+  auto [begin, end] = waiters_.equal_range(key);
+  std::vector<std::function<void()>> fns;
+  for (auto it = begin; it != end; ++it) fns.push_back(std::move(it->second));
+  waiters_.erase(begin, end);
+  for (auto& fn : fns) fn();
+}
+
+}  // namespace gpucloud::server

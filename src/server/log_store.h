@@ -1,0 +1,37 @@
+// LogStore: the server's copy of every replica's output, shipped in chunks by agents.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace gpucloud::server {
+
+/// Logs live in <dir>/<job>/<attempt>.<rank>.log. Appends are idempotent by offset.
+class LogStore {
+ public:
+  explicit LogStore(std::string dir) : dir_(std::move(dir)) {}
+  /// Appends data if offset equals the current size; returns the size afterwards (the offset
+  /// the agent must continue from).
+  Result<int64_t> append(const std::string& key, int64_t offset, const std::string& data);
+  /// The current size of a replica's log (0 when none).
+  int64_t size(const std::string& key);
+  /// Up to max_bytes from offset.
+  Result<std::string> read(const std::string& key, int64_t offset, int64_t max_bytes);
+  /// Calls fn once, the next time the log of key grows (long-poll of `logs -f`).
+  void on_next_append(const std::string& key, std::function<void()> fn);
+  /// Wakes every waiter of key (when its replica ends, so followers see the end).
+  void wake(const std::string& key);
+
+ private:
+  std::string path_for(const std::string& key) const;
+  std::string dir_;
+  std::map<std::string, int64_t> sizes_;
+  std::multimap<std::string, std::function<void()>> waiters_;
+};
+
+}  // namespace gpucloud::server

@@ -1,0 +1,214 @@
+#include "server/server.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "net/crypto.h"
+#include "server/http_util.h"
+
+namespace gpucloud::server {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+Status write_secret_file(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return internal(fmt::format("cannot write {}", tmp));
+    out << content << "\n";
+  }
+  ::chmod(tmp.c_str(), 0600);
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return internal(fmt::format("cannot rename {} to {}: {}", tmp, path, ec.message()));
+  return {};
+}
+
+}  // namespace
+
+Server::Server(const ServerConfig& config, const Clock& clock, net::EventLoop& loop)
+    : config_(config), layout_{config.data_dir}, clock_(clock), loop_(loop), logs_(layout_.logs()),
+      ids_(static_cast<uint64_t>(clock.now_ms()) ^ static_cast<uint64_t>(::getpid())) {}
+
+Server::~Server() = default;
+
+Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config, const Clock& clock, net::EventLoop& loop) {
+  std::error_code ec;
+  fs::create_directories(config.data_dir, ec);
+  if (ec) return internal(fmt::format("cannot create data dir {}: {}", config.data_dir, ec.message()));
+  ::chmod(config.data_dir.c_str(), 0700);
+  std::unique_ptr<Server> server(new Server(config, clock, loop));
+  auto store = store::open_sqlite_store(server->layout_.database());
+  if (!store) return store.error();
+  server->store_ = std::move(*store);
+  sched::PolicySettings settings;
+  settings.policy = config.policy;
+  auto scheduler = sched::create_scheduler(settings);
+  if (!scheduler) return scheduler.error();
+  server->scheduler_ = std::move(*scheduler);
+  // Desired-state versions only grow, also across restarts.
+  server->version_clock_ = clock.now_ms() * 1000;
+  GPUCLOUD_TRY(server->bootstrap_tokens());
+  GPUCLOUD_TRY(server->load_state());
+  return server;
+}
+
+Status Server::bootstrap_tokens() {
+  auto tokens = store_->load_tokens();
+  if (!tokens) return tokens.error();
+  bool have_admin = false, have_agent = false;
+  for (const auto& t : *tokens) {
+    have_admin |= t.name == "admin" && !t.revoked;
+    have_agent |= t.name == "agent-join" && !t.revoked;
+  }
+  store::WriteBatch batch;
+  auto make = [&](const std::string& name, const std::string& role, const std::string& path) -> Status {
+    std::string secret = random_token();
+    GPUCLOUD_TRY(write_secret_file(path, secret));
+    batch.tokens.push_back({net::sha256_hex(secret), name, role, {}, clock_.now_ms(), 0, false});
+    batch.audit.push_back({clock_.now_ms(), "server", "token.create", name, "role " + role});
+    spdlog::info("created the {} token in {}", name, path);
+    return {};
+  };
+  if (!have_admin || !fs::exists(layout_.admin_token())) GPUCLOUD_TRY(make("admin", "admin", layout_.admin_token()));
+  if (!have_agent || !fs::exists(layout_.agent_token())) GPUCLOUD_TRY(make("agent-join", "agent", layout_.agent_token()));
+  GPUCLOUD_TRY(store_->commit(batch));
+  // A token file that was replaced: revoke tokens whose file content no longer matches.
+  tokens = store_->load_tokens();
+  if (!tokens) return tokens.error();
+  auth_.set_tokens(*tokens);
+  return {};
+}
+
+Status Server::load_state() {
+  auto jobs = store_->load_jobs(false);
+  if (!jobs) return jobs.error();
+  for (auto& job : *jobs) jobs_.emplace(job.id, std::move(job));
+  auto nodes = store_->load_nodes();
+  if (!nodes) return nodes.error();
+  for (auto& node : *nodes) {
+    auth_.set_node_credential(node.credential_sha256, node.id, node.info.name);
+    // The node has not been heard from by this server process yet: start its clock now, so
+    // a server restart alone does not mark healthy nodes down.
+    node.last_seen = clock_.now_ms();
+    runtime_[node.id].version = ++version_clock_;
+    nodes_.emplace(node.id, std::move(node));
+  }
+  spdlog::info("loaded {} active jobs and {} nodes from {}", jobs_.size(), nodes_.size(), layout_.database());
+  return {};
+}
+
+Result<int> Server::start() {
+  http_ = std::make_unique<net::HttpServer>(loop_, [this](net::HttpRequest&& req, net::Responder respond) {
+    handle(std::move(req), std::move(respond));
+  });
+  auto port = http_->listen({config_.listen_host, config_.listen_port});
+  if (!port) return port.error();
+  std::string host = config_.listen_host == "0.0.0.0" ? "127.0.0.1" : config_.listen_host;
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  url_ = fmt::format("http://{}:{}", host, *port);
+  GPUCLOUD_TRY(write_secret_file(layout_.address(), url_));
+  // Node liveness, and a first scheduling pass for jobs loaded from the store.
+  struct Ticker {
+    static void arm(Server* s) {
+      s->loop_.run_after(1000, [s] {
+        s->check_node_liveness();
+        arm(s);
+      });
+    }
+  };
+  Ticker::arm(this);
+  schedule_soon();
+  return *port;
+}
+
+void Server::handle(net::HttpRequest&& req, net::Responder respond) {
+  if (req.path == "/healthz") {
+    respond(json_response(200, {{"status", "ok"}}));
+    return;
+  }
+  auto who = auth_.authenticate(req.header("authorization"), clock_.now_ms());
+  if (!who) {
+    respond(error_response({ErrorCode::kUnauthenticated,
+                            "missing or invalid token: send 'Authorization: Bearer <token>' (the CLI reads GPUCLOUD_TOKEN, "
+                            "or the admin.token file in the data dir)"}));
+    return;
+  }
+  route(req, *who, respond);
+}
+
+void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& respond) {
+  const std::string& p = req.path;
+  const std::string& m = req.method;
+  auto method_not_allowed = [&](const char* allowed) {
+    auto r = error_response({ErrorCode::kInvalidArgument, fmt::format("{} does not accept {}; use {}", p, m, allowed)});
+    r.status = 405;
+    r.headers.push_back({"Allow", allowed});
+    respond(r);
+  };
+  if (p == "/v1/agent/poll") {
+    if (m != "POST") return method_not_allowed("POST");
+    if (who.role != "node") return respond(error_response({ErrorCode::kPermissionDenied, "poll needs a node credential from /v1/agent/register"}));
+    return poll(req, who, std::move(respond));
+  }
+  if (who.role == "node") return respond(error_response({ErrorCode::kPermissionDenied, "a node credential may only poll"}));
+  if (p == "/v1/agent/register") {
+    if (m != "POST") return method_not_allowed("POST");
+    return respond(register_node(req, who));
+  }
+  if (who.role == "agent") return respond(error_response({ErrorCode::kPermissionDenied, "an agent join token may only register nodes"}));
+  if (p == "/v1/jobs") {
+    if (m == "POST") return respond(submit_job(req, who));
+    if (m == "GET") return respond(list_jobs(req, who));
+    return method_not_allowed("GET, POST");
+  }
+  if (p == "/v1/nodes") {
+    if (m != "GET") return method_not_allowed("GET");
+    return respond(list_nodes());
+  }
+  const std::string jobs_prefix = "/v1/jobs/";
+  if (p.rfind(jobs_prefix, 0) == 0) {
+    std::string rest = p.substr(jobs_prefix.size());
+    size_t slash = rest.find('/');
+    std::string id = rest.substr(0, slash);
+    std::string sub = slash == std::string::npos ? "" : rest.substr(slash + 1);
+    if (sub.empty()) {
+      if (m == "GET") {
+        auto job = find_visible_job(id, who);
+        if (!job) return respond(error_response(job.error()));
+        return respond(json_response(200, job_to_json(*job)));
+      }
+      if (m == "DELETE") return respond(cancel_job(id, who));
+      return method_not_allowed("GET, DELETE");
+    }
+    if (sub == "cancel") {
+      if (m != "POST") return method_not_allowed("POST");
+      return respond(cancel_job(id, who));
+    }
+    if (sub == "logs") {
+      if (m != "GET") return method_not_allowed("GET");
+      return job_logs(req, id, who, std::move(respond));
+    }
+  }
+  respond(error_response(not_found(fmt::format("no such endpoint: {} {} (see docs/api.md)", m, p))));
+}
+
+Status Server::commit(store::WriteBatch& batch) {
+  Status st = store_->commit(batch);
+  if (!st.ok()) spdlog::error("store commit failed: {}", st.error().message);
+  batch = {};
+  for (const auto& id : finished_) jobs_.erase(id);
+  finished_.clear();
+  return st;
+}
+
+}  // namespace gpucloud::server

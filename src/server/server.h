@@ -1,0 +1,129 @@
+// Server: the control plane. It owns the store, the in-memory view of jobs and nodes, the
+// scheduler and the HTTP API, and runs all of its logic on one EventLoop thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/clock.h"
+#include "common/ids.h"
+#include "model/agent_protocol.h"
+#include "model/job.h"
+#include "net/event_loop.h"
+#include "net/http_server.h"
+#include "sched/scheduler.h"
+#include "server/auth.h"
+#include "server/log_store.h"
+#include "store/state_store.h"
+
+namespace gpucloud::server {
+
+struct ServerConfig {
+  std::string data_dir = ".gpucloud";
+  std::string listen_host = "127.0.0.1";
+  int listen_port = 8080;
+  int64_t poll_hold_ms = 5000;            // longest an agent's poll is held
+  int64_t unreachable_after_ms = 15'000;  // no poll for this long: node unreachable
+  int64_t down_after_ms = 60'000;         // no poll for this long: node down, its attempts lost
+  std::string policy = "simple";
+};
+
+/// Paths of the files a server keeps in its data dir.
+struct DataDirLayout {
+  std::string root;
+  std::string database() const { return root + "/state.db"; }
+  std::string admin_token() const { return root + "/admin.token"; }
+  std::string agent_token() const { return root + "/agent.token"; }
+  std::string address() const { return root + "/address"; }
+  std::string logs() const { return root + "/logs"; }
+};
+
+class Server {
+ public:
+  /// Opens the data dir (creating it, the database and the first tokens as needed).
+  static Result<std::unique_ptr<Server>> create(const ServerConfig& config, const Clock& clock, net::EventLoop& loop);
+  ~Server();
+
+  /// Starts listening; returns the bound port and writes "http://HOST:PORT" to the address file.
+  Result<int> start();
+  /// The base URL clients use, e.g. http://127.0.0.1:8080 (valid after start()).
+  const std::string& url() const { return url_; }
+  const DataDirLayout& layout() const { return layout_; }
+
+ private:
+  Server(const ServerConfig& config, const Clock& clock, net::EventLoop& loop);
+
+  // Per-node runtime state (not persisted).
+  struct NodeRuntime {
+    int64_t version = 0;          // desired-state version
+    int64_t applied_version = 0;  // last version the agent said it acted on
+    int64_t acked_seq = 0;        // highest event seq recorded
+    net::Responder waiter;        // the held poll, if any
+    uint64_t waiter_timer = 0;
+    std::map<std::string, int64_t> removed_at;  // key -> version at which it left the desired set
+    std::map<std::string, int64_t> placed_at;   // key -> version at which it entered the desired set
+    nlohmann::json* telemetry = nullptr;
+  };
+
+  Status bootstrap_tokens();
+  Status load_state();
+
+  // HTTP
+  void handle(net::HttpRequest&& req, net::Responder respond);
+  void route(net::HttpRequest& req, const Principal& who, net::Responder& respond);
+
+  // Jobs API (server_jobs.cpp)
+  net::HttpResponse submit_job(const net::HttpRequest& req, const Principal& who);
+  net::HttpResponse list_jobs(const net::HttpRequest& req, const Principal& who);
+  Result<Job> find_visible_job(const std::string& id_or_prefix, const Principal& who);
+  net::HttpResponse cancel_job(const std::string& id, const Principal& who);
+  void job_logs(const net::HttpRequest& req, const std::string& id, const Principal& who, net::Responder respond);
+  net::HttpResponse list_nodes();
+
+  // Agents (server_agents.cpp)
+  net::HttpResponse register_node(const net::HttpRequest& req, const Principal& who);
+  void poll(const net::HttpRequest& req, const Principal& who, net::Responder respond);
+  void apply_event(const std::string& node_id, const ReplicaEvent& event, store::WriteBatch& batch);
+  void reconcile_running(const std::string& node_id, const PollRequest& poll, store::WriteBatch& batch);
+  net::HttpResponse poll_response(const std::string& node_id, const std::map<std::string, int64_t>& log_offsets);
+  std::vector<Allocation> desired_for(const std::string& node_id);
+  void bump_node(const std::string& node_id);
+  void check_node_liveness();
+
+  // Lifecycle (server_lifecycle.cpp)
+  void schedule_soon();
+  void run_scheduler();
+  /// Every node with its current use (from the replicas of active jobs).
+  std::vector<sched::NodeState> node_states() const;
+  /// Called when a replica's state changed; decides whether the attempt and the job end.
+  void settle_attempt(Job& job, store::WriteBatch& batch);
+  void end_job(Job& job, JobState state, std::optional<int> exit_code, std::string message, store::WriteBatch& batch);
+  void stop_replicas(Job& job);
+  Status commit(store::WriteBatch& batch);
+
+  ServerConfig config_;
+  DataDirLayout layout_;
+  const Clock& clock_;
+  net::EventLoop& loop_;
+  std::unique_ptr<store::StateStore> store_;
+  std::unique_ptr<net::HttpServer> http_;
+  std::unique_ptr<sched::Scheduler> scheduler_;
+  Authenticator auth_;
+  LogStore logs_;
+  IdGenerator ids_;
+  std::string url_;
+
+  std::map<std::string, Job> jobs_;  // pending and running jobs (terminal ones are in the store)
+  std::map<std::string, store::NodeRecord> nodes_;
+  std::unordered_map<std::string, NodeRuntime> runtime_;
+  int64_t version_clock_ = 0;
+  bool schedule_pending_ = false;
+  std::vector<std::string> finished_;  // ended jobs to drop from jobs_ after the next commit
+};
+
+}  // namespace gpucloud::server

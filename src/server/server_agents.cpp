@@ -1,0 +1,302 @@
+// The agent side of the API: registration, the long-poll, replica events and node liveness.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "model/node_json.h"
+#include "net/crypto.h"
+#include "server/http_util.h"
+#include "server/server.h"
+
+namespace gpucloud::server {
+
+using json = nlohmann::json;
+
+namespace {
+
+// Splits "<job>.<attempt>.<rank>".
+bool parse_key(const std::string& key, std::string& job_id, int& attempt, int& rank) {
+  size_t a = key.find('.');
+  size_t b = key.find('.', a == std::string::npos ? a : a + 1);
+  if (a == std::string::npos || b == std::string::npos) return false;
+  try {
+    job_id = key.substr(0, a);
+    attempt = std::stoi(key.substr(a + 1, b - a - 1));
+    rank = std::stoi(key.substr(b + 1));
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace
+
+net::HttpResponse Server::register_node(const net::HttpRequest& req, const Principal& who) {
+  if (who.role != "agent" && !who.is_admin())
+    return error_response({ErrorCode::kPermissionDenied, "registering a node needs an agent join token or the admin token"});
+  auto body = parse_json_body(req.body);
+  if (!body) return error_response(body.error());
+  if (!body->is_object() || !body->contains("node")) return error_response(invalid("register: expected {\"node\": {...}}"));
+  auto info = node_info_from_json(body->at("node"));
+  if (!info) return error_response(info.error());
+  TimeMs now = clock_.now_ms();
+  std::string node_id = body->value("node_id", "");
+  std::string credential = body->value("credential", "");
+  store::NodeRecord* existing = nullptr;
+  if (!node_id.empty()) {
+    auto it = nodes_.find(node_id);
+    if (it != nodes_.end() && !credential.empty() && net::constant_time_equal(net::sha256_hex(credential), it->second.credential_sha256))
+      existing = &it->second;
+  }
+  for (auto& [id, node] : nodes_) {
+    if (node.info.name == info->name && &node != existing) {
+      if (node.state == "ready")
+        return error_response({ErrorCode::kConflict, fmt::format("a ready node named '{}' is already registered; give this agent another "
+                                                                 "name or stop the other one", info->name)});
+      existing = &node;  // a machine that lost its agent state takes its old record back
+      credential.clear();
+    }
+  }
+  store::NodeRecord record;
+  if (existing) {
+    record = *existing;
+  } else {
+    record.id = ids_.next(now);
+    record.registered_at = now;
+  }
+  if (credential.empty() || !existing) {
+    credential = random_token();
+    record.credential_sha256 = net::sha256_hex(credential);
+  }
+  record.info = std::move(*info);
+  record.state = "ready";
+  record.last_seen = now;
+  store::WriteBatch batch;
+  batch.nodes.push_back(record);
+  batch.audit.push_back({now, who.name, existing ? "node.reregister" : "node.register", record.id,
+                         fmt::format("{} with {} GPUs ({})", record.info.name, record.info.gpus.size(), record.info.gpu_backend)});
+  if (auto st = commit(batch); !st.ok()) return error_response(st.error());
+  auth_.set_node_credential(record.credential_sha256, record.id, record.info.name);
+  nodes_[record.id] = record;
+  auto& rt = runtime_[record.id];
+  if (rt.version == 0) rt.version = ++version_clock_;
+  spdlog::info("node {} ({}) registered with {} GPUs", record.info.name, record.id, record.info.gpus.size());
+  schedule_soon();
+  return json_response(200, {{"node_id", record.id}, {"credential", credential}, {"poll_hold_ms", config_.poll_hold_ms}});
+}
+
+void Server::poll(const net::HttpRequest& req, const Principal& who, net::Responder respond) {
+  auto body = parse_json_body(req.body);
+  if (!body) return respond(error_response(body.error()));
+  auto poll = poll_request_from_json(*body);
+  if (!poll) return respond(error_response(poll.error()));
+  if (poll->node_id != who.node_id) return respond(error_response({ErrorCode::kPermissionDenied, "poll for another node's id"}));
+  auto node_it = nodes_.find(who.node_id);
+  if (node_it == nodes_.end()) return respond(error_response(not_found("node is not registered; register again")));
+  TimeMs now = clock_.now_ms();
+  store::NodeRecord& node = node_it->second;
+  store::WriteBatch batch;
+  node.last_seen = now;
+  if (node.state != "ready") {
+    spdlog::info("node {} is reachable again (was {})", node.info.name, node.state);
+    batch.audit.push_back({now, "server", "node.ready", node.id, "was " + node.state});
+    node.state = "ready";
+    batch.nodes.push_back(node);
+    schedule_soon();
+  }
+  auto& rt = runtime_[node.id];
+  // Logs first: a replica's last output travels in the same poll as its exit.
+  std::map<std::string, int64_t> offsets;
+  for (const auto& chunk : poll->logs) {
+    std::string job_id;
+    int attempt = 0, rank = 0;
+    if (!parse_key(chunk.key, job_id, attempt, rank)) continue;
+    auto job_it = jobs_.find(job_id);
+    if (job_it == jobs_.end() || rank >= static_cast<int>(job_it->second.replicas.size()) ||
+        job_it->second.replicas[rank].node_id != node.id)
+      continue;
+    auto data = net::base64_decode(chunk.data_base64);
+    if (!data) continue;
+    auto size = logs_.append(chunk.key, chunk.offset, *data);
+    if (size) offsets[chunk.key] = *size;
+  }
+  for (const auto& ev : poll->events) {
+    if (ev.seq <= rt.acked_seq) continue;
+    apply_event(node.id, ev, batch);
+    rt.acked_seq = ev.seq;
+  }
+  rt.applied_version = poll->applied_version;
+  reconcile_running(node.id, *poll, batch);
+  (void)commit(batch);
+  if (rt.waiter) {  // an older poll of this node is still held: answer it now
+    auto old = std::move(rt.waiter);
+    rt.waiter = nullptr;
+    loop_.cancel(rt.waiter_timer);
+    old(poll_response(node.id, {}));
+  }
+  bool carried = !poll->events.empty() || !poll->logs.empty();
+  int64_t hold = std::min(poll->hold_ms, config_.poll_hold_ms);
+  if (poll->applied_version != rt.version || carried || hold == 0) return respond(poll_response(node.id, offsets));
+  rt.waiter = std::move(respond);
+  std::string node_id = node.id;
+  rt.waiter_timer = loop_.run_after(hold, [this, node_id] {
+    auto& r = runtime_[node_id];
+    if (!r.waiter) return;
+    auto w = std::move(r.waiter);
+    r.waiter = nullptr;
+    w(poll_response(node_id, {}));
+  });
+}
+
+void Server::apply_event(const std::string& node_id, const ReplicaEvent& ev, store::WriteBatch& batch) {
+  std::string job_id;
+  int attempt = 0, rank = 0;
+  if (!parse_key(ev.key, job_id, attempt, rank)) return;
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end() || it->second.attempt != attempt) {
+    spdlog::debug("ignoring event {} for {}: not the job's current attempt", ev.type, ev.key);
+    return;
+  }
+  Job& job = it->second;
+  if (rank < 0 || rank >= static_cast<int>(job.replicas.size()) || job.replicas[rank].node_id != node_id) return;
+  auto& replica = job.replicas[rank];
+  if (replica.state == ReplicaState::kExited) return;
+  if (ev.type == "started") {
+    replica.state = ReplicaState::kRunning;
+    bool all_running = std::all_of(job.replicas.begin(), job.replicas.end(),
+                                   [](const ReplicaAssignment& r) { return r.state != ReplicaState::kAssigned; });
+    if (all_running && job.state == JobState::kPending) {
+      job.state = JobState::kRunning;
+      job.started_at = ev.at ? ev.at : clock_.now_ms();
+      job.pending_reason.clear();
+    }
+    batch.jobs.push_back(job);
+  } else if (ev.type == "exited") {
+    replica.state = ReplicaState::kExited;
+    replica.lost = ev.lost;
+    if (!ev.lost) replica.exit_code = ev.exit_code;
+    replica.message = ev.failed_to_start ? "failed to start: " + ev.message : ev.message;
+    if (ev.failed_to_start) replica.exit_code = ev.exit_code ? ev.exit_code : 127;
+    logs_.wake(ev.key);
+    settle_attempt(job, batch);
+  }
+}
+
+void Server::reconcile_running(const std::string& node_id, const PollRequest& poll, store::WriteBatch& batch) {
+  std::set<std::string> running(poll.running.begin(), poll.running.end());
+  auto& rt = runtime_[node_id];
+  std::vector<std::string> touched;
+  for (auto& [id, job] : jobs_) {
+    for (auto& replica : job.replicas) {
+      if (replica.node_id != node_id || replica.state == ReplicaState::kExited) continue;
+      std::string key = replica_key(job.id, job.attempt, replica.rank);
+      if (running.count(key)) continue;
+      bool stopping = job.cancel_requested || std::any_of(job.replicas.begin(), job.replicas.end(), [](const ReplicaAssignment& r) {
+                        return r.state == ReplicaState::kExited && (r.lost || r.exit_code.value_or(0) != 0);
+                      });
+      auto placed = rt.placed_at.find(key);
+      int64_t placed_version = placed == rt.placed_at.end() ? 0 : placed->second;
+      auto removed = rt.removed_at.find(key);
+      if (stopping && removed != rt.removed_at.end() && poll.applied_version >= removed->second) {
+        replica.state = ReplicaState::kExited;
+        replica.message = "stopped before it started";
+        touched.push_back(id);
+      } else if (!stopping && placed_version != 0 && poll.applied_version >= placed_version) {
+        replica.state = ReplicaState::kExited;
+        replica.lost = true;
+        replica.message = fmt::format("the agent on {} no longer has the process and recorded no exit",
+                                      nodes_.at(node_id).info.name);
+        touched.push_back(id);
+      }
+    }
+  }
+  for (const auto& id : touched) {
+    auto it = jobs_.find(id);
+    if (it != jobs_.end()) settle_attempt(it->second, batch);
+  }
+}
+
+std::vector<Allocation> Server::desired_for(const std::string& node_id) {
+  std::vector<Allocation> out;
+  for (const auto& [id, job] : jobs_) {
+    if (job.cancel_requested) continue;
+    bool ending = std::any_of(job.replicas.begin(), job.replicas.end(), [](const ReplicaAssignment& r) {
+      return r.state == ReplicaState::kExited && (r.lost || r.exit_code.value_or(0) != 0);
+    });
+    if (ending) continue;
+    for (const auto& r : job.replicas) {
+      if (r.node_id != node_id || r.state == ReplicaState::kExited) continue;
+      Allocation a;
+      a.key = replica_key(job.id, job.attempt, r.rank);
+      a.job_id = job.id;
+      a.attempt = job.attempt;
+      a.rank = r.rank;
+      a.replicas = job.spec.replicas;
+      a.command = job.spec.command;
+      a.env = job.spec.env;
+      a.workdir = job.spec.workdir;
+      a.gpus = r.gpus;
+      a.cpu_milli = r.cpu_milli;
+      a.memory_mib = r.memory_mib;
+      a.grace_ms = job.spec.grace_period_ms;
+      a.max_runtime_ms = job.spec.max_runtime_ms;
+      out.push_back(std::move(a));
+    }
+  }
+  return out;
+}
+
+net::HttpResponse Server::poll_response(const std::string& node_id, const std::map<std::string, int64_t>& log_offsets) {
+  PollResponse r;
+  auto& rt = runtime_[node_id];
+  r.version = rt.version;
+  r.acked_seq = rt.acked_seq;
+  r.allocations = desired_for(node_id);
+  r.log_offsets = log_offsets;
+  return json_response(200, poll_response_to_json(r));
+}
+
+void Server::bump_node(const std::string& node_id) {
+  auto& rt = runtime_[node_id];
+  rt.version = ++version_clock_;
+  if (rt.waiter) {
+    auto w = std::move(rt.waiter);
+    rt.waiter = nullptr;
+    loop_.cancel(rt.waiter_timer);
+    w(poll_response(node_id, {}));
+  }
+}
+
+void Server::check_node_liveness() {
+  TimeMs now = clock_.now_ms();
+  store::WriteBatch batch;
+  for (auto& [id, node] : nodes_) {
+    TimeMs silent = now - node.last_seen;
+    if (node.state == "ready" && silent > config_.unreachable_after_ms) {
+      node.state = "unreachable";
+      spdlog::warn("node {} is unreachable (no poll for {} ms)", node.info.name, silent);
+      batch.nodes.push_back(node);
+      batch.audit.push_back({now, "server", "node.unreachable", id, ""});
+    }
+    if (node.state == "unreachable" && silent > config_.down_after_ms) {
+      node.state = "down";
+      spdlog::warn("node {} is down; its attempts are lost", node.info.name);
+      batch.nodes.push_back(node);
+      batch.audit.push_back({now, "server", "node.down", id, ""});
+      std::vector<std::string> touched;
+      for (auto& [job_id, job] : jobs_)
+        for (auto& r : job.replicas)
+          if (r.node_id == id && r.state != ReplicaState::kExited) {
+            r.state = ReplicaState::kExited;
+            r.lost = true;
+            r.message = fmt::format("node {} went down (no contact for {} s)", node.info.name, silent / 1000);
+            touched.push_back(job_id);
+          }
+      for (const auto& job_id : touched)
+        if (auto it = jobs_.find(job_id); it != jobs_.end()) settle_attempt(it->second, batch);
+    }
+  }
+  (void)commit(batch);
+}
+
+}  // namespace gpucloud::server

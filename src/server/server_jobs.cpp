@@ -1,0 +1,218 @@
+// The jobs and nodes API: submit, list, show, cancel, logs, nodes.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/units.h"
+#include "server/http_util.h"
+#include "server/server.h"
+
+namespace gpucloud::server {
+
+using json = nlohmann::json;
+
+net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principal& who) {
+  auto body = parse_json_body(req.body);
+  if (!body) return error_response(body.error());
+  auto spec = job_spec_from_json(*body);
+  if (!spec) return error_response(spec.error());
+  if (!who.may_act_for(spec->tenant))
+    return error_response({ErrorCode::kPermissionDenied, fmt::format("tenant: token '{}' may not submit jobs for tenant '{}'", who.name, spec->tenant)});
+  TimeMs now = clock_.now_ms();
+  Job job;
+  job.id = ids_.next(now);
+  job.spec = std::move(*spec);
+  job.created_at = now;
+  job.submitted_by = who.name;
+  auto request = sched::JobRequest::from_spec(job.id, job.spec, now);
+  if (auto st = sched::check_satisfiable(request, node_states()); !st.ok()) return error_response(st.error());
+  job.pending_reason = nodes_.empty() ? "waiting for a node to register" : "waiting to be scheduled";
+  store::WriteBatch batch;
+  batch.jobs.push_back(job);
+  batch.audit.push_back({now, who.name, "job.submit", job.id, fmt::format("tenant {} name {}", job.spec.tenant, job.spec.name)});
+  if (auto st = commit(batch); !st.ok()) return error_response(st.error());
+  auto response = json_response(201, job_to_json(job));
+  jobs_.emplace(job.id, std::move(job));
+  schedule_soon();
+  return response;
+}
+
+net::HttpResponse Server::list_jobs(const net::HttpRequest& req, const Principal& who) {
+  bool all = req.query.count("all") && req.query.at("all") != "0" && req.query.at("all") != "false";
+  int limit = 1000;
+  if (req.query.count("limit")) {
+    try {
+      limit = std::stoi(req.query.at("limit"));
+    } catch (...) {
+      return error_response(invalid("limit: expected a whole number 1..10000"));
+    }
+    if (limit < 1 || limit > 10000) return error_response(invalid("limit: expected a whole number 1..10000"));
+  }
+  std::string tenant = req.query.count("tenant") ? req.query.at("tenant") : "";
+  json out = json::array();
+  auto visible = [&](const Job& j) { return who.may_act_for(j.spec.tenant) && (tenant.empty() || j.spec.tenant == tenant); };
+  std::vector<Job> finished;
+  if (all) {
+    auto r = store_->recent_finished_jobs(limit);
+    if (!r) return error_response(r.error());
+    finished = std::move(*r);
+    std::reverse(finished.begin(), finished.end());
+    for (const auto& j : finished)
+      if (visible(j)) out.push_back(job_to_json(j));
+  }
+  for (const auto& [id, j] : jobs_)
+    if (visible(j)) out.push_back(job_to_json(j));
+  return json_response(200, {{"jobs", out}});
+}
+
+Result<Job> Server::find_visible_job(const std::string& id_or_prefix, const Principal& who) {
+  auto hidden = [&] { return not_found(fmt::format("no job '{}' (see gpucloud ps --all)", id_or_prefix.substr(0, 64))); };
+  if (!looks_like_id_prefix(id_or_prefix)) return hidden();
+  std::vector<Job> matches;
+  if (auto it = jobs_.find(id_or_prefix); it != jobs_.end()) {
+    matches.push_back(it->second);
+  } else {
+    for (auto it2 = jobs_.lower_bound(id_or_prefix); it2 != jobs_.end() && it2->first.rfind(id_or_prefix, 0) == 0; ++it2)
+      matches.push_back(it2->second);
+    auto stored = store_->find_jobs_by_prefix(id_or_prefix, 3);
+    if (!stored) return stored.error();
+    for (auto& j : *stored)
+      if (!jobs_.count(j.id)) matches.push_back(std::move(j));
+  }
+  std::erase_if(matches, [&](const Job& j) { return !who.may_act_for(j.spec.tenant); });
+  if (matches.empty()) return hidden();
+  if (matches.size() > 1 && matches[0].id != id_or_prefix)
+    return invalid(fmt::format("job id prefix '{}' is ambiguous ({} and {} match); type more of the id", id_or_prefix,
+                               matches[0].id, matches[1].id));
+  return std::move(matches[0]);
+}
+
+net::HttpResponse Server::cancel_job(const std::string& id_or_prefix, const Principal& who) {
+  auto found = find_visible_job(id_or_prefix, who);
+  if (!found) return error_response(found.error());
+  auto it = jobs_.find(found->id);
+  if (it == jobs_.end())
+    return error_response({ErrorCode::kConflict, fmt::format("job {} has already ended ({})", found->id, to_string(found->state))});
+  Job& job = it->second;
+  store::WriteBatch batch;
+  batch.audit.push_back({clock_.now_ms(), who.name, "job.cancel", job.id, ""});
+  if (job.replicas.empty()) {
+    end_job(job, JobState::kCancelled, std::nullopt, fmt::format("cancelled by {} before it started", who.name), batch);
+  } else if (!job.cancel_requested) {
+    job.cancel_requested = true;
+    job.message = fmt::format("cancel requested by {}; stopping (grace period {})", who.name,
+                              format_duration_ms(job.spec.grace_period_ms));
+    stop_replicas(job);
+    batch.jobs.push_back(job);
+  }
+  json out = job_to_json(job);
+  if (auto st = commit(batch); !st.ok()) return error_response(st.error());
+  return json_response(202, out);
+}
+
+void Server::job_logs(const net::HttpRequest& req, const std::string& id, const Principal& who, net::Responder respond) {
+  auto found = find_visible_job(id, who);
+  if (!found) return respond(error_response(found.error()));
+  auto int_param = [&](const char* name, int64_t def, int64_t lo, int64_t hi) -> Result<int64_t> {
+    auto it = req.query.find(name);
+    if (it == req.query.end()) return def;
+    try {
+      size_t used = 0;
+      int64_t v = std::stoll(it->second, &used);
+      if (used != it->second.size() || v < lo || v > hi) throw std::out_of_range("");
+      return v;
+    } catch (...) {
+      return invalid(fmt::format("{}: '{}' is not a whole number in {}..{}", name, it->second.substr(0, 32), lo, hi));
+    }
+  };
+  auto offset = int_param("offset", 0, 0, INT64_MAX / 2);
+  auto rank = int_param("rank", 0, 0, found->spec.replicas - 1);
+  auto attempt = int_param("attempt", found->attempt, 1, found->attempt);
+  auto wait_ms = int_param("wait_ms", 20'000, 0, 60'000);
+  auto limit = int_param("limit", 1 << 20, 1, 16 << 20);
+  for (auto* r : {&offset, &rank, &attempt, &wait_ms, &limit})
+    if (!r->ok()) return respond(error_response(r->error()));
+  bool follow = req.query.count("follow") && req.query.at("follow") != "0";
+  std::string key = replica_key(found->id, static_cast<int>(*attempt), static_cast<int>(*rank));
+  std::string job_id = found->id;
+  int current_attempt = found->attempt;
+  int64_t from = *offset, max_bytes = *limit;
+  // Answers with what is there; "done" once the replica can write no more.
+  auto answer = [this, key, job_id, current_attempt, from, max_bytes, rank = static_cast<int>(*rank),
+                 attempt = static_cast<int>(*attempt)](net::Responder& respond) {
+    auto data = logs_.read(key, from, max_bytes);
+    if (!data) return respond(error_response(data.error()));
+    bool done = true;
+    if (auto it = jobs_.find(job_id); it != jobs_.end() && attempt == current_attempt) {
+      const Job& job = it->second;
+      done = false;
+      if (rank < static_cast<int>(job.replicas.size()) && job.replicas[rank].state == ReplicaState::kExited) done = true;
+    }
+    int64_t next = from + static_cast<int64_t>(data->size());
+    done = done && next >= logs_.size(key);
+    net::HttpResponse r;
+    r.content_type = "application/octet-stream";
+    r.body = std::move(*data);
+    r.headers.push_back({"X-Gpucloud-Offset", std::to_string(next)});
+    r.headers.push_back({"X-Gpucloud-Done", done ? "1" : "0"});
+    respond(std::move(r));
+  };
+  bool has_data = logs_.size(key) > from;
+  bool live = jobs_.count(job_id) && *attempt == current_attempt;
+  if (!follow || has_data || !live || *wait_ms == 0) return answer(respond);
+  auto shared = std::make_shared<net::Responder>(std::move(respond));
+  auto fired = std::make_shared<bool>(false);
+  auto fire = [answer, shared, fired]() mutable {
+    if (*fired) return;
+    *fired = true;
+    answer(*shared);
+  };
+  logs_.on_next_append(key, fire);
+  loop_.run_after(*wait_ms, fire);
+}
+
+net::HttpResponse Server::list_nodes() {
+  json out = json::array();
+  auto states = node_states();
+  std::map<std::string, std::vector<std::string>> gpu_jobs;  // "<node>/<index>" -> job ids
+  for (const auto& [id, job] : jobs_)
+    for (const auto& r : job.replicas)
+      if (r.state != ReplicaState::kExited)
+        for (const auto& g : r.gpus) gpu_jobs[r.node_id + "/" + std::to_string(g.index)].push_back(job.id);
+  for (const auto& st : states) {
+    const auto& rec = nodes_.at(st.id);
+    json gpus = json::array();
+    for (size_t i = 0; i < st.gpus.size(); ++i) {
+      const auto& g = rec.info.gpus[i];
+      gpus.push_back({{"index", g.index},
+                      {"uuid", g.uuid},
+                      {"name", g.name},
+                      {"model", g.model},
+                      {"memory_mib", g.memory_mib},
+                      {"numa_node", g.numa_node},
+                      {"nvlink_peers", g.nvlink_peers},
+                      {"pci_bus_id", g.pci_bus_id},
+                      {"mig", json::array()},
+                      {"used_milli", st.gpus[i].used_milli},
+                      {"jobs", gpu_jobs[st.id + "/" + std::to_string(g.index)]}});
+      for (const auto& m : g.mig) gpus.back()["mig"].push_back({{"uuid", m.uuid}, {"profile", m.profile}, {"memory_mib", m.memory_mib}});
+    }
+    out.push_back({{"id", rec.id},
+                   {"name", rec.info.name},
+                   {"hostname", rec.info.hostname},
+                   {"state", rec.state},
+                   {"cordoned", rec.cordoned},
+                   {"gpu_backend", rec.info.gpu_backend},
+                   {"driver_version", rec.info.driver_version},
+                   {"cuda_version", rec.info.cuda_version},
+                   {"cpu_milli", st.cpu_milli},
+                   {"cpu_used_milli", st.cpu_used_milli},
+                   {"memory_mib", st.memory_mib},
+                   {"memory_used_mib", st.memory_used_mib},
+                   {"labels", rec.info.labels},
+                   {"last_seen", format_time_iso(rec.last_seen)},
+                   {"gpus", gpus}});
+  }
+  return json_response(200, {{"nodes", out}});
+}
+
+}  // namespace gpucloud::server

@@ -1,0 +1,194 @@
+// Job lifecycle: scheduling passes, the end of attempts, restart policies.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/units.h"
+#include "server/server.h"
+
+namespace gpucloud::server {
+
+namespace {
+
+bool replica_failed(const ReplicaAssignment& r) { return r.state == ReplicaState::kExited && (r.lost || r.exit_code.value_or(0) != 0); }
+
+}  // namespace
+
+std::vector<sched::NodeState> Server::node_states() const {
+  std::vector<sched::NodeState> out;
+  std::map<std::string, size_t> position;
+  for (const auto& [id, rec] : nodes_) {
+    sched::NodeState n;
+    n.id = id;
+    n.name = rec.info.name;
+    n.cpu_milli = rec.info.cpu_milli;
+    n.memory_mib = rec.info.memory_mib;
+    n.labels = rec.info.labels;
+    n.schedulable = rec.state == "ready" && !rec.cordoned;
+    for (const auto& g : rec.info.gpus) {
+      sched::GpuState gs;
+      gs.index = g.index;
+      gs.uuid = g.uuid;
+      gs.model = g.model;
+      gs.memory_mib = g.memory_mib;
+      gs.numa_node = g.numa_node;
+      n.gpus.push_back(gs);
+    }
+    // NVLink peers are GPU indices; the mask is over positions in gpus.
+    for (size_t i = 0; i < rec.info.gpus.size(); ++i)
+      for (int peer : rec.info.gpus[i].nvlink_peers)
+        for (size_t j = 0; j < rec.info.gpus.size() && j < 64; ++j)
+          if (rec.info.gpus[j].index == peer) n.gpus[i].nvlink_mask |= uint64_t{1} << j;
+    position[id] = out.size();
+    out.push_back(std::move(n));
+  }
+  for (const auto& [id, job] : jobs_) {
+    for (const auto& r : job.replicas) {
+      if (r.state == ReplicaState::kExited) continue;
+      auto it = position.find(r.node_id);
+      if (it == position.end()) continue;
+      auto& n = out[it->second];
+      n.cpu_used_milli += r.cpu_milli;
+      n.memory_used_mib += r.memory_mib;
+      for (const auto& g : r.gpus)
+        for (auto& gs : n.gpus)
+          if (gs.index == g.index) {
+            gs.used_milli += g.milli;
+            gs.used_memory_mib += g.milli >= 1000 ? gs.memory_mib : job.spec.gpu_memory_mib;
+          }
+    }
+  }
+  return out;
+}
+
+void Server::schedule_soon() {
+  if (schedule_pending_) return;
+  schedule_pending_ = true;
+  loop_.post([this] { run_scheduler(); });
+}
+
+void Server::run_scheduler() {
+  schedule_pending_ = false;
+  sched::Snapshot snapshot;
+  snapshot.now = clock_.now_ms();
+  snapshot.nodes = node_states();
+  for (const auto& [id, job] : jobs_)
+    if (job.state == JobState::kPending && job.replicas.empty() && !job.cancel_requested)
+      snapshot.pending.push_back(sched::JobRequest::from_spec(job.id, job.spec, job.created_at));
+  if (snapshot.pending.empty()) return;
+  sched::Plan plan = scheduler_->schedule(snapshot);
+  store::WriteBatch batch;
+  std::set<std::string> touched_nodes;
+  std::vector<std::pair<std::string, std::string>> placed_keys;  // node, key
+  for (const auto& placement : plan.placements) {
+    auto it = jobs_.find(placement.job_id);
+    if (it == jobs_.end()) continue;
+    Job& job = it->second;
+    std::set<std::string> names;
+    for (const auto& rp : placement.replicas) {
+      ReplicaAssignment a;
+      a.rank = rp.rank;
+      a.node_id = rp.node_id;
+      a.node_name = nodes_.at(rp.node_id).info.name;
+      a.gpus = rp.gpus;
+      a.cpu_milli = rp.cpu_milli;
+      a.memory_mib = rp.memory_mib;
+      names.insert(a.node_name);
+      touched_nodes.insert(rp.node_id);
+      placed_keys.push_back({rp.node_id, replica_key(job.id, job.attempt, rp.rank)});
+      job.replicas.push_back(std::move(a));
+    }
+    std::string where;
+    for (const auto& n : names) where += (where.empty() ? "" : ", ") + n;
+    job.pending_reason = "starting on " + where;
+    batch.jobs.push_back(job);
+  }
+  for (const auto& p : plan.pending)
+    if (auto it = jobs_.find(p.job_id); it != jobs_.end()) it->second.pending_reason = p.reason;
+  if (!commit(batch).ok()) return;
+  for (const auto& node_id : touched_nodes) bump_node(node_id);
+  for (const auto& [node_id, key] : placed_keys) runtime_[node_id].placed_at[key] = runtime_[node_id].version;
+}
+
+void Server::stop_replicas(Job& job) {
+  std::set<std::string> nodes;
+  for (const auto& r : job.replicas)
+    if (r.state != ReplicaState::kExited) nodes.insert(r.node_id);
+  for (const auto& node_id : nodes) {
+    bump_node(node_id);
+    auto& rt = runtime_[node_id];
+    for (const auto& r : job.replicas)
+      if (r.node_id == node_id && r.state != ReplicaState::kExited)
+        rt.removed_at.emplace(replica_key(job.id, job.attempt, r.rank), rt.version);
+  }
+}
+
+void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
+  bool all_exited = std::all_of(job.replicas.begin(), job.replicas.end(),
+                                [](const ReplicaAssignment& r) { return r.state == ReplicaState::kExited; });
+  if (!all_exited) {
+    // One replica failed: the rest of the gang is stopped; the attempt ends when they have.
+    if (std::any_of(job.replicas.begin(), job.replicas.end(), replica_failed)) stop_replicas(job);
+    batch.jobs.push_back(job);
+    return;
+  }
+  const ReplicaAssignment* lost = nullptr;
+  const ReplicaAssignment* failed = nullptr;
+  for (const auto& r : job.replicas) {
+    if (r.lost && !lost) lost = &r;
+    if (!r.lost && r.exit_code.value_or(0) != 0 && !failed) failed = &r;
+  }
+  const int restarts_used = job.attempt - 1;
+  const auto policy = job.spec.restart.policy;
+  const bool restarts_left = restarts_used < job.spec.restart.max;
+  auto requeue = [&](const std::string& why) {
+    for (const auto& r : job.replicas) logs_.wake(replica_key(job.id, job.attempt, r.rank));
+    job.message = fmt::format("attempt {} {}; re-queued as attempt {}", job.attempt, why, job.attempt + 1);
+    job.attempt += 1;
+    job.replicas.clear();
+    job.state = JobState::kPending;
+    job.started_at = 0;
+    job.exit_code.reset();
+    job.pending_reason = "re-queued after " + why;
+    batch.jobs.push_back(job);
+    batch.audit.push_back({clock_.now_ms(), "server", "job.requeue", job.id, job.message});
+    schedule_soon();
+  };
+  int first_code = job.replicas.empty() ? 0 : job.replicas.front().exit_code.value_or(0);
+  if (job.cancel_requested) {
+    end_job(job, JobState::kCancelled, job.replicas.empty() ? std::nullopt : job.replicas.front().exit_code, "cancelled", batch);
+  } else if (lost) {
+    std::string why = fmt::format("was lost ({}, rank {}: {})", lost->node_name, lost->rank, lost->message);
+    if (policy != RestartPolicy::kNever && restarts_left)
+      requeue(why);
+    else
+      end_job(job, JobState::kLost, std::nullopt, fmt::format("attempt {} {}", job.attempt, why), batch);
+  } else if (failed) {
+    bool start_failure = failed->message.rfind("failed to start", 0) == 0;
+    bool over_time = failed->message.find("max_runtime") != std::string::npos;
+    std::string why = fmt::format("failed with exit code {} (rank {} on {}){}", *failed->exit_code, failed->rank, failed->node_name,
+                                  failed->message.empty() ? "" : ": " + failed->message);
+    if ((policy == RestartPolicy::kOnFailure || policy == RestartPolicy::kAlways) && restarts_left && !start_failure && !over_time)
+      requeue(why);
+    else
+      end_job(job, JobState::kFailed, *failed->exit_code, why, batch);
+  } else if (policy == RestartPolicy::kAlways && restarts_left) {
+    requeue("succeeded (restart policy always)");
+  } else {
+    end_job(job, JobState::kSucceeded, first_code, "", batch);
+  }
+}
+
+void Server::end_job(Job& job, JobState state, std::optional<int> exit_code, std::string message, store::WriteBatch& batch) {
+  job.state = state;
+  job.exit_code = exit_code;
+  if (!message.empty()) job.message = std::move(message);
+  job.finished_at = clock_.now_ms();
+  job.pending_reason.clear();
+  batch.jobs.push_back(job);
+  batch.audit.push_back({job.finished_at, "server", "job.end", job.id, std::string(to_string(state)) + " " + job.message});
+  for (const auto& r : job.replicas) logs_.wake(replica_key(job.id, job.attempt, r.rank));
+  finished_.push_back(job.id);
+  spdlog::info("job {} {}{}", job.id, to_string(state), exit_code ? fmt::format(" (exit code {})", *exit_code) : "");
+}
+
+}  // namespace gpucloud::server
