@@ -13,7 +13,7 @@ namespace gpucloud::gpu {
 /// A point-in-time reading of one GPU.
 struct GpuTelemetry {
   int index = 0;
-  int utilization_pct = 0;    // 0..100, SM busy
+  int utilization_pct = 0;  // 0..100, SM busy
   int64_t memory_used_mib = 0;
   int temperature_c = 0;
   int power_w = 0;
@@ -42,12 +42,15 @@ struct GpuBackendConfig {
   /// For the simulated backend: e.g. "8xA100-80GB", "4xT4", "2xH100-80GB,2xL4".
   /// Empty means the default simulated machine (8xA100-80GB).
   std::string sim_spec;
+  /// For the simulated backend: the name of the simulated node (e.g. the agent's node name).
+  /// It seeds the GPU UUIDs, so two simulated nodes never share one. Empty means the hostname.
+  std::string sim_node_name;
   /// The NVML library to dlopen; tests point this at a fake.
   std::string nvml_library = "libnvidia-ml.so.1";
 };
 
-/// Creates the backend named by config.kind (one explicit name->factory table, no self-registration).
-/// With "auto", logs clearly which backend was chosen and why.
+/// Creates the backend named by config.kind (one explicit name->factory table, no
+/// self-registration). With "auto", logs clearly which backend was chosen and why.
 Result<std::unique_ptr<GpuBackend>> create_gpu_backend(const GpuBackendConfig& config);
 
 }  // namespace gpucloud::gpu

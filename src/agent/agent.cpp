@@ -1,0 +1,388 @@
+#include "agent/agent.h"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/units.h"
+#include "model/node_json.h"
+#include "net/crypto.h"
+
+namespace gpucloud::agent {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr int64_t kMaxLogChunk = 256 * 1024;
+constexpr int64_t kMaxLogsPerPoll = 2 * 1024 * 1024;
+
+int64_t file_size(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+}
+
+std::string read_range(const std::string& path, int64_t offset, int64_t max) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  in.seekg(offset);
+  std::string out(static_cast<size_t>(max), '\0');
+  in.read(out.data(), max);
+  out.resize(static_cast<size_t>(in.gcount()));
+  return out;
+}
+
+std::string log_path(const LocalReplica& r) { return r.process.attempt_dir + "/output.log"; }
+
+}  // namespace
+
+Agent::Agent(const AgentConfig& config, const Clock& clock) : config_(config), clock_(clock) {}
+
+Agent::~Agent() { stop(); }
+
+Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Clock& clock) {
+  std::unique_ptr<Agent> agent(new Agent(config, clock));
+  std::error_code ec;
+  fs::create_directories(config.data_dir + "/attempts", ec);
+  if (ec) return internal(fmt::format("cannot create agent data dir {}: {}", config.data_dir, ec.message()));
+  agent->state_path_ = config.data_dir + "/agent-state.json";
+  auto state = AgentState::load(agent->state_path_);
+  if (!state) return state.error();
+  agent->state_ = std::move(*state);
+  agent->machine_ = probe_machine();
+  auto gpu_config = config.gpu;
+  if (gpu_config.sim_node_name.empty()) gpu_config.sim_node_name = config.name;
+  auto backend = gpu::create_gpu_backend(gpu_config);
+  if (!backend) return backend.error();
+  agent->gpus_ = std::move(*backend);
+  auto executor = exec::create_process_executor(config.executor);
+  if (!executor) return executor.error();
+  agent->executor_ = std::move(*executor);
+  auto client = net::HttpClient::create(config.server_url);
+  if (!client) return client.error();
+  agent->client_ = std::move(*client);
+
+  auto discovered = agent->gpus_->discover();
+  if (!discovered) return discovered.error();
+  NodeInfo& info = agent->node_info_;
+  info.name = config.name.empty() ? agent->machine_.hostname : config.name;
+  info.hostname = agent->machine_.hostname;
+  info.gpus = std::move(*discovered);
+  info.gpu_backend = agent->gpus_->kind();
+  info.driver_version = agent->gpus_->driver_version();
+  info.cuda_version = agent->gpus_->cuda_version();
+  info.labels = config.labels;
+  if (info.gpu_backend == "simulated") {
+    int64_t n = std::max<int64_t>(1, static_cast<int64_t>(info.gpus.size()));
+    info.cpu_milli = config.sim_cpu_milli_per_gpu * n;
+    info.memory_mib = config.sim_memory_mib_per_gpu * n;
+  } else {
+    info.cpu_milli = agent->machine_.cpu_count * 1000LL;
+    info.memory_mib = agent->machine_.memory_mib;
+  }
+  return agent;
+}
+
+Status Agent::start() {
+  executor_->set_exit_callback([this](const exec::ExitInfo& info) { on_exit(info); });
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [key, r] : state_.replicas) {
+      if (r.exited || r.process.shim_pid == 0) continue;
+      if (auto st = executor_->adopt(r.process); !st.ok()) spdlog::warn("agent: cannot re-adopt {}: {}", key, st.error().message);
+      else spdlog::info("agent: re-adopted {} (shim pid {})", key, r.process.shim_pid);
+    }
+  }
+  running_ = true;
+  loop_thread_ = std::thread([this] { loop(); });
+  watch_thread_ = std::thread([this] { watch(); });
+  return {};
+}
+
+void Agent::stop() {
+  if (!running_.exchange(false)) return;
+  client_->interrupt();
+  cv_.notify_all();
+  if (loop_thread_.joinable()) loop_thread_.join();
+  if (watch_thread_.joinable()) watch_thread_.join();
+}
+
+Status Agent::register_node() {
+  json body = {{"node", node_info_to_json(node_info_)}};
+  {
+    std::lock_guard lock(mu_);
+    if (!state_.node_id.empty()) {
+      body["node_id"] = state_.node_id;
+      body["credential"] = state_.credential;
+    }
+  }
+  auto r = client_->request("POST", "/v1/agent/register", body.dump(), {{"Authorization", "Bearer " + config_.join_token}}, 10'000);
+  if (!r) return r.error();
+  json reply;
+  try {
+    reply = json::parse(r->body);
+  } catch (const json::exception&) {
+    return internal(fmt::format("register: server answered {} with a non-JSON body", r->status));
+  }
+  if (r->status != 200) {
+    std::string msg = reply.contains("error") ? reply["error"].value("message", "") : r->body;
+    return Error{r->status == 401 ? ErrorCode::kUnauthenticated : ErrorCode::kUnavailable, fmt::format("register: {} {}", r->status, msg)};
+  }
+  std::lock_guard lock(mu_);
+  state_.node_id = reply.at("node_id").get<std::string>();
+  state_.credential = reply.at("credential").get<std::string>();
+  save();
+  spdlog::info("agent {}: registered as node {} with {} {} GPUs", node_info_.name, state_.node_id, node_info_.gpus.size(),
+               node_info_.gpu_backend);
+  return {};
+}
+
+void Agent::loop() {
+  bool registered = false;
+  int64_t backoff_ms = 100;
+  while (running_) {
+    if (!registered) {
+      auto st = register_node();
+      if (!st.ok()) {
+        spdlog::warn("agent {}: {}; retrying in {} ms", node_info_.name, st.error().message, backoff_ms);
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [this] { return !running_; });
+        backoff_ms = std::min<int64_t>(backoff_ms * 2, 5000);
+        continue;
+      }
+      registered = true;
+      backoff_ms = 100;
+    }
+    std::map<std::string, std::string> log_data;
+    PollRequest req;
+    std::string credential;
+    {
+      std::lock_guard lock(mu_);
+      req = build_poll(log_data);
+      credential = state_.credential;
+      poll_in_flight_ = true;
+      dirty_ = false;
+    }
+    auto r = client_->request("POST", "/v1/agent/poll", poll_request_to_json(req).dump(),
+                              {{"Authorization", "Bearer " + credential}}, req.hold_ms + 15'000);
+    {
+      std::lock_guard lock(mu_);
+      poll_in_flight_ = false;
+    }
+    if (!running_) break;
+    if (!r) {
+      if (r.error().message == "interrupted") continue;
+      spdlog::warn("agent {}: poll failed: {}; retrying in {} ms", node_info_.name, r.error().message, backoff_ms);
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [this] { return !running_; });
+      backoff_ms = std::min<int64_t>(backoff_ms * 2, 5000);
+      continue;
+    }
+    if (r->status == 401 || r->status == 404) {
+      spdlog::warn("agent {}: server does not know this node ({}); registering again", node_info_.name, r->status);
+      registered = false;
+      continue;
+    }
+    if (r->status != 200) {
+      spdlog::warn("agent {}: poll answered {}: {}", node_info_.name, r->status, r->body.substr(0, 200));
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [this] { return !running_; });
+      backoff_ms = std::min<int64_t>(backoff_ms * 2, 5000);
+      continue;
+    }
+    backoff_ms = 100;
+    json reply;
+    try {
+      reply = json::parse(r->body);
+    } catch (const json::exception&) {
+      continue;
+    }
+    auto response = poll_response_from_json(reply);
+    if (!response) {
+      spdlog::warn("agent {}: {}", node_info_.name, response.error().message);
+      continue;
+    }
+    apply_response(*response);
+  }
+}
+
+PollRequest Agent::build_poll(std::map<std::string, std::string>& log_data) {
+  PollRequest req;
+  req.node_id = state_.node_id;
+  req.applied_version = applied_version_;
+  req.hold_ms = config_.poll_hold_ms;
+  int64_t budget = kMaxLogsPerPoll;
+  for (auto& [key, r] : state_.replicas) {
+    if (!r.exited) req.running.push_back(key);
+    if (r.process.attempt_dir.empty()) continue;
+    std::string path = log_path(r);
+    int64_t size = file_size(path);
+    if (size > r.log_shipped && budget > 0) {
+      std::string data = read_range(path, r.log_shipped, std::min({kMaxLogChunk, size - r.log_shipped, budget}));
+      budget -= static_cast<int64_t>(data.size());
+      req.logs.push_back({key, r.log_shipped, net::base64_encode(data)});
+    }
+  }
+  req.events.assign(state_.unacked.begin(), state_.unacked.end());
+  if (!req.events.empty() || !req.logs.empty()) req.hold_ms = 0;
+  return req;
+}
+
+void Agent::apply_response(const PollResponse& response) {
+  std::vector<Allocation> to_start;
+  std::vector<std::pair<std::string, int64_t>> to_stop;
+  {
+    std::lock_guard lock(mu_);
+    while (!state_.unacked.empty() && state_.unacked.front().seq <= response.acked_seq) state_.unacked.pop_front();
+    for (const auto& [key, offset] : response.log_offsets) {
+      auto it = state_.replicas.find(key);
+      if (it != state_.replicas.end()) it->second.log_shipped = offset;
+    }
+    std::set<std::string> desired;
+    for (const auto& a : response.allocations) {
+      desired.insert(a.key);
+      if (!state_.replicas.count(a.key)) to_start.push_back(a);
+    }
+    for (auto it = state_.replicas.begin(); it != state_.replicas.end();) {
+      auto& r = it->second;
+      if (!desired.count(it->first) && !r.exited && !r.stop_sent) {
+        r.stop_sent = true;
+        to_stop.push_back({it->first, r.allocation.grace_ms});
+      }
+      // Forget replicas that ended, whose end the server has recorded and whose log it has.
+      bool acked = std::none_of(state_.unacked.begin(), state_.unacked.end(), [&](const ReplicaEvent& e) { return e.key == it->first; });
+      if (r.exited && acked && !desired.count(it->first) && r.log_shipped >= file_size(log_path(r))) {
+        std::error_code ec;
+        if (!r.process.attempt_dir.empty()) fs::remove_all(r.process.attempt_dir, ec);
+        it = state_.replicas.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    applied_version_ = response.version;
+    save();
+  }
+  for (const auto& [key, grace] : to_stop) {
+    spdlog::info("agent {}: stopping {} (grace {})", node_info_.name, key, format_duration_ms(grace));
+    (void)executor_->stop(key, grace);
+  }
+  for (const auto& a : to_start) start_replica(a);
+}
+
+void Agent::start_replica(const Allocation& a) {
+  exec::LaunchSpec spec;
+  spec.key = a.key;
+  spec.argv = a.command;
+  spec.attempt_dir = config_.data_dir + "/attempts/" + a.key;
+  spec.workdir = a.workdir.empty() ? spec.attempt_dir : a.workdir;
+  spec.memory_limit_mib = a.memory_mib;
+  std::string uuids;
+  std::vector<int> numa;
+  for (const auto& g : a.gpus) {
+    uuids += (uuids.empty() ? "" : ",") + g.uuid;
+    for (const auto& gpu : node_info_.gpus)
+      if (gpu.index == g.index) numa.push_back(gpu.numa_node);
+  }
+  spec.cpus = cpus_for_gpus(machine_, numa);
+  spec.env = a.env;
+  if (!spec.env.count("PATH")) spec.env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  if (const passwd* pw = ::getpwuid(::getuid())) {
+    if (!spec.env.count("HOME")) spec.env["HOME"] = pw->pw_dir;
+    if (!spec.env.count("USER")) spec.env["USER"] = pw->pw_name;
+  }
+  spec.env["CUDA_VISIBLE_DEVICES"] = uuids;
+  spec.env["NVIDIA_VISIBLE_DEVICES"] = uuids.empty() ? "void" : uuids;
+  spec.env["GPUCLOUD_JOB_ID"] = a.job_id;
+  spec.env["GPUCLOUD_ATTEMPT"] = std::to_string(a.attempt);
+  spec.env["GPUCLOUD_ATTEMPT_DIR"] = spec.attempt_dir;
+  spec.env["GPUCLOUD_REPLICA"] = std::to_string(a.rank);
+  spec.env["GPUCLOUD_REPLICAS"] = std::to_string(a.replicas);
+  spec.env["GPUCLOUD_NODE"] = node_info_.name;
+  if (!a.gpus.empty() && a.gpus.front().milli < 1000) spec.env["GPUCLOUD_GPU_MILLI"] = std::to_string(a.gpus.front().milli);
+  LocalReplica local;
+  local.allocation = a;
+  local.started_at = clock_.now_ms();
+  {
+    std::lock_guard lock(mu_);
+    local.process.key = a.key;
+    local.process.attempt_dir = spec.attempt_dir;
+    state_.replicas[a.key] = local;
+    save();  // persisted before the process exists, so a crash right now is re-adopted or reported lost
+  }
+  auto started = executor_->start(spec);
+  std::lock_guard lock(mu_);
+  auto& r = state_.replicas[a.key];
+  if (!started) {
+    r.exited = true;
+    push_event({0, a.key, "exited", 127, 0, false, true, started.error().message, clock_.now_ms()});
+    return;
+  }
+  if (!r.exited) r.process = *started;
+  spdlog::info("agent {}: started {} (GPUs {})", node_info_.name, a.key, uuids.empty() ? "none" : uuids);
+  push_event({0, a.key, "started", 0, 0, false, false, "", r.started_at});
+}
+
+void Agent::on_exit(const exec::ExitInfo& info) {
+  std::lock_guard lock(mu_);
+  auto it = state_.replicas.find(info.key);
+  if (it == state_.replicas.end() || it->second.exited) return;
+  auto& r = it->second;
+  r.exited = true;
+  std::string message = info.message;
+  if (r.over_runtime)
+    message = fmt::format("stopped after exceeding max_runtime {}", format_duration_ms(r.allocation.max_runtime_ms));
+  spdlog::info("agent {}: {} exited with code {}{}", node_info_.name, info.key, info.exit_code, message.empty() ? "" : " (" + message + ")");
+  push_event({0, info.key, "exited", info.exit_code, info.signal, info.lost, info.failed_to_start, message, clock_.now_ms()});
+}
+
+void Agent::push_event(ReplicaEvent event) {
+  event.seq = state_.next_seq++;
+  state_.unacked.push_back(std::move(event));
+  save();
+  wake();
+}
+
+void Agent::wake() {
+  // Called with mu_ held: abort a held poll so the news travels now.
+  dirty_ = true;
+  if (poll_in_flight_) client_->interrupt();
+}
+
+void Agent::save() {
+  if (auto st = state_.save(state_path_); !st.ok()) spdlog::error("agent {}: {}", node_info_.name, st.error().message);
+}
+
+void Agent::watch() {
+  while (running_) {
+    std::vector<std::pair<std::string, int64_t>> to_stop;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return !running_; });
+      if (!running_) break;
+      TimeMs now = clock_.now_ms();
+      bool grew = false;
+      for (auto& [key, r] : state_.replicas) {
+        if (!r.process.attempt_dir.empty() && file_size(log_path(r)) > r.log_shipped) grew = true;
+        if (!r.exited && !r.stop_sent && r.allocation.max_runtime_ms > 0 && now - r.started_at > r.allocation.max_runtime_ms) {
+          r.over_runtime = true;
+          r.stop_sent = true;
+          to_stop.push_back({key, r.allocation.grace_ms});
+        }
+      }
+      if (grew && poll_in_flight_ && !dirty_) wake();
+    }
+    for (const auto& [key, grace] : to_stop) (void)executor_->stop(key, grace);
+  }
+}
+
+}  // namespace gpucloud::agent

@@ -1,0 +1,80 @@
+// Agent: runs on each GPU server. It registers with the server, then keeps one long-poll
+// open that carries its status, events and logs up and its desired replicas down, and starts
+// and stops processes to match. Jobs outlive the agent: a restarted agent re-adopts them.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "agent/agent_state.h"
+#include "agent/machine.h"
+#include "common/clock.h"
+#include "exec/executor.h"
+#include "gpu/gpu_backend.h"
+#include "net/http_client.h"
+
+namespace gpucloud::agent {
+
+struct AgentConfig {
+  std::string server_url;          // http://HOST:PORT
+  std::string join_token;          // agent join token (or the admin token)
+  std::string data_dir;            // state file and attempt dirs
+  std::string name;                // node name; default: the hostname
+  gpu::GpuBackendConfig gpu;
+  int64_t sim_cpu_milli_per_gpu = 16'000;      // simulated nodes advertise these, not the host's
+  int64_t sim_memory_mib_per_gpu = 128 * 1024;
+  std::map<std::string, std::string> labels;
+  int64_t poll_hold_ms = 5000;
+  exec::ProcessExecutorConfig executor;
+};
+
+class Agent {
+ public:
+  static Result<std::unique_ptr<Agent>> create(const AgentConfig& config, const Clock& clock);
+  ~Agent();
+
+  /// Discovers GPUs, re-adopts processes from the state file and starts the poll loop
+  /// (registration is retried in the loop until the server answers).
+  Status start();
+  /// Stops the loop. Running jobs keep running (they belong to the node, not this process).
+  void stop();
+
+ private:
+  Agent(const AgentConfig& config, const Clock& clock);
+  void loop();
+  Status register_node();
+  PollRequest build_poll(std::map<std::string, std::string>& log_data);
+  void apply_response(const PollResponse& response);
+  void start_replica(const Allocation& alloc);
+  void on_exit(const exec::ExitInfo& info);
+  void watch();  // log growth and max_runtime
+  void push_event(ReplicaEvent event);
+  void save();
+  void wake();
+
+  AgentConfig config_;
+  const Clock& clock_;
+  MachineInfo machine_;
+  NodeInfo node_info_;
+  std::unique_ptr<gpu::GpuBackend> gpus_;
+  std::unique_ptr<exec::Executor> executor_;
+  std::unique_ptr<net::HttpClient> client_;
+  std::string state_path_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  AgentState state_;
+  int64_t applied_version_ = 0;
+  bool poll_in_flight_ = false;
+  bool dirty_ = false;  // something to send
+  std::atomic<bool> running_{false};
+  std::thread loop_thread_;
+  std::thread watch_thread_;
+};
+
+}  // namespace gpucloud::agent

@@ -1,0 +1,39 @@
+// The agent's local state file: what it runs, so a restarted agent re-adopts its processes.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <string>
+
+#include "common/result.h"
+#include "exec/executor.h"
+#include "model/agent_protocol.h"
+
+namespace gpucloud::agent {
+
+/// One replica this agent started (or was told to start).
+struct LocalReplica {
+  Allocation allocation;
+  exec::ProcessRef process;
+  TimeMs started_at = 0;
+  bool exited = false;
+  bool stop_sent = false;
+  bool over_runtime = false;
+  int64_t log_shipped = 0;  // bytes of the log the server has confirmed
+};
+
+/// Everything the agent persists. Written atomically (temp file, fsync, rename).
+struct AgentState {
+  std::string node_id;
+  std::string credential;
+  int64_t next_seq = 1;
+  std::deque<ReplicaEvent> unacked;  // events not yet confirmed by the server
+  std::map<std::string, LocalReplica> replicas;
+
+  /// Loads the state file; a missing file gives an empty state.
+  static Result<AgentState> load(const std::string& path);
+  /// Saves durably.
+  Status save(const std::string& path) const;
+};
+
+}  // namespace gpucloud::agent

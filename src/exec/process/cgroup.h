@@ -1,0 +1,53 @@
+// Memory cgroups for jobs: finding the memory controller (cgroup v2 or v1), creating one
+// cgroup per job with a memory limit, reading its use, and removing it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace gpucloud::exec {
+
+enum class CgroupVersion { kV1, kV2 };
+
+/// Where the memory controller is mounted.
+struct MemoryCgroupRoot {
+  CgroupVersion version = CgroupVersion::kV2;
+  std::string path;  // e.g. /sys/fs/cgroup (v2) or /sys/fs/cgroup/memory (v1)
+};
+
+/// Finds the memory controller in a mount table (proc(5) format): a cgroup2 mount whose
+/// cgroup.controllers lists "memory" is preferred, else a cgroup (v1) mount with the memory
+/// option. Does not check whether it is writable. nullopt when there is none.
+std::optional<MemoryCgroupRoot> find_memory_cgroup_root(
+    const std::string& mounts_path = "/proc/self/mounts");
+
+/// Turns a job key into a safe cgroup directory name: [A-Za-z0-9._-] kept, the rest '_'.
+std::string cgroup_name_for_key(const std::string& key);
+
+/// Creates `<root>/<parent>/<cgroup_name_for_key(key)>` with a memory limit of `limit_mib`
+/// (memory.max on v2, memory.limit_in_bytes on v1; swap is limited too where the kernel
+/// allows). Returns its absolute path. kPermissionDenied when the hierarchy is not writable.
+Result<std::string> create_memory_cgroup(const MemoryCgroupRoot& root, const std::string& parent,
+                                         const std::string& key, int64_t limit_mib);
+
+/// Memory charged to the cgroup (memory.current or memory.usage_in_bytes), in bytes.
+Result<int64_t> cgroup_memory_bytes(const std::string& cgroup);
+
+/// The cgroup's memory limit in bytes; nullopt when unlimited or unreadable.
+std::optional<int64_t> cgroup_memory_limit_bytes(const std::string& cgroup);
+
+/// How many processes the kernel OOM killer has killed in the cgroup (0 if unknown).
+int64_t cgroup_oom_kills(const std::string& cgroup);
+
+/// The pids in the cgroup (cgroup.procs).
+std::vector<int> cgroup_pids(const std::string& cgroup);
+
+/// SIGKILLs whatever is left in the cgroup and removes its directory. Returns true when the
+/// directory is gone (or never existed); false when it is still busy (retry later).
+bool remove_cgroup(const std::string& cgroup);
+
+}  // namespace gpucloud::exec

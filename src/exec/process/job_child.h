@@ -1,0 +1,37 @@
+// The job side of the shim: what runs between fork() and exec of the user's command.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "exec/process/launch_file.h"
+
+namespace gpucloud::exec {
+
+/// Everything the forked child needs, prepared before fork() so the child only makes system
+/// calls between fork and exec.
+struct PreparedJob {
+  std::vector<std::string> argv_storage;
+  std::vector<std::string> env_storage;
+  std::vector<char*> argv;              // null-terminated, points into argv_storage
+  std::vector<char*> envp;              // null-terminated, points into env_storage
+  std::vector<std::string> candidates;  // paths to try for argv[0], in PATH order
+  std::string search_path;              // the PATH searched, for messages
+  std::string workdir;
+  std::string cgroup_procs;  // "<cgroup>/cgroup.procs", "" for none
+  std::string output_log;
+  std::vector<int> cpus;
+};
+
+/// Builds a PreparedJob. The command is looked up in the job's own PATH (falling back to
+/// /usr/local/bin:/usr/bin:/bin), never in the shim's.
+PreparedJob prepare_job(const LaunchFile& launch, const std::string& attempt_dir);
+
+/// Runs in the forked child: new session and process group, cgroup, CPU affinity, output
+/// redirection, workdir, default signal dispositions, then exec with exactly the job's
+/// environment. On failure writes "<exit code> <message>" to error_fd (a close-on-exec pipe,
+/// so the parent reads EOF on success) and exits with that code: 127 when the command is not
+/// found, 126 when it cannot be executed, 1 for any other setup failure.
+[[noreturn]] void exec_job(const PreparedJob& job, int error_fd);
+
+}  // namespace gpucloud::exec

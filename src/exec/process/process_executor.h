@@ -1,0 +1,92 @@
+// ProcessExecutor: runs each job replica as a plain host process under a small supervisor,
+// the shim (`gpucloud shim DIR`, see shim.cpp).
+//
+// How it works. start() writes DIR/launch.json and spawns the shim in a session of its own.
+// The shim forks the job into its own session and process group, joins the job's memory cgroup,
+// pins its CPUs, sends its stdout and stderr to DIR/output.log, enters the workdir and execs the
+// argv with exactly the given environment. It writes DIR/pid, waits for the job and records
+// DIR/exit.json atomically. The shim, not the agent, is the job's parent: killing or restarting
+// the agent leaves jobs running and their exit status recorded, and a new agent re-adopts them
+// with adopt(). One monitor thread per executor watches all shims through pidfds.
+//
+// Limits (what this plug-in does not isolate or assume):
+// - Jobs run as the agent's user, with its privileges; there is no user switching.
+// - No filesystem, network, PID or device isolation: a job sees the host's files, network,
+//   processes and every GPU device node. GPU isolation is by CUDA_VISIBLE_DEVICES only (set by
+//   the caller in LaunchSpec::env), which a job can ignore.
+// - The memory limit is enforced only where a memory cgroup (v2, else v1) is writable; elsewhere
+//   a warning is logged once and jobs run without a limit. CPU pinning is sched_setaffinity,
+//   which a job can undo.
+// - signal() and stop() reach the job's process group (and, for SIGKILL, every process of its
+//   cgroup); a process that leaves the group with setsid() escapes unless a cgroup holds it.
+// - A stop() still in its grace period when the executor is destroyed does not escalate to
+//   SIGKILL.
+// - A job whose end could not be observed is reported with lost = true and exit_code -1.
+// - Needs Linux 5.3+ (pidfd_open).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "exec/executor.h"
+#include "exec/process/cgroup.h"
+#include "exec/process/pid_watcher.h"
+
+namespace gpucloud::exec {
+
+/// The process executor; see the comment at the top of this file for what it does not isolate.
+class ProcessExecutor final : public Executor {
+ public:
+  /// Checks the kernel (pidfd_open) and the shim binary, finds the memory cgroup controller and
+  /// starts the monitor thread.
+  static Result<std::unique_ptr<ProcessExecutor>> create(const ProcessExecutorConfig& config);
+  /// Stops the monitor thread. Running jobs and their shims are left running, to be adopted.
+  /// Must not be called from the exit callback.
+  ~ProcessExecutor() override;
+
+  /// See Executor::set_exit_callback.
+  void set_exit_callback(std::function<void(const ExitInfo&)> callback) override;
+  /// See Executor::start. Returns once the job has been exec'd (or has failed to start); waits
+  /// at most a few seconds for a slow shim.
+  Result<ProcessRef> start(const LaunchSpec& spec) override;
+  /// See Executor::adopt. The shim is recognised by pid and start time, never by pid alone.
+  Status adopt(const ProcessRef& ref) override;
+  /// See Executor::signal. kConflict when the job has already ended.
+  Status signal(const std::string& key, int signo) override;
+  /// See Executor::stop. The SIGKILL is a timer on the monitor thread. Succeeds if the job has
+  /// already ended.
+  Status stop(const std::string& key, int64_t grace_ms) override;
+  /// See Executor::stats. Memory is the cgroup's charge when the job has a cgroup, else the RSS
+  /// summed over its process group; CPU seconds are summed over its process group.
+  Result<ProcessStats> stats(const std::string& key) override;
+
+ private:
+  ProcessExecutor(ProcessExecutorConfig config, std::optional<MemoryCgroupRoot> cgroup_root,
+                  std::unique_ptr<PidWatcher> watcher);
+
+  Result<std::string> make_cgroup(const LaunchSpec& spec);
+  Status watch(const ProcessRef& ref);
+  void on_shim_exit(const std::string& key);
+  void report_unwatched(const ProcessRef& ref);
+  void finish(const ProcessRef& ref, ExitInfo info);
+  void remove_cgroup_later(const std::string& cgroup, int tries_left);
+  void escalate(const std::string& key, int shim_pid);
+  Result<ProcessRef> find(const std::string& key);
+
+  ProcessExecutorConfig config_;
+  std::optional<MemoryCgroupRoot> cgroup_root_;
+  std::atomic<bool> warned_no_cgroup_{false};
+
+  std::mutex mu_;
+  std::map<std::string, ProcessRef> entries_;  // started or adopted, not yet reported
+  std::function<void(const ExitInfo&)> callback_;
+
+  std::unique_ptr<PidWatcher> watcher_;  // stopped first, in the destructor
+};
+
+}  // namespace gpucloud::exec

@@ -1,0 +1,70 @@
+// The few NVML C types, constants and function signatures gpucloud uses, declared here so that
+// the build needs neither nvml.h nor the driver. Layouts and values match NVML's C ABI (nvml.h
+// of CUDA 12); the fake library in tests/fakes/ declares the same ones on its side.
+#pragma once
+
+namespace gpucloud::gpu::nvml {
+
+using nvmlReturn_t = int;
+struct nvmlDevice_st;
+using nvmlDevice_t = nvmlDevice_st*;
+using nvmlEnableState_t = int;
+using nvmlTemperatureSensors_t = int;
+using nvmlIntNvLinkDeviceType_t = int;
+
+inline constexpr nvmlReturn_t NVML_SUCCESS = 0;
+inline constexpr nvmlReturn_t NVML_ERROR_INVALID_ARGUMENT = 2;
+inline constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
+inline constexpr nvmlReturn_t NVML_ERROR_NOT_FOUND = 6;
+inline constexpr nvmlEnableState_t NVML_FEATURE_ENABLED = 1;
+inline constexpr nvmlTemperatureSensors_t NVML_TEMPERATURE_GPU = 0;
+inline constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_SWITCH = 2;
+inline constexpr unsigned NVML_NVLINK_MAX_LINKS = 18;
+inline constexpr unsigned NVML_DEVICE_MIG_ENABLE = 1;
+
+/// nvmlPciInfo_t as filled by nvmlDeviceGetPciInfo_v3 and nvmlDeviceGetNvLinkRemotePciInfo_v2.
+struct nvmlPciInfo_t {
+  char busIdLegacy[16];  // "0000:07:00.0"
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;
+  unsigned int pciSubSystemId;
+  char busId[32];  // "00000000:07:00.0"
+};
+
+/// nvmlMemory_t: bytes.
+struct nvmlMemory_t {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+
+/// nvmlUtilization_t: percent over the last sample period.
+struct nvmlUtilization_t {
+  unsigned int gpu;
+  unsigned int memory;
+};
+
+// Function signatures, named after the NVML symbol they are resolved from.
+using InitFn = nvmlReturn_t (*)();
+using ShutdownFn = nvmlReturn_t (*)();
+using ErrorStringFn = const char* (*)(nvmlReturn_t);
+using GetDriverVersionFn = nvmlReturn_t (*)(char*, unsigned int);
+using GetCudaDriverVersionFn = nvmlReturn_t (*)(int*);
+using GetCountFn = nvmlReturn_t (*)(unsigned int*);
+using GetHandleByIndexFn = nvmlReturn_t (*)(unsigned int, nvmlDevice_t*);
+using GetStringFn = nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned int);
+using GetMemoryInfoFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlMemory_t*);
+using GetPciInfoFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlPciInfo_t*);
+using GetUintFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);
+using GetNvLinkStateFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, nvmlEnableState_t*);
+using GetNvLinkRemotePciInfoFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, nvmlPciInfo_t*);
+using GetNvLinkRemoteDeviceTypeFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int,
+                                                     nvmlIntNvLinkDeviceType_t*);
+using GetMigModeFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, unsigned int*);
+using GetMigDeviceHandleByIndexFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, nvmlDevice_t*);
+using GetUtilizationRatesFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t*);
+using GetTemperatureFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int*);
+
+}  // namespace gpucloud::gpu::nvml

@@ -1,0 +1,57 @@
+// SimulatedBackend: GPUs that exist only on paper, for development, demos, CI and the simulator.
+//
+// Limits and assumptions:
+// - Nothing is isolated or even present: a job "using" a simulated GPU runs on the CPU with
+//   CUDA_VISIBLE_DEVICES set to a UUID that no driver knows.
+// - The machine comes from a spec ("8xA100-80GB", "2xH100-80GB,2xL4"; see sim_spec.h), at most
+//   64 GPUs. No MIG devices; driver and CUDA versions are "".
+// - Topology is a plausible guess, not a copy of a real board: A100/H100/H200 parts form boards
+//   of up to 8 GPUs linked in a full NVLink mesh, V100 parts NVLink pairs (0-1, 2-3, ...), other
+//   models PCIe only; the first half of the GPUs is on NUMA node 0, the second half on node 1.
+// - UUIDs and PCI bus ids are deterministic: the same node name and spec give the same UUIDs,
+//   two node names give different ones.
+// - Telemetry is constant: 0 % busy, no memory used, 30 C, the model's idle power.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu/gpu_backend.h"
+#include "gpu/simulated/sim_spec.h"
+
+namespace gpucloud::gpu {
+
+/// GpuBackend over a spec of made-up GPUs.
+class SimulatedBackend : public GpuBackend {
+ public:
+  /// Parses config.sim_spec (empty: kDefaultSimSpec) and lays out the GPUs of a node named
+  /// config.sim_node_name (empty: this host's name). Fails (kInvalidArgument) on a bad spec.
+  static Result<std::unique_ptr<SimulatedBackend>> create(const GpuBackendConfig& config);
+
+  /// "simulated".
+  std::string kind() const override { return "simulated"; }
+  /// The GPUs of the spec, with their made-up topology.
+  Result<std::vector<Gpu>> discover() override { return gpus_; }
+  /// Idle readings of every GPU.
+  Result<std::vector<GpuTelemetry>> telemetry() override;
+  /// "": there is no driver.
+  std::string driver_version() const override { return ""; }
+  /// "": there is no driver.
+  std::string cuda_version() const override { return ""; }
+
+  /// The normalised spec, e.g. "8xA100-80GB".
+  const std::string& spec() const { return spec_; }
+  /// The node name the UUIDs are derived from.
+  const std::string& node_name() const { return node_name_; }
+
+ private:
+  SimulatedBackend() = default;
+
+  std::string spec_;
+  std::string node_name_;
+  std::vector<Gpu> gpus_;
+  std::vector<int> idle_power_w_;
+};
+
+}  // namespace gpucloud::gpu
