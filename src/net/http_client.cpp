@@ -76,6 +76,7 @@ struct HttpClient::Impl {
     HttpResponse out;
     out.status = static_cast<int>(res.result_int());
     out.content_type = std::string(res[http::field::content_type]);
+    for (const auto& field : res) out.headers.push_back({std::string(field.name_string()), std::string(field.value())});
     out.body = std::move(res.body());
     if (!res.keep_alive()) disconnect();
     co_return out;

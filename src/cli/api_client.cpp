@@ -1,0 +1,90 @@
+#include "cli/api_client.h"
+
+#include <cstdlib>
+#include <fstream>
+
+#include <fmt/format.h>
+
+namespace gpucloud::cli {
+
+namespace {
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line;
+}
+
+ErrorCode code_for_status(int status) {
+  switch (status) {
+    case 400: return ErrorCode::kInvalidArgument;
+    case 401: return ErrorCode::kUnauthenticated;
+    case 403: return ErrorCode::kPermissionDenied;
+    case 404: return ErrorCode::kNotFound;
+    case 409: return ErrorCode::kConflict;
+    case 413: return ErrorCode::kTooLarge;
+    case 422: return ErrorCode::kUnsatisfiable;
+    case 503: return ErrorCode::kUnavailable;
+    default: return ErrorCode::kInternal;
+  }
+}
+
+}  // namespace
+
+Error error_from_response(const net::HttpResponse& r) {
+  std::string message;
+  try {
+    auto j = nlohmann::json::parse(r.body);
+    message = j.at("error").at("message").get<std::string>();
+  } catch (const nlohmann::json::exception&) {
+    message = fmt::format("server answered HTTP {}: {}", r.status, r.body.substr(0, 300));
+  }
+  if (r.status == 401) message += " (is GPUCLOUD_TOKEN set, or is there a .gpucloud/admin.token here?)";
+  return {code_for_status(r.status), message};
+}
+
+Result<ApiClient> ApiClient::from_environment() {
+  ApiClient c;
+  const char* addr = std::getenv("GPUCLOUD_ADDR");
+  const char* token = std::getenv("GPUCLOUD_TOKEN");
+  c.address_ = addr && *addr ? addr : read_first_line(".gpucloud/address");
+  if (c.address_.empty()) c.address_ = "http://127.0.0.1:8080";
+  c.token_ = token && *token ? token : read_first_line(".gpucloud/admin.token");
+  auto http = net::HttpClient::create(c.address_);
+  if (!http) return http.error();
+  c.http_ = std::move(*http);
+  return c;
+}
+
+Result<net::HttpResponse> ApiClient::raw(const std::string& method, const std::string& target, int64_t timeout_ms) {
+  std::map<std::string, std::string> headers;
+  if (!token_.empty()) headers["Authorization"] = "Bearer " + token_;
+  auto r = http_->request(method, target, "", headers, timeout_ms);
+  if (!r) {
+    return Error{ErrorCode::kUnavailable,
+                 fmt::format("cannot reach the gpucloud server at {}: {} (start one with `gpucloud dev`, or set GPUCLOUD_ADDR)",
+                             address_, r.error().message)};
+  }
+  return r;
+}
+
+Result<nlohmann::json> ApiClient::call(const std::string& method, const std::string& target, const nlohmann::json* body,
+                                       int64_t timeout_ms) {
+  std::map<std::string, std::string> headers;
+  if (!token_.empty()) headers["Authorization"] = "Bearer " + token_;
+  auto r = http_->request(method, target, body ? body->dump() : "", headers, timeout_ms);
+  if (!r)
+    return Error{ErrorCode::kUnavailable,
+                 fmt::format("cannot reach the gpucloud server at {}: {} (start one with `gpucloud dev`, or set GPUCLOUD_ADDR)",
+                             address_, r.error().message)};
+  if (r->status < 200 || r->status >= 300) return error_from_response(*r);
+  try {
+    return nlohmann::json::parse(r->body);
+  } catch (const nlohmann::json::exception&) {
+    return internal(fmt::format("server answered with a body that is not JSON: {}", r->body.substr(0, 200)));
+  }
+}
+
+}  // namespace gpucloud::cli

@@ -1,0 +1,145 @@
+// `gpucloud dev`: a server and N agents in one process, talking over loopback HTTP.
+#include <pthread.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "agent/agent.h"
+#include "cli/commands.h"
+#include "common/units.h"
+#include "server/server.h"
+
+namespace gpucloud::cli {
+
+namespace {
+
+Result<std::pair<std::string, int>> parse_listen(const std::string& listen) {
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return invalid(fmt::format("--listen '{}' is not HOST:PORT (e.g. 127.0.0.1:8080, or port 0 for any free port)", listen));
+  std::string host = listen.substr(0, colon);
+  if (host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  try {
+    size_t used = 0;
+    int port = std::stoi(listen.substr(colon + 1), &used);
+    if (used != listen.size() - colon - 1 || port < 0 || port > 65535) throw std::out_of_range("");
+    return std::make_pair(host, port);
+  } catch (...) {
+    return invalid(fmt::format("--listen '{}': the port must be a number 0..65535", listen));
+  }
+}
+
+std::string binary_hint() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "gpucloud";
+  auto cwd = std::filesystem::current_path(ec);
+  auto rel = std::filesystem::relative(exe, cwd, ec);
+  if (!ec && !rel.empty() && rel.native().rfind("..", 0) != 0) return "./" + rel.string();
+  return exe.string();
+}
+
+std::string read_token(const std::string& path) {
+  std::ifstream in(path);
+  std::string token;
+  std::getline(in, token);
+  return token;
+}
+
+}  // namespace
+
+int cmd_dev(const DevOptions& o) {
+  auto listen = parse_listen(o.listen);
+  if (!listen) return std::cerr << "error: " << listen.error().message << "\n", kExitUsage;
+  double cpus_per_gpu = 0;
+  try {
+    cpus_per_gpu = std::stod(o.sim_cpus);
+  } catch (...) {
+  }
+  if (!(cpus_per_gpu > 0) || cpus_per_gpu > 1024)
+    return std::cerr << fmt::format("error: --sim-cpus '{}' must be a number of CPUs per GPU in (0, 1024]\n", o.sim_cpus), kExitUsage;
+  auto mem_per_gpu = parse_size_mib(o.sim_mem);
+  if (!mem_per_gpu || *mem_per_gpu <= 0)
+    return std::cerr << fmt::format("error: --sim-mem: {}\n", mem_per_gpu ? "must be above 0" : mem_per_gpu.error().message), kExitUsage;
+  if (o.sim_nodes < 1 || o.sim_nodes > 256) return std::cerr << "error: --sim-nodes must be within 1..256\n", kExitUsage;
+
+  // Signals are taken by one thread with sigwait, so no other thread is interrupted by them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  SystemClock clock;
+  net::EventLoop loop;
+  server::ServerConfig config;
+  config.data_dir = o.data_dir;
+  config.listen_host = listen->first;
+  config.listen_port = listen->second;
+  config.policy = o.policy;
+  config.poll_hold_ms = o.poll_hold_ms;
+  auto server = server::Server::create(config, clock, loop);
+  if (!server) return fail(server.error().message);
+  auto port = (*server)->start();
+  if (!port) return fail(port.error().message);
+
+  std::vector<std::unique_ptr<agent::Agent>> agents;
+  std::string join_token = read_token((*server)->layout().agent_token());
+  std::string gpu_summary;
+  for (int i = 0; i < o.sim_nodes; ++i) {
+    agent::AgentConfig ac;
+    ac.server_url = (*server)->url();
+    ac.join_token = join_token;
+    ac.name = fmt::format("dev-{}", i);
+    ac.data_dir = fmt::format("{}/agents/{}", o.data_dir, ac.name);
+    ac.gpu.kind = o.sim_gpus.empty() ? "auto" : "simulated";
+    ac.gpu.sim_spec = o.sim_gpus;
+    ac.sim_cpu_milli_per_gpu = static_cast<int64_t>(cpus_per_gpu * 1000);
+    ac.sim_memory_mib_per_gpu = *mem_per_gpu;
+    ac.poll_hold_ms = o.poll_hold_ms;
+    auto a = agent::Agent::create(ac, clock);
+    if (!a) return fail(fmt::format("agent {}: {}", ac.name, a.error().message));
+    if (auto st = (*a)->start(); !st.ok()) return fail(st.error().message);
+    agents.push_back(std::move(*a));
+  }
+
+  std::string bin = binary_hint();
+  std::cout << fmt::format(
+                   "gpucloud dev is running ({} node{}, GPUs: {})\n"
+                   "  API:          {}\n"
+                   "  admin token:  {}\n"
+                   "  data dir:     {}\n"
+                   "\n"
+                   "Try these from a second terminal in this directory (the CLI finds the server and the\n"
+                   "token in ./.gpucloud; elsewhere set GPUCLOUD_ADDR and GPUCLOUD_TOKEN):\n"
+                   "  {} run --gpus 2 -- sh -c 'nvidia-smi -L || echo $CUDA_VISIBLE_DEVICES'\n"
+                   "  {} ps --all\n"
+                   "  {} logs <job id>\n"
+                   "\n"
+                   "Stop with Ctrl-C; running jobs keep running and are re-adopted at the next start.\n",
+                   o.sim_nodes, o.sim_nodes == 1 ? "" : "s", o.sim_gpus.empty() ? "auto-detected (see log)" : o.sim_gpus,
+                   (*server)->url(), (*server)->layout().admin_token(), o.data_dir, bin, bin, bin)
+            << std::flush;
+
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    spdlog::info("received signal {}; stopping", sig);
+    loop.stop();
+  });
+  loop.run();
+  for (auto& a : agents) a->stop();
+  // Wake the signal thread if the loop ended for another reason.
+  pthread_kill(signal_thread.native_handle(), SIGTERM);
+  signal_thread.join();
+  return 0;
+}
+
+}  // namespace gpucloud::cli

@@ -1,0 +1,45 @@
+// The options and entry points of each subcommand (wired up in cli.cpp).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gpucloud::cli {
+
+/// Exit codes shared by the commands.
+constexpr int kExitError = 1;   // the request failed (message on stderr)
+constexpr int kExitUsage = 2;   // bad flags or arguments
+constexpr int kExitLost = 75;   // --wait: the job was lost (EX_TEMPFAIL)
+
+struct RunOptions {
+  std::string gpus, gpu_type, gpu_milli, gpu_memory, cpus, mem, replicas, name, workdir, max_runtime, restart, grace;
+  std::string tenant, priority, capacity_class;
+  std::vector<std::string> env, selector, command;
+  bool wait = false;
+};
+
+struct DevOptions {
+  std::string data_dir = ".gpucloud";
+  std::string listen = "127.0.0.1:8080";
+  std::string sim_gpus;
+  int sim_nodes = 1;
+  std::string sim_cpus = "16";
+  std::string sim_mem = "128GiB";
+  std::string policy = "simple";
+  int64_t poll_hold_ms = 5000;
+};
+
+int cmd_run(const RunOptions& o);
+int cmd_submit(const std::string& file, bool wait);
+int cmd_ps(bool all, bool json);
+int cmd_show(const std::string& id, bool json);
+int cmd_logs(const std::string& id, bool follow, int rank);
+int cmd_cancel(const std::string& id);
+int cmd_nodes(bool json);
+int cmd_dev(const DevOptions& o);
+
+/// Prints "error: message" to stderr and returns kExitError.
+int fail(const std::string& message);
+
+}  // namespace gpucloud::cli

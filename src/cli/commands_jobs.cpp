@@ -1,0 +1,311 @@
+// run, submit, ps, show, logs, cancel, nodes.
+#include <strings.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/api_client.h"
+#include "cli/commands.h"
+#include "cli/table.h"
+#include "common/clock.h"
+#include "common/units.h"
+#include "model/job_spec.h"
+#include "model/yaml_json.h"
+
+namespace gpucloud::cli {
+
+using json = nlohmann::json;
+
+int fail(const std::string& message) {
+  std::cerr << "error: " << message << "\n";
+  return kExitError;
+}
+
+namespace {
+
+// A flag value as JSON: a number when it reads as one, else the string (validation then says
+// what is wrong with it, naming the field).
+json number_or_string(const std::string& text) {
+  if (text.empty()) return text;
+  try {
+    size_t used = 0;
+    long long n = std::stoll(text, &used);
+    if (used == text.size()) return n;
+    double d = std::stod(text, &used);
+    if (used == text.size()) return d;
+  } catch (...) {
+  }
+  return text;
+}
+
+Result<std::map<std::string, std::string>> parse_pairs(const std::vector<std::string>& items, const char* flag) {
+  std::map<std::string, std::string> out;
+  for (const auto& item : items) {
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return invalid(fmt::format("{} '{}' is not KEY=VALUE", flag, item));
+    out[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return out;
+}
+
+std::string current_dir() {
+  std::error_code ec;
+  auto p = std::filesystem::current_path(ec);
+  return ec ? std::string() : p.string();
+}
+
+int exit_code_of(const json& job) {
+  std::string state = job.value("state", "");
+  if (state == "succeeded") return 0;
+  if (state == "lost") return kExitLost;
+  if (job.contains("exit_code") && job["exit_code"].is_number_integer()) return job["exit_code"].get<int>();
+  return kExitError;
+}
+
+int wait_for(ApiClient& api, const std::string& id) {
+  int delay_ms = 20;
+  for (;;) {
+    auto job = api.call("GET", "/v1/jobs/" + id);
+    if (!job) return fail(job.error().message);
+    std::string state = job->value("state", "");
+    if (state != "pending" && state != "running") {
+      if (state != "succeeded" && !job->value("message", "").empty())
+        std::cerr << fmt::format("job {} {}: {}\n", id, state, job->value("message", ""));
+      return exit_code_of(*job);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    delay_ms = std::min(delay_ms * 2, 500);
+  }
+}
+
+int submit_spec(json spec, bool wait) {
+  if (!spec.contains("workdir")) spec["workdir"] = current_dir();
+  if (auto checked = job_spec_from_json(spec); !checked) {
+    std::cerr << "error: " << checked.error().message << "\n";
+    return kExitUsage;
+  }
+  auto api = ApiClient::from_environment();
+  if (!api) return fail(api.error().message);
+  auto job = api->call("POST", "/v1/jobs", &spec);
+  if (!job) return fail(job.error().message);
+  std::string id = job->value("id", "");
+  std::cout << id << std::endl;
+  return wait ? wait_for(*api, id) : 0;
+}
+
+std::string short_id(const std::string& id) { return id.substr(0, 12); }
+
+std::string gpus_column(const json& job) {
+  const json& spec = job["spec"];
+  int gpus = spec.value("gpus", 0), milli = spec.value("gpu_milli", 0), replicas = spec.value("replicas", 1);
+  std::string model = spec.value("gpu_model", "");
+  std::string per = milli > 0 ? fmt::format("{:g}", milli / 1000.0) : std::to_string(gpus);
+  if (gpus == 0 && milli == 0) return "-";
+  std::string s = per + (model.empty() ? "" : "×" + model);
+  return replicas > 1 ? fmt::format("{}x{}", replicas, s) : s;
+}
+
+std::string age(const json& job) {
+  TimeMs created = job.value("created_at_ms", TimeMs{0});
+  TimeMs now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return format_duration_ms(std::max<TimeMs>(0, now - created));
+}
+
+}  // namespace
+
+int cmd_run(const RunOptions& o) {
+  json spec = json::object();
+  if (o.command.empty()) {
+    std::cerr << "error: command: nothing to run; put it after --, e.g. gpucloud run --gpus 1 -- python train.py\n";
+    return kExitUsage;
+  }
+  spec["command"] = o.command;
+  auto set = [&](const char* field, const std::string& value, bool numeric) {
+    if (!value.empty()) spec[field] = numeric ? number_or_string(value) : json(value);
+  };
+  set("gpus", o.gpus, true);
+  set("gpu_model", o.gpu_type, false);
+  set("gpu_milli", o.gpu_milli, true);
+  set("gpu_memory", o.gpu_memory, false);
+  set("cpus", o.cpus, true);
+  set("memory", o.mem, false);
+  set("replicas", o.replicas, true);
+  set("name", o.name, false);
+  set("workdir", o.workdir, false);
+  set("max_runtime", o.max_runtime, false);
+  set("grace_period", o.grace, false);
+  set("tenant", o.tenant, false);
+  set("priority", o.priority, false);
+  set("capacity_class", o.capacity_class, false);
+  if (!o.restart.empty()) spec["restart"] = {{"policy", o.restart}};
+  auto env = parse_pairs(o.env, "--env");
+  if (!env) return std::cerr << "error: " << env.error().message << "\n", kExitUsage;
+  if (!env->empty()) spec["env"] = *env;
+  auto selector = parse_pairs(o.selector, "--selector");
+  if (!selector) return std::cerr << "error: " << selector.error().message << "\n", kExitUsage;
+  if (!selector->empty()) spec["node_selector"] = *selector;
+  return submit_spec(std::move(spec), o.wait);
+}
+
+int cmd_submit(const std::string& file, bool wait) {
+  std::ifstream in(file);
+  if (!in) return std::cerr << fmt::format("error: cannot read {}\n", file), kExitUsage;
+  std::stringstream text;
+  text << in.rdbuf();
+  bool is_json = file.size() > 5 && file.substr(file.size() - 5) == ".json";
+  json spec;
+  if (is_json) {
+    try {
+      spec = json::parse(text.str());
+    } catch (const json::parse_error& e) {
+      return std::cerr << fmt::format("error: {}: {}\n", file, e.what()), kExitUsage;
+    }
+  } else {
+    auto parsed = yaml_to_json(text.str(), file);
+    if (!parsed) return std::cerr << "error: " << parsed.error().message << "\n", kExitUsage;
+    spec = std::move(*parsed);
+  }
+  if (!spec.is_object()) return std::cerr << fmt::format("error: {}: a job file must be a mapping of job spec fields\n", file), kExitUsage;
+  return submit_spec(std::move(spec), wait);
+}
+
+int cmd_ps(bool all, bool as_json) {
+  auto api = ApiClient::from_environment();
+  if (!api) return fail(api.error().message);
+  auto r = api->call("GET", all ? "/v1/jobs?all=1" : "/v1/jobs");
+  if (!r) return fail(r.error().message);
+  const json& jobs = (*r)["jobs"];
+  if (as_json) {
+    std::cout << jobs.dump(2) << "\n";
+    return 0;
+  }
+  Table t({"ID", "NAME", "TENANT", "STATE", "GPUS", "NODE", "AGE", "REASON"});
+  for (const auto& j : jobs) {
+    std::string node;
+    for (const auto& r2 : j["replicas"]) node += (node.empty() ? "" : ",") + r2.value("node", "");
+    std::string state = j.value("state", "");
+    std::string reason = state == "pending" ? j.value("pending_reason", "") : j.value("message", "");
+    if (!j["exit_code"].is_null() && state != "running") state += fmt::format("({})", j["exit_code"].get<int>());
+    t.add({short_id(j.value("id", "")), j.value("name", ""), j.value("tenant", ""), state, gpus_column(j), node.empty() ? "-" : node,
+           age(j), reason});
+  }
+  t.print(std::cout);
+  return 0;
+}
+
+int cmd_show(const std::string& id, bool as_json) {
+  auto api = ApiClient::from_environment();
+  if (!api) return fail(api.error().message);
+  auto j = api->call("GET", "/v1/jobs/" + id);
+  if (!j) return fail(j.error().message);
+  if (as_json) {
+    std::cout << j->dump(2) << "\n";
+    return 0;
+  }
+  auto line = [](const char* k, const std::string& v) { std::cout << fmt::format("{:<15}{}\n", k, v); };
+  auto or_dash = [](const json& v) { return v.is_null() ? std::string("-") : v.is_string() ? v.get<std::string>() : v.dump(); };
+  line("id:", j->value("id", ""));
+  line("name:", j->value("name", ""));
+  line("tenant:", j->value("tenant", ""));
+  line("state:", j->value("state", ""));
+  if (j->value("state", "") == "pending") line("reason:", j->value("pending_reason", ""));
+  if (!j->value("message", "").empty()) line("message:", j->value("message", ""));
+  line("exit code:", or_dash((*j)["exit_code"]));
+  line("attempt:", std::to_string(j->value("attempt", 1)));
+  std::string cmd;
+  for (const auto& a : (*j)["spec"]["command"]) cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
+  line("command:", cmd);
+  line("gpus:", gpus_column(*j));
+  line("created:", or_dash((*j)["created_at"]));
+  line("started:", or_dash((*j)["started_at"]));
+  line("finished:", or_dash((*j)["finished_at"]));
+  for (const auto& r : (*j)["replicas"]) {
+    std::string gpus;
+    for (const auto& g : r["gpus"])
+      gpus += (gpus.empty() ? "" : ", ") + fmt::format("{}{}", g.value("uuid", ""), g.value("milli", 1000) < 1000 ? fmt::format(" ({}m)", g.value("milli", 0)) : "");
+    line(fmt::format("replica {}:", r.value("rank", 0)).c_str(),
+         fmt::format("{} [{}] {}{}", r.value("node", ""), r.value("state", ""), gpus.empty() ? "no GPUs" : gpus,
+                     r.value("message", "").empty() ? "" : " — " + r.value("message", "")));
+  }
+  return 0;
+}
+
+int cmd_logs(const std::string& id, bool follow, int rank) {
+  auto api = ApiClient::from_environment();
+  if (!api) return fail(api.error().message);
+  int64_t offset = 0;
+  for (;;) {
+    auto r = api->raw("GET", fmt::format("/v1/jobs/{}/logs?offset={}&rank={}{}", id, offset, rank, follow ? "&follow=1&wait_ms=20000" : ""),
+                      follow ? 40'000 : 30'000);
+    if (!r) return fail(r.error().message);
+    if (r->status != 200) return fail(error_from_response(*r).message);
+    std::cout.write(r->body.data(), static_cast<std::streamsize>(r->body.size()));
+    std::cout.flush();
+    int64_t next = offset + static_cast<int64_t>(r->body.size());
+    bool done = false;
+    for (const auto& [name, value] : r->headers) {
+      if (strcasecmp(name.c_str(), "X-Gpucloud-Offset") == 0) next = std::stoll(value);
+      if (strcasecmp(name.c_str(), "X-Gpucloud-Done") == 0) done = value == "1";
+    }
+    if (done || (!follow && r->body.empty())) break;
+    offset = next;
+  }
+  return 0;
+}
+
+int cmd_cancel(const std::string& id) {
+  auto api = ApiClient::from_environment();
+  if (!api) return fail(api.error().message);
+  auto j = api->call("DELETE", "/v1/jobs/" + id);
+  if (!j) return fail(j.error().message);
+  std::string state = j->value("state", "");
+  if (state == "cancelled")
+    std::cout << fmt::format("cancelled {}\n", j->value("id", ""));
+  else
+    std::cout << fmt::format("cancelling {} ({})\n", j->value("id", ""), j->value("message", ""));
+  return 0;
+}
+
+int cmd_nodes(bool as_json) {
+  auto api = ApiClient::from_environment();
+  if (!api) return fail(api.error().message);
+  auto r = api->call("GET", "/v1/nodes");
+  if (!r) return fail(r.error().message);
+  const json& nodes = (*r)["nodes"];
+  if (as_json) {
+    std::cout << nodes.dump(2) << "\n";
+    return 0;
+  }
+  Table t({"NAME", "STATE", "GPUS", "FREE", "CPUS", "MEMORY", "BACKEND"});
+  for (const auto& n : nodes) {
+    std::map<std::string, int> models;
+    int free = 0, total = 0;
+    for (const auto& g : n["gpus"]) {
+      models[g.value("model", "") + (g.value("memory_mib", 0) ? "-" + std::to_string((g.value("memory_mib", 0) + 512) / 1024) + "GB" : "")]++;
+      free += g.value("used_milli", 0) == 0 ? 1 : 0;
+      ++total;
+    }
+    std::string gpus;
+    for (const auto& [m, c] : models) gpus += (gpus.empty() ? "" : ",") + fmt::format("{}x{}", c, m);
+    t.add({n.value("name", ""), n.value("state", "") + (n.value("cordoned", false) ? ",cordoned" : ""), gpus.empty() ? "-" : gpus,
+           fmt::format("{}/{}", free, total),
+           fmt::format("{:g}/{:g}", (n.value("cpu_milli", 0) - n.value("cpu_used_milli", 0)) / 1000.0, n.value("cpu_milli", 0) / 1000.0),
+           fmt::format("{}/{}", format_size_mib(n.value("memory_mib", 0) - n.value("memory_used_mib", 0)),
+                       format_size_mib(n.value("memory_mib", 0))),
+           n.value("gpu_backend", "")});
+  }
+  t.print(std::cout);
+  return 0;
+}
+
+}  // namespace gpucloud::cli
