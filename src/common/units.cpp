@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 
@@ -25,7 +26,9 @@ bool read_number(std::string_view s, size_t& pos, double& out) {
     ++pos;
   }
   if (pos == start || (pos - start == 1 && dot)) return false;
-  out = std::stod(std::string(s.substr(start, pos - start)));
+  // strtod, not stod: a number too long for a double becomes HUGE_VAL (rejected as too large)
+  // instead of throwing std::out_of_range.
+  out = std::strtod(std::string(s.substr(start, pos - start)).c_str(), nullptr);
   return true;
 }
 
@@ -64,11 +67,17 @@ Result<int64_t> parse_duration_ms(std::string_view text) {
 
 std::string format_duration_ms(int64_t ms) {
   if (ms < 1000) return fmt::format("{}ms", ms);
-  int64_t s = ms / 1000;
-  if (s < 60) return fmt::format("{}s", s);
-  if (s < 3600) return s % 60 ? fmt::format("{}m{}s", s / 60, s % 60) : fmt::format("{}m", s / 60);
-  if (s < 86400) return (s % 3600) / 60 ? fmt::format("{}h{}m", s / 3600, (s % 3600) / 60) : fmt::format("{}h", s / 3600);
-  return fmt::format("{}d{}h", s / 86400, (s % 86400) / 3600);
+  // Every non-zero part, largest first: exact, so that parse_duration_ms reads back the same
+  // value (specs are stored in this form).
+  static const std::pair<int64_t, const char*> kParts[] = {
+      {86'400'000, "d"}, {3'600'000, "h"}, {60'000, "m"}, {1000, "s"}, {1, "ms"}};
+  std::string out;
+  for (const auto& [size, unit] : kParts) {
+    if (ms < size) continue;
+    out += fmt::format("{}{}", ms / size, unit);
+    ms %= size;
+  }
+  return out;
 }
 
 Result<int64_t> parse_size_mib(std::string_view text) {
@@ -80,10 +89,11 @@ Result<int64_t> parse_size_mib(std::string_view text) {
   if (!read_number(s, pos, value))
     return invalid(fmt::format("size '{}' is not a number with a unit; write it like 512MiB, 16GiB or 1TiB", text));
   std::string unit = s.substr(pos);
+  const bool bare = unit.empty();
   if (!unit.empty() && unit.back() == 'b') unit.pop_back();  // GB, GiB, MB -> g, gi, m
   if (!unit.empty() && unit.back() == 'i') unit.pop_back();
   double factor = 0;
-  if (unit.empty() || unit == "m") factor = 1;
+  if (bare || unit == "m") factor = 1;
   else if (unit == "k") factor = 1.0 / 1024;
   else if (unit == "g") factor = 1024;
   else if (unit == "t") factor = 1024.0 * 1024;
@@ -97,7 +107,9 @@ Result<int64_t> parse_size_mib(std::string_view text) {
 }
 
 std::string format_size_mib(int64_t mib) {
-  if (mib >= 1024 * 1024 && mib % (1024 * 1024) == 0) return fmt::format("{}TiB", mib / (1024 * 1024));
+  constexpr int64_t kTiB = 1024 * 1024;
+  if (mib >= kTiB && mib % kTiB == 0) return fmt::format("{}TiB", mib / kTiB);
+  if (mib >= kTiB) return fmt::format("{:.1f}TiB", static_cast<double>(mib) / kTiB);
   if (mib >= 1024 && mib % 1024 == 0) return fmt::format("{}GiB", mib / 1024);
   if (mib >= 1024) return fmt::format("{:.1f}GiB", mib / 1024.0);
   return fmt::format("{}MiB", mib);

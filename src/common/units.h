@@ -13,7 +13,8 @@ namespace gpucloud {
 /// into milliseconds. Rejects negatives, unknown units and values above 10 years.
 Result<int64_t> parse_duration_ms(std::string_view text);
 
-/// Formats milliseconds as a short duration: "1h30m", "45s", "250ms".
+/// Formats milliseconds as a short duration: "1h30m", "45s", "250ms", "1d2h5s" (zero parts
+/// left out). Exact: parse_duration_ms reads back the same value.
 std::string format_duration_ms(int64_t ms);
 
 /// Parses a memory size such as "16GiB", "512Mi", "1.5G", "80GB" or a bare number of MiB

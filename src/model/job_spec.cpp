@@ -210,6 +210,12 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       if (v.is_string()) return field_error(key, "expected a list of arguments (argv), got a string; write [\"sh\", \"-c\", \"...\"] to use a shell");
       if (!v.is_array()) return field_error(key, fmt::format("expected a list of strings, got {}", describe(v)));
       for (size_t i = 0; i < v.size(); ++i) {
+        // YAML reads `command: [sleep, 10]` as a number: arguments that are plain numbers or
+        // booleans are taken as the text they were written as.
+        if (v[i].is_number() || v[i].is_boolean()) {
+          spec.command.push_back(v[i].dump());
+          continue;
+        }
         auto s = read_string(v[i], fmt::format("command[{}]", i));
         if (!s) return s.error();
         spec.command.push_back(*s);

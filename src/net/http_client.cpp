@@ -57,13 +57,15 @@ struct HttpClient::Impl {
     req.prepare_payload();
     stream->expires_after(std::chrono::milliseconds(timeout_ms));
     co_await http::async_write(*stream, req, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      retryable = reused && !interrupted;
-      co_return Error{ErrorCode::kUnavailable, fmt::format("sending to {}:{} failed: {}", host, port, ec.message())};
-    }
+    boost::system::error_code write_ec = ec;
     http::response_parser<http::string_body> parser;
     parser.body_limit(256 << 20);
+    // Even when sending failed, the server may have answered (e.g. 413 before the body was read).
     co_await http::async_read(*stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec && write_ec) {
+      retryable = reused && !interrupted && !parser.got_some();
+      co_return Error{ErrorCode::kUnavailable, fmt::format("sending to {}:{} failed: {}", host, port, write_ec.message())};
+    }
     if (ec) {
       retryable = reused && !interrupted && (ec == http::error::end_of_stream || ec == asio::error::connection_reset) &&
                   !parser.got_some();

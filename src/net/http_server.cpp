@@ -84,6 +84,13 @@ struct HttpServer::Impl {
           res.keep_alive(false);
           res.prepare_payload();
           co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+          // Read and drop what the client still sends (up to 2 s), so that closing the socket
+          // does not reset the connection before the client has read the answer.
+          stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+          stream.expires_after(std::chrono::seconds(2));
+          char sink[65536];
+          while (!ec) co_await stream.async_read_some(asio::buffer(sink), asio::redirect_error(asio::use_awaitable, ec));
+          break;
         } else if (ec != http::error::end_of_stream && ec != beast::error::timeout && ec != asio::error::connection_reset &&
                    ec != asio::error::eof && ec != asio::error::operation_aborted) {
           http::response<http::string_body> res{http::status::bad_request, 11};

@@ -129,6 +129,7 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
     // One replica failed: the rest of the gang is stopped; the attempt ends when they have.
     if (std::any_of(job.replicas.begin(), job.replicas.end(), replica_failed)) stop_replicas(job);
     batch.jobs.push_back(job);
+    schedule_soon();  // an exited replica freed its resources
     return;
   }
   const ReplicaAssignment* lost = nullptr;
@@ -188,6 +189,7 @@ void Server::end_job(Job& job, JobState state, std::optional<int> exit_code, std
   batch.audit.push_back({job.finished_at, "server", "job.end", job.id, std::string(to_string(state)) + " " + job.message});
   for (const auto& r : job.replicas) logs_.wake(replica_key(job.id, job.attempt, r.rank));
   finished_.push_back(job.id);
+  schedule_soon();  // its resources are free for the jobs that wait
   spdlog::info("job {} {}{}", job.id, to_string(state), exit_code ? fmt::format(" (exit code {})", *exit_code) : "");
 }
 

@@ -1,0 +1,104 @@
+// Nothing is lost: kill -9 of `gpucloud dev` while jobs run, then a restart with the same data dir.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "dev_cluster.h"
+
+namespace gpucloud::testing {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+int read_int(const std::string& path) {
+  std::ifstream in(path);
+  int v = 0;
+  in >> v;
+  return v;
+}
+
+// The shim and job pids of a running replica, from the agent's files.
+std::pair<int, int> pids_of(const DevCluster& c, const std::string& job_id) {
+  std::string agent_dir = c.data_dir() + "/agents/dev-0";
+  std::ifstream in(agent_dir + "/agent-state.json");
+  json state = json::parse(in);
+  for (const auto& r : state["replicas"])
+    if (r["allocation"]["job_id"] == job_id)
+      return {r["process"]["shim_pid"].get<int>(), read_int(r["process"]["attempt_dir"].get<std::string>() + "/pid")};
+  return {0, 0};
+}
+
+TEST(DevRestart, JobsSurviveAKilledServerAndEndsAreRecorded) {
+  DevCluster c;
+  std::string finishing = c.submit({"--", "sh", "-c", "sleep 1.5; echo finished; exit 4"});
+  std::string vanishing = c.submit({"--", "sleep", "30"});
+  std::string fragile = c.submit({"--restart", "never", "--", "sleep", "30"});
+  std::string waiting = c.submit({"--gpus", "8", "--", "sh", "-c", "echo big"});  // pending until the others end
+  ASSERT_TRUE(wait_until([&] {
+    return c.job(finishing)["state"] == "running" && c.job(vanishing)["state"] == "running" && c.job(fragile)["state"] == "running";
+  }));
+  auto [shim_a, job_a] = pids_of(c, vanishing);
+  auto [shim_b, job_b] = pids_of(c, fragile);
+  ASSERT_GT(shim_a, 0);
+  ASSERT_GT(job_b, 0);
+  c.kill9();
+  // While the server is down: one job ends on its own, two vanish without a trace.
+  for (int pid : {shim_a, shim_b}) kill(pid, SIGKILL);
+  for (int pid : {job_a, job_b}) kill(-pid, SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1800));
+  c.start();
+  json a = c.wait_done(finishing);
+  EXPECT_EQ(a["state"], "failed");
+  EXPECT_EQ(a["exit_code"], 4);
+  EXPECT_EQ(c.cli({"logs", finishing}).out, "finished\n");
+  // Vanished with restart policy on-lost: re-queued as attempt 2 (which runs sleep 30 again).
+  ASSERT_TRUE(wait_until([&] { return c.job(vanishing)["attempt"] == 2; }));
+  json v = c.job(vanishing);
+  EXPECT_NE(v["message"].get<std::string>().find("attempt 1 was lost"), std::string::npos) << v.dump();
+  // Vanished with restart policy never: lost, and `--wait`-style exit code 75.
+  json f = c.wait_done(fragile);
+  EXPECT_EQ(f["state"], "lost");
+  EXPECT_TRUE(f["exit_code"].is_null());
+  EXPECT_EQ(c.cli({"run", "--wait", "--", "true"}).exit_code, 0);
+  // The job submitted before the crash is still there and runs once GPUs free up.
+  EXPECT_EQ(c.cli({"cancel", vanishing}).exit_code, 0);
+  json w = c.wait_done(waiting);
+  EXPECT_EQ(w["state"], "succeeded") << w.dump();
+}
+
+TEST(DevRestart, ARunningJobIsReadoptedAndNotStartedTwice) {
+  DevCluster c;
+  std::string id = c.submit({"--", "sh", "-c", "echo started >> $GPUCLOUD_ATTEMPT_DIR/../../count; sleep 2; echo done"});
+  ASSERT_TRUE(wait_until([&] { return c.job(id)["state"] == "running"; }));
+  c.kill9();
+  c.start();
+  json j = c.wait_done(id);
+  EXPECT_EQ(j["state"], "succeeded");
+  EXPECT_EQ(j["attempt"], 1);
+  std::ifstream count(c.data_dir() + "/agents/dev-0/count");
+  std::string text((std::istreambuf_iterator<char>(count)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "started\n");
+  EXPECT_EQ(c.cli({"logs", id}).out, "done\n");
+}
+
+TEST(DevNvml, AgentUsesTheNvmlBackendWhenTheLibraryLoads) {
+  // The fake libnvidia-ml.so.1 stands in for the driver: the same dlopen path as on a GPU server.
+  DevCluster c({}, {{"LD_LIBRARY_PATH", FAKE_NVML_DIR}});
+  json nodes = json::parse(c.cli({"nodes", "--json"}).out);
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0]["gpu_backend"], "nvml");
+  EXPECT_FALSE(nodes[0]["driver_version"].get<std::string>().empty());
+  ASSERT_FALSE(nodes[0]["gpus"].empty());
+  EXPECT_EQ(nodes[0]["gpus"][0]["model"], "A100");
+  auto r = c.cli({"run", "--gpus", "1", "--wait", "--", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string id = r.out.substr(0, r.out.find('\n'));
+  EXPECT_EQ(c.cli({"logs", id}).out, nodes[0]["gpus"][0]["uuid"].get<std::string>() + "\n");
+}
+
+}  // namespace
+}  // namespace gpucloud::testing
