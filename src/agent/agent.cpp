@@ -1,17 +1,16 @@
 #include "agent/agent.h"
 
+#include <fmt/format.h>
 #include <pwd.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <set>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
+#include <set>
 
 #include "common/units.h"
 #include "model/node_json.h"
@@ -42,19 +41,25 @@ std::string read_range(const std::string& path, int64_t offset, int64_t max) {
   return out;
 }
 
-std::string log_path(const LocalReplica& r) { return r.process.attempt_dir + "/output.log"; }
+std::string log_path(const LocalReplica& r) {
+  return r.process.attempt_dir + "/output.log";
+}
 
 }  // namespace
 
 Agent::Agent(const AgentConfig& config, const Clock& clock) : config_(config), clock_(clock) {}
 
-Agent::~Agent() { stop(); }
+Agent::~Agent() {
+  stop();
+}
 
 Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Clock& clock) {
   std::unique_ptr<Agent> agent(new Agent(config, clock));
   std::error_code ec;
   fs::create_directories(config.data_dir + "/attempts", ec);
-  if (ec) return internal(fmt::format("cannot create agent data dir {}: {}", config.data_dir, ec.message()));
+  if (ec)
+    return internal(
+        fmt::format("cannot create agent data dir {}: {}", config.data_dir, ec.message()));
   agent->state_path_ = config.data_dir + "/agent-state.json";
   auto state = AgentState::load(agent->state_path_);
   if (!state) return state.error();
@@ -98,9 +103,22 @@ Status Agent::start() {
   {
     std::lock_guard lock(mu_);
     for (auto& [key, r] : state_.replicas) {
-      if (r.exited || r.process.shim_pid == 0) continue;
-      if (auto st = executor_->adopt(r.process); !st.ok()) spdlog::warn("agent: cannot re-adopt {}: {}", key, st.error().message);
-      else spdlog::info("agent: re-adopted {} (shim pid {})", key, r.process.shim_pid);
+      if (!r.exited && r.process.shim_pid == 0) {
+        // The previous agent stopped between recording the replica and learning its shim's pid.
+        // Make sure nothing of it runs, then report it lost so the server can re-run it.
+        std::ifstream pid_file(r.process.attempt_dir + "/pid");
+        int job_pid = 0;
+        if (pid_file >> job_pid && job_pid > 1) ::kill(-job_pid, SIGKILL);
+        r.exited = true;
+        push_event({0, key, "exited", 0, 0, true, false, false,
+                    "the agent stopped while starting it", clock_.now_ms()});
+        continue;
+      }
+      if (r.exited) continue;
+      if (auto st = executor_->adopt(r.process); !st.ok())
+        spdlog::warn("agent: cannot re-adopt {}: {}", key, st.error().message);
+      else
+        spdlog::info("agent: re-adopted {} (shim pid {})", key, r.process.shim_pid);
     }
   }
   running_ = true;
@@ -126,7 +144,8 @@ Status Agent::register_node() {
       body["credential"] = state_.credential;
     }
   }
-  auto r = client_->request("POST", "/v1/agent/register", body.dump(), {{"Authorization", "Bearer " + config_.join_token}}, 10'000);
+  auto r = client_->request("POST", "/v1/agent/register", body.dump(),
+                            {{"Authorization", "Bearer " + config_.join_token}}, 10'000);
   if (!r) return r.error();
   json reply;
   try {
@@ -136,14 +155,15 @@ Status Agent::register_node() {
   }
   if (r->status != 200) {
     std::string msg = reply.contains("error") ? reply["error"].value("message", "") : r->body;
-    return Error{r->status == 401 ? ErrorCode::kUnauthenticated : ErrorCode::kUnavailable, fmt::format("register: {} {}", r->status, msg)};
+    return Error{r->status == 401 ? ErrorCode::kUnauthenticated : ErrorCode::kUnavailable,
+                 fmt::format("register: {} {}", r->status, msg)};
   }
   std::lock_guard lock(mu_);
   state_.node_id = reply.at("node_id").get<std::string>();
   state_.credential = reply.at("credential").get<std::string>();
   save();
-  spdlog::info("agent {}: registered as node {} with {} {} GPUs", node_info_.name, state_.node_id, node_info_.gpus.size(),
-               node_info_.gpu_backend);
+  spdlog::info("agent {}: registered as node {} with {} {} GPUs", node_info_.name, state_.node_id,
+               node_info_.gpus.size(), node_info_.gpu_backend);
   return {};
 }
 
@@ -154,7 +174,8 @@ void Agent::loop() {
     if (!registered) {
       auto st = register_node();
       if (!st.ok()) {
-        spdlog::warn("agent {}: {}; retrying in {} ms", node_info_.name, st.error().message, backoff_ms);
+        spdlog::warn("agent {}: {}; retrying in {} ms", node_info_.name, st.error().message,
+                     backoff_ms);
         std::unique_lock lock(mu_);
         cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [this] { return !running_; });
         backoff_ms = std::min<int64_t>(backoff_ms * 2, 5000);
@@ -163,12 +184,11 @@ void Agent::loop() {
       registered = true;
       backoff_ms = 100;
     }
-    std::map<std::string, std::string> log_data;
     PollRequest req;
     std::string credential;
     {
       std::lock_guard lock(mu_);
-      req = build_poll(log_data);
+      req = build_poll();
       credential = state_.credential;
       poll_in_flight_ = true;
       dirty_ = false;
@@ -182,19 +202,22 @@ void Agent::loop() {
     if (!running_) break;
     if (!r) {
       if (r.error().message == "interrupted") continue;
-      spdlog::warn("agent {}: poll failed: {}; retrying in {} ms", node_info_.name, r.error().message, backoff_ms);
+      spdlog::warn("agent {}: poll failed: {}; retrying in {} ms", node_info_.name,
+                   r.error().message, backoff_ms);
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [this] { return !running_; });
       backoff_ms = std::min<int64_t>(backoff_ms * 2, 5000);
       continue;
     }
     if (r->status == 401 || r->status == 404) {
-      spdlog::warn("agent {}: server does not know this node ({}); registering again", node_info_.name, r->status);
+      spdlog::warn("agent {}: server does not know this node ({}); registering again",
+                   node_info_.name, r->status);
       registered = false;
       continue;
     }
     if (r->status != 200) {
-      spdlog::warn("agent {}: poll answered {}: {}", node_info_.name, r->status, r->body.substr(0, 200));
+      spdlog::warn("agent {}: poll answered {}: {}", node_info_.name, r->status,
+                   r->body.substr(0, 200));
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms), [this] { return !running_; });
       backoff_ms = std::min<int64_t>(backoff_ms * 2, 5000);
@@ -216,24 +239,35 @@ void Agent::loop() {
   }
 }
 
-PollRequest Agent::build_poll(std::map<std::string, std::string>& log_data) {
+PollRequest Agent::build_poll() {
   PollRequest req;
   req.node_id = state_.node_id;
   req.applied_version = applied_version_;
   req.hold_ms = config_.poll_hold_ms;
   int64_t budget = kMaxLogsPerPoll;
+  bool logs_behind = false;          // some output will still be unshipped after this poll
+  std::set<std::string> unreported;  // replicas whose end the server has not recorded yet
+  for (const auto& e : state_.unacked) unreported.insert(e.key);
   for (auto& [key, r] : state_.replicas) {
-    if (!r.exited) req.running.push_back(key);
+    // An ended replica counts as running until its exit event is delivered, so the server
+    // never mistakes a held-back end for a vanished process.
+    if (!r.exited || unreported.count(key)) req.running.push_back(key);
     if (r.process.attempt_dir.empty()) continue;
     std::string path = log_path(r);
     int64_t size = file_size(path);
-    if (size > r.log_shipped && budget > 0) {
-      std::string data = read_range(path, r.log_shipped, std::min({kMaxLogChunk, size - r.log_shipped, budget}));
+    if (size > r.log_shipped) {
+      std::string data = budget > 0
+                             ? read_range(path, r.log_shipped,
+                                          std::min({kMaxLogChunk, size - r.log_shipped, budget}))
+                             : "";
       budget -= static_cast<int64_t>(data.size());
-      req.logs.push_back({key, r.log_shipped, net::base64_encode(data)});
+      if (r.log_shipped + static_cast<int64_t>(data.size()) < size) logs_behind = true;
+      if (!data.empty()) req.logs.push_back({key, r.log_shipped, net::base64_encode(data)});
     }
   }
-  req.events.assign(state_.unacked.begin(), state_.unacked.end());
+  // A replica's end travels only once its output has: the server then has the whole log when
+  // it reports the job ended. Until then the logs go alone, and the server answers at once.
+  if (!logs_behind) req.events.assign(state_.unacked.begin(), state_.unacked.end());
   if (!req.events.empty() || !req.logs.empty()) req.hold_ms = 0;
   return req;
 }
@@ -243,7 +277,8 @@ void Agent::apply_response(const PollResponse& response) {
   std::vector<std::pair<std::string, int64_t>> to_stop;
   {
     std::lock_guard lock(mu_);
-    while (!state_.unacked.empty() && state_.unacked.front().seq <= response.acked_seq) state_.unacked.pop_front();
+    while (!state_.unacked.empty() && state_.unacked.front().seq <= response.acked_seq)
+      state_.unacked.pop_front();
     for (const auto& [key, offset] : response.log_offsets) {
       auto it = state_.replicas.find(key);
       if (it != state_.replicas.end()) it->second.log_shipped = offset;
@@ -260,8 +295,10 @@ void Agent::apply_response(const PollResponse& response) {
         to_stop.push_back({it->first, r.allocation.grace_ms});
       }
       // Forget replicas that ended, whose end the server has recorded and whose log it has.
-      bool acked = std::none_of(state_.unacked.begin(), state_.unacked.end(), [&](const ReplicaEvent& e) { return e.key == it->first; });
-      if (r.exited && acked && !desired.count(it->first) && r.log_shipped >= file_size(log_path(r))) {
+      bool acked = std::none_of(state_.unacked.begin(), state_.unacked.end(),
+                                [&](const ReplicaEvent& e) { return e.key == it->first; });
+      if (r.exited && acked && !desired.count(it->first) &&
+          r.log_shipped >= file_size(log_path(r))) {
         std::error_code ec;
         if (!r.process.attempt_dir.empty()) fs::remove_all(r.process.attempt_dir, ec);
         it = state_.replicas.erase(it);
@@ -273,7 +310,8 @@ void Agent::apply_response(const PollResponse& response) {
     save();
   }
   for (const auto& [key, grace] : to_stop) {
-    spdlog::info("agent {}: stopping {} (grace {})", node_info_.name, key, format_duration_ms(grace));
+    spdlog::info("agent {}: stopping {} (grace {})", node_info_.name, key,
+                 format_duration_ms(grace));
     (void)executor_->stop(key, grace);
   }
   for (const auto& a : to_start) start_replica(a);
@@ -295,7 +333,8 @@ void Agent::start_replica(const Allocation& a) {
   }
   spec.cpus = cpus_for_gpus(machine_, numa);
   spec.env = a.env;
-  if (!spec.env.count("PATH")) spec.env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  if (!spec.env.count("PATH"))
+    spec.env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
   if (const passwd* pw = ::getpwuid(::getuid())) {
     if (!spec.env.count("HOME")) spec.env["HOME"] = pw->pw_dir;
     if (!spec.env.count("USER")) spec.env["USER"] = pw->pw_name;
@@ -308,7 +347,8 @@ void Agent::start_replica(const Allocation& a) {
   spec.env["GPUCLOUD_REPLICA"] = std::to_string(a.rank);
   spec.env["GPUCLOUD_REPLICAS"] = std::to_string(a.replicas);
   spec.env["GPUCLOUD_NODE"] = node_info_.name;
-  if (!a.gpus.empty() && a.gpus.front().milli < 1000) spec.env["GPUCLOUD_GPU_MILLI"] = std::to_string(a.gpus.front().milli);
+  if (!a.gpus.empty() && a.gpus.front().milli < 1000)
+    spec.env["GPUCLOUD_GPU_MILLI"] = std::to_string(a.gpus.front().milli);
   LocalReplica local;
   local.allocation = a;
   local.started_at = clock_.now_ms();
@@ -317,19 +357,22 @@ void Agent::start_replica(const Allocation& a) {
     local.process.key = a.key;
     local.process.attempt_dir = spec.attempt_dir;
     state_.replicas[a.key] = local;
-    save();  // persisted before the process exists, so a crash right now is re-adopted or reported lost
+    save();  // persisted before the process exists, so a crash right now is re-adopted or reported
+             // lost
   }
   auto started = executor_->start(spec);
   std::lock_guard lock(mu_);
   auto& r = state_.replicas[a.key];
   if (!started) {
     r.exited = true;
-    push_event({0, a.key, "exited", 127, 0, false, true, started.error().message, clock_.now_ms()});
+    push_event(
+        {0, a.key, "exited", 127, 0, false, true, false, started.error().message, clock_.now_ms()});
     return;
   }
   if (!r.exited) r.process = *started;
-  spdlog::info("agent {}: started {} (GPUs {})", node_info_.name, a.key, uuids.empty() ? "none" : uuids);
-  push_event({0, a.key, "started", 0, 0, false, false, "", r.started_at});
+  spdlog::info("agent {}: started {} (GPUs {})", node_info_.name, a.key,
+               uuids.empty() ? "none" : uuids);
+  push_event({0, a.key, "started", 0, 0, false, false, false, "", r.started_at});
 }
 
 void Agent::on_exit(const exec::ExitInfo& info) {
@@ -340,9 +383,12 @@ void Agent::on_exit(const exec::ExitInfo& info) {
   r.exited = true;
   std::string message = info.message;
   if (r.over_runtime)
-    message = fmt::format("stopped after exceeding max_runtime {}", format_duration_ms(r.allocation.max_runtime_ms));
-  spdlog::info("agent {}: {} exited with code {}{}", node_info_.name, info.key, info.exit_code, message.empty() ? "" : " (" + message + ")");
-  push_event({0, info.key, "exited", info.exit_code, info.signal, info.lost, info.failed_to_start, message, clock_.now_ms()});
+    message = fmt::format("stopped after exceeding max_runtime {}",
+                          format_duration_ms(r.allocation.max_runtime_ms));
+  spdlog::info("agent {}: {} exited with code {}{}", node_info_.name, info.key, info.exit_code,
+               message.empty() ? "" : " (" + message + ")");
+  push_event({0, info.key, "exited", info.exit_code, info.signal, info.lost, info.failed_to_start,
+              r.over_runtime, message, clock_.now_ms()});
 }
 
 void Agent::push_event(ReplicaEvent event) {
@@ -359,7 +405,8 @@ void Agent::wake() {
 }
 
 void Agent::save() {
-  if (auto st = state_.save(state_path_); !st.ok()) spdlog::error("agent {}: {}", node_info_.name, st.error().message);
+  if (auto st = state_.save(state_path_); !st.ok())
+    spdlog::error("agent {}: {}", node_info_.name, st.error().message);
 }
 
 void Agent::watch() {
@@ -373,7 +420,8 @@ void Agent::watch() {
       bool grew = false;
       for (auto& [key, r] : state_.replicas) {
         if (!r.process.attempt_dir.empty() && file_size(log_path(r)) > r.log_shipped) grew = true;
-        if (!r.exited && !r.stop_sent && r.allocation.max_runtime_ms > 0 && now - r.started_at > r.allocation.max_runtime_ms) {
+        if (!r.exited && !r.stop_sent && r.allocation.max_runtime_ms > 0 &&
+            now - r.started_at > r.allocation.max_runtime_ms) {
           r.over_runtime = true;
           r.stop_sent = true;
           to_stop.push_back({key, r.allocation.grace_ms});

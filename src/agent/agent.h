@@ -21,12 +21,12 @@
 namespace gpucloud::agent {
 
 struct AgentConfig {
-  std::string server_url;          // http://HOST:PORT
-  std::string join_token;          // agent join token (or the admin token)
-  std::string data_dir;            // state file and attempt dirs
-  std::string name;                // node name; default: the hostname
+  std::string server_url;  // http://HOST:PORT
+  std::string join_token;  // agent join token (or the admin token)
+  std::string data_dir;    // state file and attempt dirs
+  std::string name;        // node name; default: the hostname
   gpu::GpuBackendConfig gpu;
-  int64_t sim_cpu_milli_per_gpu = 16'000;      // simulated nodes advertise these, not the host's
+  int64_t sim_cpu_milli_per_gpu = 16'000;  // simulated nodes advertise these, not the host's
   int64_t sim_memory_mib_per_gpu = 128 * 1024;
   std::map<std::string, std::string> labels;
   int64_t poll_hold_ms = 5000;
@@ -48,7 +48,7 @@ class Agent {
   Agent(const AgentConfig& config, const Clock& clock);
   void loop();
   Status register_node();
-  PollRequest build_poll(std::map<std::string, std::string>& log_data);
+  PollRequest build_poll();
   void apply_response(const PollResponse& response);
   void start_replica(const Allocation& alloc);
   void on_exit(const exec::ExitInfo& info);

@@ -1,15 +1,14 @@
 #include "agent/agent_state.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace gpucloud::agent {
 
@@ -35,6 +34,7 @@ Result<AgentState> AgentState::load(const std::string& path) {
       ev.signal = e.value("signal", 0);
       ev.lost = e.value("lost", false);
       ev.failed_to_start = e.value("failed_to_start", false);
+      ev.over_runtime = e.value("over_runtime", false);
       ev.message = e.value("message", "");
       ev.at = e.value("at", TimeMs{0});
       state.unacked.push_back(ev);
@@ -58,8 +58,10 @@ Result<AgentState> AgentState::load(const std::string& path) {
       state.replicas[lr.allocation.key] = std::move(lr);
     }
   } catch (const json::exception& e) {
-    return internal(fmt::format("agent state file {} is corrupt ({}); move it away to start afresh (running jobs will "
-                                "then be reported lost)", path, e.what()));
+    return internal(fmt::format(
+        "agent state file {} is corrupt ({}); move it away to start afresh (running jobs will "
+        "then be reported lost)",
+        path, e.what()));
   }
   return state;
 }
@@ -68,9 +70,12 @@ Status AgentState::save(const std::string& path) const {
   json replicas_json = json::array();
   for (const auto& [key, r] : replicas)
     replicas_json.push_back({{"allocation", allocation_to_json(r.allocation)},
-                             {"process", {{"key", r.process.key}, {"shim_pid", r.process.shim_pid},
-                                          {"shim_start_ticks", r.process.shim_start_ticks},
-                                          {"attempt_dir", r.process.attempt_dir}, {"cgroup", r.process.cgroup}}},
+                             {"process",
+                              {{"key", r.process.key},
+                               {"shim_pid", r.process.shim_pid},
+                               {"shim_start_ticks", r.process.shim_start_ticks},
+                               {"attempt_dir", r.process.attempt_dir},
+                               {"cgroup", r.process.cgroup}}},
                              {"started_at", r.started_at},
                              {"exited", r.exited},
                              {"stop_sent", r.stop_sent},
@@ -78,16 +83,30 @@ Status AgentState::save(const std::string& path) const {
                              {"log_shipped", r.log_shipped}});
   json events = json::array();
   for (const auto& e : unacked)
-    events.push_back({{"seq", e.seq}, {"key", e.key}, {"type", e.type}, {"exit_code", e.exit_code}, {"signal", e.signal},
-                      {"lost", e.lost}, {"failed_to_start", e.failed_to_start}, {"message", e.message}, {"at", e.at}});
-  json j = {{"node_id", node_id}, {"credential", credential}, {"next_seq", next_seq}, {"unacked", events}, {"replicas", replicas_json}};
+    events.push_back({{"seq", e.seq},
+                      {"key", e.key},
+                      {"type", e.type},
+                      {"exit_code", e.exit_code},
+                      {"signal", e.signal},
+                      {"lost", e.lost},
+                      {"failed_to_start", e.failed_to_start},
+                      {"over_runtime", e.over_runtime},
+                      {"message", e.message},
+                      {"at", e.at}});
+  json j = {{"node_id", node_id},
+            {"credential", credential},
+            {"next_seq", next_seq},
+            {"unacked", events},
+            {"replicas", replicas_json}};
   std::string text = j.dump();
   std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return internal(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+            ::fsync(fd) == 0;
   ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) return internal(fmt::format("cannot save {}: {}", path, std::strerror(errno)));
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0)
+    return internal(fmt::format("cannot save {}: {}", path, std::strerror(errno)));
   return {};
 }
 

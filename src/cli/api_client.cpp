@@ -1,9 +1,9 @@
 #include "cli/api_client.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <fstream>
-
-#include <fmt/format.h>
 
 namespace gpucloud::cli {
 
@@ -19,15 +19,24 @@ std::string read_first_line(const std::string& path) {
 
 ErrorCode code_for_status(int status) {
   switch (status) {
-    case 400: return ErrorCode::kInvalidArgument;
-    case 401: return ErrorCode::kUnauthenticated;
-    case 403: return ErrorCode::kPermissionDenied;
-    case 404: return ErrorCode::kNotFound;
-    case 409: return ErrorCode::kConflict;
-    case 413: return ErrorCode::kTooLarge;
-    case 422: return ErrorCode::kUnsatisfiable;
-    case 503: return ErrorCode::kUnavailable;
-    default: return ErrorCode::kInternal;
+    case 400:
+      return ErrorCode::kInvalidArgument;
+    case 401:
+      return ErrorCode::kUnauthenticated;
+    case 403:
+      return ErrorCode::kPermissionDenied;
+    case 404:
+      return ErrorCode::kNotFound;
+    case 409:
+      return ErrorCode::kConflict;
+    case 413:
+      return ErrorCode::kTooLarge;
+    case 422:
+      return ErrorCode::kUnsatisfiable;
+    case 503:
+      return ErrorCode::kUnavailable;
+    default:
+      return ErrorCode::kInternal;
   }
 }
 
@@ -41,7 +50,8 @@ Error error_from_response(const net::HttpResponse& r) {
   } catch (const nlohmann::json::exception&) {
     message = fmt::format("server answered HTTP {}: {}", r.status, r.body.substr(0, 300));
   }
-  if (r.status == 401) message += " (is GPUCLOUD_TOKEN set, or is there a .gpucloud/admin.token here?)";
+  if (r.status == 401)
+    message += " (is GPUCLOUD_TOKEN set, or is there a .gpucloud/admin.token here?)";
   return {code_for_status(r.status), message};
 }
 
@@ -58,32 +68,36 @@ Result<ApiClient> ApiClient::from_environment() {
   return c;
 }
 
-Result<net::HttpResponse> ApiClient::raw(const std::string& method, const std::string& target, int64_t timeout_ms) {
+Result<net::HttpResponse> ApiClient::raw(const std::string& method, const std::string& target,
+                                         int64_t timeout_ms) {
   std::map<std::string, std::string> headers;
   if (!token_.empty()) headers["Authorization"] = "Bearer " + token_;
   auto r = http_->request(method, target, "", headers, timeout_ms);
   if (!r) {
     return Error{ErrorCode::kUnavailable,
-                 fmt::format("cannot reach the gpucloud server at {}: {} (start one with `gpucloud dev`, or set GPUCLOUD_ADDR)",
+                 fmt::format("cannot reach the gpucloud server at {}: {} (start one with `gpucloud "
+                             "dev`, or set GPUCLOUD_ADDR)",
                              address_, r.error().message)};
   }
   return r;
 }
 
-Result<nlohmann::json> ApiClient::call(const std::string& method, const std::string& target, const nlohmann::json* body,
-                                       int64_t timeout_ms) {
+Result<nlohmann::json> ApiClient::call(const std::string& method, const std::string& target,
+                                       const nlohmann::json* body, int64_t timeout_ms) {
   std::map<std::string, std::string> headers;
   if (!token_.empty()) headers["Authorization"] = "Bearer " + token_;
   auto r = http_->request(method, target, body ? body->dump() : "", headers, timeout_ms);
   if (!r)
     return Error{ErrorCode::kUnavailable,
-                 fmt::format("cannot reach the gpucloud server at {}: {} (start one with `gpucloud dev`, or set GPUCLOUD_ADDR)",
+                 fmt::format("cannot reach the gpucloud server at {}: {} (start one with `gpucloud "
+                             "dev`, or set GPUCLOUD_ADDR)",
                              address_, r.error().message)};
   if (r->status < 200 || r->status >= 300) return error_from_response(*r);
   try {
     return nlohmann::json::parse(r->body);
   } catch (const nlohmann::json::exception&) {
-    return internal(fmt::format("server answered with a body that is not JSON: {}", r->body.substr(0, 200)));
+    return internal(
+        fmt::format("server answered with a body that is not JSON: {}", r->body.substr(0, 200)));
   }
 }
 

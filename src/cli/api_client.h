@@ -3,9 +3,8 @@
 #pragma once
 
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "common/result.h"
 #include "net/http_client.h"
@@ -18,10 +17,11 @@ class ApiClient {
   static Result<ApiClient> from_environment();
 
   /// A JSON request; a non-2xx answer becomes an Error carrying the server's message.
-  Result<nlohmann::json> call(const std::string& method, const std::string& target, const nlohmann::json* body = nullptr,
-                              int64_t timeout_ms = 30'000);
+  Result<nlohmann::json> call(const std::string& method, const std::string& target,
+                              const nlohmann::json* body = nullptr, int64_t timeout_ms = 30'000);
   /// A raw request (logs); returns the response as is.
-  Result<net::HttpResponse> raw(const std::string& method, const std::string& target, int64_t timeout_ms);
+  Result<net::HttpResponse> raw(const std::string& method, const std::string& target,
+                                int64_t timeout_ms);
 
   const std::string& address() const { return address_; }
 

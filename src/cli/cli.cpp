@@ -1,11 +1,11 @@
 #include "cli/cli.h"
 
-#include <csignal>
-#include <iostream>
-
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <iostream>
 
 #include "cli/commands.h"
 
@@ -16,7 +16,8 @@ int run_cli(int argc, char** argv) {
   auto logger = spdlog::stderr_color_mt("gpucloud");
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-  if (const char* level = std::getenv("GPUCLOUD_LOG")) spdlog::set_level(spdlog::level::from_str(level));
+  if (const char* level = std::getenv("GPUCLOUD_LOG"))
+    spdlog::set_level(spdlog::level::from_str(level));
 
   CLI::App app{"gpucloud: a multi-tenant GPU cloud in one binary (docs: README.md, docs/)"};
   app.require_subcommand(1);
@@ -24,14 +25,22 @@ int run_cli(int argc, char** argv) {
   int code = 0;
 
   DevOptions dev;
-  auto* dev_cmd = app.add_subcommand("dev", "run a server and simulated or real GPU agents in this process");
-  dev_cmd->add_option("--data-dir", dev.data_dir, "where state, tokens and logs live")->capture_default_str();
-  dev_cmd->add_option("--listen", dev.listen, "HOST:PORT for the API (port 0: any free port)")->capture_default_str();
-  dev_cmd->add_option("--sim-gpus", dev.sim_gpus, "simulate GPUs, e.g. 8xA100-80GB, 4xT4, 2xH100-80GB,2xL4");
-  dev_cmd->add_option("--sim-nodes", dev.sim_nodes, "number of in-process agents")->capture_default_str();
-  dev_cmd->add_option("--sim-cpus", dev.sim_cpus, "CPUs per GPU a simulated node advertises")->capture_default_str();
-  dev_cmd->add_option("--sim-mem", dev.sim_mem, "memory per GPU a simulated node advertises")->capture_default_str();
-  dev_cmd->add_option("--poll-hold-ms", dev.poll_hold_ms, "longest an agent's long-poll is held")->capture_default_str();
+  auto* dev_cmd =
+      app.add_subcommand("dev", "run a server and simulated or real GPU agents in this process");
+  dev_cmd->add_option("--data-dir", dev.data_dir, "where state, tokens and logs live")
+      ->capture_default_str();
+  dev_cmd->add_option("--listen", dev.listen, "HOST:PORT for the API (port 0: any free port)")
+      ->capture_default_str();
+  dev_cmd->add_option("--sim-gpus", dev.sim_gpus,
+                      "simulate GPUs, e.g. 8xA100-80GB, 4xT4, 2xH100-80GB,2xL4");
+  dev_cmd->add_option("--sim-nodes", dev.sim_nodes, "number of in-process agents")
+      ->capture_default_str();
+  dev_cmd->add_option("--sim-cpus", dev.sim_cpus, "CPUs per GPU a simulated node advertises")
+      ->capture_default_str();
+  dev_cmd->add_option("--sim-mem", dev.sim_mem, "memory per GPU a simulated node advertises")
+      ->capture_default_str();
+  dev_cmd->add_option("--poll-hold-ms", dev.poll_hold_ms, "longest an agent's long-poll is held")
+      ->capture_default_str();
   dev_cmd->callback([&] { code = cmd_dev(dev); });
 
   RunOptions run;
@@ -49,17 +58,20 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_option("--workdir", run.workdir, "working directory (default: this one)");
   run_cmd->add_option("--max-runtime", run.max_runtime, "stop the job after this long, e.g. 2h");
   run_cmd->add_option("--restart", run.restart, "never | on-lost (default) | on-failure | always");
-  run_cmd->add_option("--grace", run.grace, "time between SIGTERM and SIGKILL on stop (default 30s)");
+  run_cmd->add_option("--grace", run.grace,
+                      "time between SIGTERM and SIGKILL on stop (default 30s)");
   run_cmd->add_option("--tenant", run.tenant, "tenant to run as");
   run_cmd->add_option("--priority", run.priority, "low | normal | high");
   run_cmd->add_option("--capacity-class", run.capacity_class, "on-demand | spot | any");
-  run_cmd->add_flag("--wait", run.wait, "wait for the end; exit with the job's exit code (75 when lost)");
+  run_cmd->add_flag("--wait", run.wait,
+                    "wait for the end; exit with the job's exit code (75 when lost)");
   run_cmd->add_option("command", run.command, "the command and its arguments, after --");
   run_cmd->callback([&] { code = cmd_run(run); });
 
   std::string file;
   bool submit_wait = false;
-  auto* submit_cmd = app.add_subcommand("submit", "submit a job described in a YAML (or .json) file");
+  auto* submit_cmd =
+      app.add_subcommand("submit", "submit a job described in a YAML (or .json) file");
   submit_cmd->add_option("file", file, "job file")->required();
   submit_cmd->add_flag("--wait", submit_wait, "wait for the end; exit with the job's exit code");
   submit_cmd->callback([&] { code = cmd_submit(file, submit_wait); });
@@ -84,7 +96,8 @@ int run_cli(int argc, char** argv) {
   logs_cmd->add_option("--rank", rank, "replica rank (default 0)");
   logs_cmd->callback([&] { code = cmd_logs(id, follow, rank); });
 
-  auto* cancel_cmd = app.add_subcommand("cancel", "stop a job (SIGTERM, then SIGKILL after its grace period)");
+  auto* cancel_cmd =
+      app.add_subcommand("cancel", "stop a job (SIGTERM, then SIGKILL after its grace period)");
   cancel_cmd->add_option("job", id, "job id or a unique prefix")->required();
   cancel_cmd->callback([&] { code = cmd_cancel(id); });
 

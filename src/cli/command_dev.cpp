@@ -1,5 +1,7 @@
 // `gpucloud dev`: a server and N agents in one process, talking over loopback HTTP.
+#include <fmt/format.h>
 #include <pthread.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -7,9 +9,6 @@
 #include <fstream>
 #include <iostream>
 #include <thread>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "agent/agent.h"
 #include "cli/commands.h"
@@ -23,7 +22,9 @@ namespace {
 Result<std::pair<std::string, int>> parse_listen(const std::string& listen) {
   size_t colon = listen.rfind(':');
   if (colon == std::string::npos || colon == 0)
-    return invalid(fmt::format("--listen '{}' is not HOST:PORT (e.g. 127.0.0.1:8080, or port 0 for any free port)", listen));
+    return invalid(fmt::format(
+        "--listen '{}' is not HOST:PORT (e.g. 127.0.0.1:8080, or port 0 for any free port)",
+        listen));
   std::string host = listen.substr(0, colon);
   if (host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   try {
@@ -64,11 +65,17 @@ int cmd_dev(const DevOptions& o) {
   } catch (...) {
   }
   if (!(cpus_per_gpu > 0) || cpus_per_gpu > 1024)
-    return std::cerr << fmt::format("error: --sim-cpus '{}' must be a number of CPUs per GPU in (0, 1024]\n", o.sim_cpus), kExitUsage;
+    return std::cerr << fmt::format(
+               "error: --sim-cpus '{}' must be a number of CPUs per GPU in (0, 1024]\n",
+               o.sim_cpus),
+           kExitUsage;
   auto mem_per_gpu = parse_size_mib(o.sim_mem);
   if (!mem_per_gpu || *mem_per_gpu <= 0)
-    return std::cerr << fmt::format("error: --sim-mem: {}\n", mem_per_gpu ? "must be above 0" : mem_per_gpu.error().message), kExitUsage;
-  if (o.sim_nodes < 1 || o.sim_nodes > 256) return std::cerr << "error: --sim-nodes must be within 1..256\n", kExitUsage;
+    return std::cerr << fmt::format("error: --sim-mem: {}\n",
+                                    mem_per_gpu ? "must be above 0" : mem_per_gpu.error().message),
+           kExitUsage;
+  if (o.sim_nodes < 1 || o.sim_nodes > 256)
+    return std::cerr << "error: --sim-nodes must be within 1..256\n", kExitUsage;
 
   // Signals are taken by one thread with sigwait, so no other thread is interrupted by them.
   sigset_t signals;
@@ -111,22 +118,25 @@ int cmd_dev(const DevOptions& o) {
   }
 
   std::string bin = binary_hint();
-  std::cout << fmt::format(
-                   "gpucloud dev is running ({} node{}, GPUs: {})\n"
-                   "  API:          {}\n"
-                   "  admin token:  {}\n"
-                   "  data dir:     {}\n"
-                   "\n"
-                   "Try these from a second terminal in this directory (the CLI finds the server and the\n"
-                   "token in ./.gpucloud; elsewhere set GPUCLOUD_ADDR and GPUCLOUD_TOKEN):\n"
-                   "  {} run --gpus 2 -- sh -c 'nvidia-smi -L || echo $CUDA_VISIBLE_DEVICES'\n"
-                   "  {} ps --all\n"
-                   "  {} logs <job id>\n"
-                   "\n"
-                   "Stop with Ctrl-C; running jobs keep running and are re-adopted at the next start.\n",
-                   o.sim_nodes, o.sim_nodes == 1 ? "" : "s", o.sim_gpus.empty() ? "auto-detected (see log)" : o.sim_gpus,
-                   (*server)->url(), (*server)->layout().admin_token(), o.data_dir, bin, bin, bin)
-            << std::flush;
+  std::cout
+      << fmt::format(
+             "gpucloud dev is running ({} node{}, GPUs: {})\n"
+             "  API:          {}\n"
+             "  admin token:  {}\n"
+             "  data dir:     {}\n"
+             "\n"
+             "Try these from a second terminal in this directory (the CLI finds the server and "
+             "the\n"
+             "token in ./.gpucloud; elsewhere set GPUCLOUD_ADDR and GPUCLOUD_TOKEN):\n"
+             "  {} run --gpus 2 -- sh -c 'nvidia-smi -L || echo $CUDA_VISIBLE_DEVICES'\n"
+             "  {} ps --all\n"
+             "  {} logs <job id>\n"
+             "\n"
+             "Stop with Ctrl-C; running jobs keep running and are re-adopted at the next start.\n",
+             o.sim_nodes, o.sim_nodes == 1 ? "" : "s",
+             o.sim_gpus.empty() ? "auto-detected (see log)" : o.sim_gpus, (*server)->url(),
+             (*server)->layout().admin_token(), o.data_dir, bin, bin, bin)
+      << std::flush;
 
   std::thread signal_thread([&] {
     int sig = 0;

@@ -8,12 +8,13 @@
 namespace gpucloud::cli {
 
 /// Exit codes shared by the commands.
-constexpr int kExitError = 1;   // the request failed (message on stderr)
-constexpr int kExitUsage = 2;   // bad flags or arguments
-constexpr int kExitLost = 75;   // --wait: the job was lost (EX_TEMPFAIL)
+constexpr int kExitError = 1;  // the request failed (message on stderr)
+constexpr int kExitUsage = 2;  // bad flags or arguments
+constexpr int kExitLost = 75;  // --wait: the job was lost (EX_TEMPFAIL)
 
 struct RunOptions {
-  std::string gpus, gpu_type, gpu_milli, gpu_memory, cpus, mem, replicas, name, workdir, max_runtime, restart, grace;
+  std::string gpus, gpu_type, gpu_milli, gpu_memory, cpus, mem, replicas, name, workdir,
+      max_runtime, restart, grace;
   std::string tenant, priority, capacity_class;
   std::vector<std::string> env, selector, command;
   bool wait = false;

@@ -1,4 +1,5 @@
 // run, submit, ps, show, logs, cancel, nodes.
+#include <fmt/format.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -7,11 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "cli/api_client.h"
 #include "cli/commands.h"
@@ -47,7 +46,8 @@ json number_or_string(const std::string& text) {
   return text;
 }
 
-Result<std::map<std::string, std::string>> parse_pairs(const std::vector<std::string>& items, const char* flag) {
+Result<std::map<std::string, std::string>> parse_pairs(const std::vector<std::string>& items,
+                                                       const char* flag) {
   std::map<std::string, std::string> out;
   for (const auto& item : items) {
     size_t eq = item.find('=');
@@ -68,7 +68,8 @@ int exit_code_of(const json& job) {
   std::string state = job.value("state", "");
   if (state == "succeeded") return 0;
   if (state == "lost") return kExitLost;
-  if (job.contains("exit_code") && job["exit_code"].is_number_integer()) return job["exit_code"].get<int>();
+  if (job.contains("exit_code") && job["exit_code"].is_number_integer())
+    return job["exit_code"].get<int>();
   return kExitError;
 }
 
@@ -103,11 +104,14 @@ int submit_spec(json spec, bool wait) {
   return wait ? wait_for(*api, id) : 0;
 }
 
-std::string short_id(const std::string& id) { return id.substr(0, 12); }
+std::string short_id(const std::string& id) {
+  return id.substr(0, 12);
+}
 
 std::string gpus_column(const json& job) {
   const json& spec = job["spec"];
-  int gpus = spec.value("gpus", 0), milli = spec.value("gpu_milli", 0), replicas = spec.value("replicas", 1);
+  int gpus = spec.value("gpus", 0), milli = spec.value("gpu_milli", 0),
+      replicas = spec.value("replicas", 1);
   std::string model = spec.value("gpu_model", "");
   std::string per = milli > 0 ? fmt::format("{:g}", milli / 1000.0) : std::to_string(gpus);
   if (gpus == 0 && milli == 0) return "-";
@@ -117,7 +121,9 @@ std::string gpus_column(const json& job) {
 
 std::string age(const json& job) {
   TimeMs created = job.value("created_at_ms", TimeMs{0});
-  TimeMs now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  TimeMs now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
   return format_duration_ms(std::max<TimeMs>(0, now - created));
 }
 
@@ -126,7 +132,8 @@ std::string age(const json& job) {
 int cmd_run(const RunOptions& o) {
   json spec = json::object();
   if (o.command.empty()) {
-    std::cerr << "error: command: nothing to run; put it after --, e.g. gpucloud run --gpus 1 -- python train.py\n";
+    std::cerr << "error: command: nothing to run; put it after --, e.g. gpucloud run --gpus 1 -- "
+                 "python train.py\n";
     return kExitUsage;
   }
   spec["command"] = o.command;
@@ -175,7 +182,10 @@ int cmd_submit(const std::string& file, bool wait) {
     if (!parsed) return std::cerr << "error: " << parsed.error().message << "\n", kExitUsage;
     spec = std::move(*parsed);
   }
-  if (!spec.is_object()) return std::cerr << fmt::format("error: {}: a job file must be a mapping of job spec fields\n", file), kExitUsage;
+  if (!spec.is_object())
+    return std::cerr << fmt::format("error: {}: a job file must be a mapping of job spec fields\n",
+                                    file),
+           kExitUsage;
   return submit_spec(std::move(spec), wait);
 }
 
@@ -194,10 +204,12 @@ int cmd_ps(bool all, bool as_json) {
     std::string node;
     for (const auto& r2 : j["replicas"]) node += (node.empty() ? "" : ",") + r2.value("node", "");
     std::string state = j.value("state", "");
-    std::string reason = state == "pending" ? j.value("pending_reason", "") : j.value("message", "");
-    if (!j["exit_code"].is_null() && state != "running") state += fmt::format("({})", j["exit_code"].get<int>());
-    t.add({short_id(j.value("id", "")), j.value("name", ""), j.value("tenant", ""), state, gpus_column(j), node.empty() ? "-" : node,
-           age(j), reason});
+    std::string reason =
+        state == "pending" ? j.value("pending_reason", "") : j.value("message", "");
+    if (!j["exit_code"].is_null() && state != "running")
+      state += fmt::format("({})", j["exit_code"].get<int>());
+    t.add({short_id(j.value("id", "")), j.value("name", ""), j.value("tenant", ""), state,
+           gpus_column(j), node.empty() ? "-" : node, age(j), reason});
   }
   t.print(std::cout);
   return 0;
@@ -212,8 +224,12 @@ int cmd_show(const std::string& id, bool as_json) {
     std::cout << j->dump(2) << "\n";
     return 0;
   }
-  auto line = [](const char* k, const std::string& v) { std::cout << fmt::format("{:<15}{}\n", k, v); };
-  auto or_dash = [](const json& v) { return v.is_null() ? std::string("-") : v.is_string() ? v.get<std::string>() : v.dump(); };
+  auto line = [](const char* k, const std::string& v) {
+    std::cout << fmt::format("{:<15}{}\n", k, v);
+  };
+  auto or_dash = [](const json& v) {
+    return v.is_null() ? std::string("-") : v.is_string() ? v.get<std::string>() : v.dump();
+  };
   line("id:", j->value("id", ""));
   line("name:", j->value("name", ""));
   line("tenant:", j->value("tenant", ""));
@@ -223,7 +239,8 @@ int cmd_show(const std::string& id, bool as_json) {
   line("exit code:", or_dash((*j)["exit_code"]));
   line("attempt:", std::to_string(j->value("attempt", 1)));
   std::string cmd;
-  for (const auto& a : (*j)["spec"]["command"]) cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
+  for (const auto& a : (*j)["spec"]["command"])
+    cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
   line("command:", cmd);
   line("gpus:", gpus_column(*j));
   line("created:", or_dash((*j)["created_at"]));
@@ -232,9 +249,13 @@ int cmd_show(const std::string& id, bool as_json) {
   for (const auto& r : (*j)["replicas"]) {
     std::string gpus;
     for (const auto& g : r["gpus"])
-      gpus += (gpus.empty() ? "" : ", ") + fmt::format("{}{}", g.value("uuid", ""), g.value("milli", 1000) < 1000 ? fmt::format(" ({}m)", g.value("milli", 0)) : "");
+      gpus += (gpus.empty() ? "" : ", ") +
+              fmt::format(
+                  "{}{}", g.value("uuid", ""),
+                  g.value("milli", 1000) < 1000 ? fmt::format(" ({}m)", g.value("milli", 0)) : "");
     line(fmt::format("replica {}:", r.value("rank", 0)).c_str(),
-         fmt::format("{} [{}] {}{}", r.value("node", ""), r.value("state", ""), gpus.empty() ? "no GPUs" : gpus,
+         fmt::format("{} [{}] {}{}", r.value("node", ""), r.value("state", ""),
+                     gpus.empty() ? "no GPUs" : gpus,
                      r.value("message", "").empty() ? "" : " — " + r.value("message", "")));
   }
   return 0;
@@ -245,7 +266,9 @@ int cmd_logs(const std::string& id, bool follow, int rank) {
   if (!api) return fail(api.error().message);
   int64_t offset = 0;
   for (;;) {
-    auto r = api->raw("GET", fmt::format("/v1/jobs/{}/logs?offset={}&rank={}{}", id, offset, rank, follow ? "&follow=1&wait_ms=20000" : ""),
+    auto r = api->raw("GET",
+                      fmt::format("/v1/jobs/{}/logs?offset={}&rank={}{}", id, offset, rank,
+                                  follow ? "&follow=1&wait_ms=20000" : ""),
                       follow ? 40'000 : 30'000);
     if (!r) return fail(r.error().message);
     if (r->status != 200) return fail(error_from_response(*r).message);
@@ -291,18 +314,26 @@ int cmd_nodes(bool as_json) {
     std::map<std::string, int> models;
     int free = 0, total = 0;
     for (const auto& g : n["gpus"]) {
-      models[g.value("model", "") + (g.value("memory_mib", 0) ? "-" + std::to_string((g.value("memory_mib", 0) + 512) / 1024) + "GB" : "")]++;
+      models[g.value("model", "") +
+             (g.value("memory_mib", 0)
+                  ? "-" + std::to_string((g.value("memory_mib", 0) + 512) / 1024) + "GB"
+                  : "")]++;
       free += g.value("used_milli", 0) == 0 ? 1 : 0;
       ++total;
     }
     std::string gpus;
-    for (const auto& [m, c] : models) gpus += (gpus.empty() ? "" : ",") + fmt::format("{}x{}", c, m);
-    t.add({n.value("name", ""), n.value("state", "") + (n.value("cordoned", false) ? ",cordoned" : ""), gpus.empty() ? "-" : gpus,
-           fmt::format("{}/{}", free, total),
-           fmt::format("{:g}/{:g}", (n.value("cpu_milli", 0) - n.value("cpu_used_milli", 0)) / 1000.0, n.value("cpu_milli", 0) / 1000.0),
-           fmt::format("{}/{}", format_size_mib(n.value("memory_mib", 0) - n.value("memory_used_mib", 0)),
-                       format_size_mib(n.value("memory_mib", 0))),
-           n.value("gpu_backend", "")});
+    for (const auto& [m, c] : models)
+      gpus += (gpus.empty() ? "" : ",") + fmt::format("{}x{}", c, m);
+    t.add(
+        {n.value("name", ""),
+         n.value("state", "") + (n.value("cordoned", false) ? ",cordoned" : ""),
+         gpus.empty() ? "-" : gpus, fmt::format("{}/{}", free, total),
+         fmt::format("{:g}/{:g}", (n.value("cpu_milli", 0) - n.value("cpu_used_milli", 0)) / 1000.0,
+                     n.value("cpu_milli", 0) / 1000.0),
+         fmt::format("{}/{}",
+                     format_size_mib(n.value("memory_mib", 0) - n.value("memory_used_mib", 0)),
+                     format_size_mib(n.value("memory_mib", 0))),
+         n.value("gpu_backend", "")});
   }
   t.print(std::cout);
   return 0;

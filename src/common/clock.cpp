@@ -1,9 +1,9 @@
 #include "common/clock.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <ctime>
-
-#include <fmt/format.h>
 
 namespace gpucloud {
 

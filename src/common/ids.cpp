@@ -1,9 +1,9 @@
 #include "common/ids.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace gpucloud {
 

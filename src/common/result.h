@@ -32,15 +32,21 @@ struct Error {
   std::string message;
 };
 
-inline Error invalid(std::string message) { return {ErrorCode::kInvalidArgument, std::move(message)}; }
-inline Error internal(std::string message) { return {ErrorCode::kInternal, std::move(message)}; }
-inline Error not_found(std::string message) { return {ErrorCode::kNotFound, std::move(message)}; }
+inline Error invalid(std::string message) {
+  return {ErrorCode::kInvalidArgument, std::move(message)};
+}
+inline Error internal(std::string message) {
+  return {ErrorCode::kInternal, std::move(message)};
+}
+inline Error not_found(std::string message) {
+  return {ErrorCode::kNotFound, std::move(message)};
+}
 
 /// A value of type T or an Error.
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit on purpose
+  Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit on purpose
   Result(Error error) : v_(std::move(error)) {}  // NOLINT
 
   bool ok() const { return v_.index() == 0; }
@@ -78,8 +84,8 @@ using Status = Result<void>;
 }  // namespace gpucloud
 
 /// Evaluates a Result-returning expression and returns its error from the enclosing function.
-#define GPUCLOUD_TRY(expr)                              \
-  do {                                                  \
-    auto gpucloud_try_result_ = (expr);                 \
+#define GPUCLOUD_TRY(expr)                                               \
+  do {                                                                   \
+    auto gpucloud_try_result_ = (expr);                                  \
     if (!gpucloud_try_result_.ok()) return gpucloud_try_result_.error(); \
   } while (0)

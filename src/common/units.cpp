@@ -1,12 +1,12 @@
 #include "common/units.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace gpucloud {
 namespace {
@@ -21,7 +21,8 @@ std::string lower(std::string_view s) {
 bool read_number(std::string_view s, size_t& pos, double& out) {
   size_t start = pos;
   bool dot = false;
-  while (pos < s.size() && (std::isdigit(static_cast<unsigned char>(s[pos])) || (s[pos] == '.' && !dot))) {
+  while (pos < s.size() &&
+         (std::isdigit(static_cast<unsigned char>(s[pos])) || (s[pos] == '.' && !dot))) {
     if (s[pos] == '.') dot = true;
     ++pos;
   }
@@ -39,13 +40,15 @@ Result<int64_t> parse_duration_ms(std::string_view text) {
       {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}};
   std::string s = lower(text);
   if (s.empty()) return invalid("empty duration; write it like 30s, 5m, 1h30m or 2d");
-  if (s[0] == '-') return invalid(fmt::format("duration '{}' is negative; durations must be >= 0", text));
+  if (s[0] == '-')
+    return invalid(fmt::format("duration '{}' is negative; durations must be >= 0", text));
   double total = 0;
   size_t pos = 0;
   while (pos < s.size()) {
     double value = 0;
     if (!read_number(s, pos, value))
-      return invalid(fmt::format("duration '{}' is not a number with a unit; write it like 30s, 5m, 1h30m or 2d", text));
+      return invalid(fmt::format(
+          "duration '{}' is not a number with a unit; write it like 30s, 5m, 1h30m or 2d", text));
     size_t unit_start = pos;
     while (pos < s.size() && std::isalpha(static_cast<unsigned char>(s[pos]))) ++pos;
     std::string unit = s.substr(unit_start, pos - unit_start);
@@ -58,10 +61,12 @@ Result<int64_t> parse_duration_ms(std::string_view text) {
     for (const auto& [name, f] : kUnits)
       if (name == unit) factor = f;
     if (factor == 0)
-      return invalid(fmt::format("duration '{}' has unknown unit '{}'; use ms, s, m, h or d", text, unit));
+      return invalid(
+          fmt::format("duration '{}' has unknown unit '{}'; use ms, s, m, h or d", text, unit));
     total += value * factor;
   }
-  if (total > 10.0 * 365 * 86'400'000) return invalid(fmt::format("duration '{}' is above 10 years", text));
+  if (total > 10.0 * 365 * 86'400'000)
+    return invalid(fmt::format("duration '{}' is above 10 years", text));
   return static_cast<int64_t>(std::llround(total));
 }
 
@@ -87,17 +92,23 @@ Result<int64_t> parse_size_mib(std::string_view text) {
   size_t pos = 0;
   double value = 0;
   if (!read_number(s, pos, value))
-    return invalid(fmt::format("size '{}' is not a number with a unit; write it like 512MiB, 16GiB or 1TiB", text));
+    return invalid(fmt::format(
+        "size '{}' is not a number with a unit; write it like 512MiB, 16GiB or 1TiB", text));
   std::string unit = s.substr(pos);
   const bool bare = unit.empty();
   if (!unit.empty() && unit.back() == 'b') unit.pop_back();  // GB, GiB, MB -> g, gi, m
   if (!unit.empty() && unit.back() == 'i') unit.pop_back();
   double factor = 0;
-  if (bare || unit == "m") factor = 1;
-  else if (unit == "k") factor = 1.0 / 1024;
-  else if (unit == "g") factor = 1024;
-  else if (unit == "t") factor = 1024.0 * 1024;
-  else if (unit == "p") factor = 1024.0 * 1024 * 1024;
+  if (bare || unit == "m")
+    factor = 1;
+  else if (unit == "k")
+    factor = 1.0 / 1024;
+  else if (unit == "g")
+    factor = 1024;
+  else if (unit == "t")
+    factor = 1024.0 * 1024;
+  else if (unit == "p")
+    factor = 1024.0 * 1024 * 1024;
   else
     return invalid(fmt::format("size '{}' has unknown unit '{}'; use KiB, MiB, GiB, TiB or PiB",
                                text, s.substr(pos)));

@@ -14,12 +14,12 @@ namespace gpucloud::exec {
 
 /// Everything needed to start one replica of one attempt.
 struct LaunchSpec {
-  std::string key;            // unique per replica of an attempt, e.g. "<job>.<attempt>.<rank>"
+  std::string key;                // unique per replica of an attempt, e.g. "<job>.<attempt>.<rank>"
   std::vector<std::string> argv;  // never a shell string
   std::map<std::string, std::string> env;  // the complete environment (nothing inherited)
-  std::string workdir;        // must exist; otherwise the attempt fails with a clear message
-  std::string attempt_dir;    // created by the executor; holds the log, exit status, scratch
-  std::vector<int> cpus;      // CPU cores to pin to; empty = no pinning
+  std::string workdir;           // must exist; otherwise the attempt fails with a clear message
+  std::string attempt_dir;       // created by the executor; holds the log, exit status, scratch
+  std::vector<int> cpus;         // CPU cores to pin to; empty = no pinning
   int64_t memory_limit_mib = 0;  // 0 = no limit
 };
 
@@ -35,11 +35,11 @@ struct ProcessRef {
 /// How a process ended.
 struct ExitInfo {
   std::string key;
-  int exit_code = 0;   // the process's exit code, or 128+N when killed by signal N
-  int signal = 0;      // N when killed by a signal, else 0
-  bool lost = false;   // true when the end could not be observed (shim vanished, no exit record)
+  int exit_code = 0;  // the process's exit code, or 128+N when killed by signal N
+  int signal = 0;     // N when killed by a signal, else 0
+  bool lost = false;  // true when the end could not be observed (shim vanished, no exit record)
   bool failed_to_start = false;  // exec failed, workdir missing, ...
-  std::string message;  // human-readable, e.g. "workdir /x does not exist"
+  std::string message;           // human-readable, e.g. "workdir /x does not exist"
 };
 
 /// Resource use of a running process tree.
@@ -72,7 +72,7 @@ class Executor {
 
 /// Where the process executor finds the shim and how it isolates jobs.
 struct ProcessExecutorConfig {
-  std::string shim_binary;         // default: this executable (/proc/self/exe), run as `<bin> shim DIR`
+  std::string shim_binary;  // default: this executable (/proc/self/exe), run as `<bin> shim DIR`
   std::string cgroup_parent = "gpucloud";  // relative to the memory controller's root
 };
 

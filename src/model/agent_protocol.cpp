@@ -1,6 +1,7 @@
 #include "model/agent_protocol.h"
 
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 namespace gpucloud {
@@ -13,11 +14,20 @@ std::string replica_key(const std::string& job_id, int attempt, int rank) {
 
 json allocation_to_json(const Allocation& a) {
   json gpus = json::array();
-  for (const auto& g : a.gpus) gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"milli", g.milli}});
-  return {{"key", a.key},         {"job_id", a.job_id},     {"attempt", a.attempt},
-          {"rank", a.rank},       {"replicas", a.replicas}, {"command", a.command},
-          {"env", a.env},         {"workdir", a.workdir},   {"gpus", gpus},
-          {"cpu_milli", a.cpu_milli}, {"memory_mib", a.memory_mib}, {"grace_ms", a.grace_ms},
+  for (const auto& g : a.gpus)
+    gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"milli", g.milli}});
+  return {{"key", a.key},
+          {"job_id", a.job_id},
+          {"attempt", a.attempt},
+          {"rank", a.rank},
+          {"replicas", a.replicas},
+          {"command", a.command},
+          {"env", a.env},
+          {"workdir", a.workdir},
+          {"gpus", gpus},
+          {"cpu_milli", a.cpu_milli},
+          {"memory_mib", a.memory_mib},
+          {"grace_ms", a.grace_ms},
           {"max_runtime_ms", a.max_runtime_ms}};
 }
 
@@ -33,7 +43,8 @@ Result<Allocation> allocation_from_json(const json& j) {
     a.env = j.at("env").get<std::map<std::string, std::string>>();
     a.workdir = j.at("workdir").get<std::string>();
     for (const auto& g : j.at("gpus"))
-      a.gpus.push_back({g.at("index").get<int>(), g.at("uuid").get<std::string>(), g.at("milli").get<int>()});
+      a.gpus.push_back(
+          {g.at("index").get<int>(), g.at("uuid").get<std::string>(), g.at("milli").get<int>()});
     a.cpu_milli = j.at("cpu_milli").get<int64_t>();
     a.memory_mib = j.at("memory_mib").get<int64_t>();
     a.grace_ms = j.at("grace_ms").get<int64_t>();
@@ -47,13 +58,22 @@ Result<Allocation> allocation_from_json(const json& j) {
 json poll_request_to_json(const PollRequest& r) {
   json events = json::array();
   for (const auto& e : r.events)
-    events.push_back({{"seq", e.seq}, {"key", e.key}, {"type", e.type}, {"exit_code", e.exit_code},
-                      {"signal", e.signal}, {"lost", e.lost}, {"failed_to_start", e.failed_to_start},
-                      {"message", e.message}, {"at", e.at}});
+    events.push_back({{"seq", e.seq},
+                      {"key", e.key},
+                      {"type", e.type},
+                      {"exit_code", e.exit_code},
+                      {"signal", e.signal},
+                      {"lost", e.lost},
+                      {"failed_to_start", e.failed_to_start},
+                      {"over_runtime", e.over_runtime},
+                      {"message", e.message},
+                      {"at", e.at}});
   json logs = json::array();
-  for (const auto& l : r.logs) logs.push_back({{"key", l.key}, {"offset", l.offset}, {"data", l.data_base64}});
-  json out = {{"node_id", r.node_id}, {"applied_version", r.applied_version}, {"running", r.running},
-              {"events", events},     {"logs", logs},                       {"hold_ms", r.hold_ms}};
+  for (const auto& l : r.logs)
+    logs.push_back({{"key", l.key}, {"offset", l.offset}, {"data", l.data_base64}});
+  json out = {{"node_id", r.node_id}, {"applied_version", r.applied_version},
+              {"running", r.running}, {"events", events},
+              {"logs", logs},         {"hold_ms", r.hold_ms}};
   if (r.telemetry) out["telemetry"] = *r.telemetry;
   return out;
 }
@@ -79,12 +99,14 @@ Result<PollRequest> poll_request_from_json(const json& j) {
       ev.signal = e.value("signal", 0);
       ev.lost = e.value("lost", false);
       ev.failed_to_start = e.value("failed_to_start", false);
+      ev.over_runtime = e.value("over_runtime", false);
       ev.message = e.value("message", "");
       ev.at = e.value("at", TimeMs{0});
       r.events.push_back(std::move(ev));
     }
     for (const auto& l : logs)
-      r.logs.push_back({l.at("key").get<std::string>(), l.at("offset").get<int64_t>(), l.at("data").get<std::string>()});
+      r.logs.push_back({l.at("key").get<std::string>(), l.at("offset").get<int64_t>(),
+                        l.at("data").get<std::string>()});
     return r;
   } catch (const json::exception& e) {
     return invalid(std::string("malformed poll request: ") + e.what());
@@ -94,7 +116,10 @@ Result<PollRequest> poll_request_from_json(const json& j) {
 json poll_response_to_json(const PollResponse& r) {
   json allocations = json::array();
   for (const auto& a : r.allocations) allocations.push_back(allocation_to_json(a));
-  return {{"version", r.version}, {"allocations", allocations}, {"acked_seq", r.acked_seq}, {"log_offsets", r.log_offsets}};
+  return {{"version", r.version},
+          {"allocations", allocations},
+          {"acked_seq", r.acked_seq},
+          {"log_offsets", r.log_offsets}};
 }
 
 Result<PollResponse> poll_response_from_json(const json& j) {

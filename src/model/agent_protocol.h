@@ -4,10 +4,9 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "common/clock.h"
 #include "common/result.h"
@@ -44,6 +43,7 @@ struct ReplicaEvent {
   int signal = 0;
   bool lost = false;
   bool failed_to_start = false;
+  bool over_runtime = false;  // stopped by the agent for exceeding max_runtime
   std::string message;
   TimeMs at = 0;
 };
@@ -57,18 +57,18 @@ struct LogChunk {
 
 struct PollRequest {
   std::string node_id;
-  int64_t applied_version = 0;        // the desired version the agent has acted on
-  std::vector<std::string> running;   // keys of every replica process the agent has now
+  int64_t applied_version = 0;       // the desired version the agent has acted on
+  std::vector<std::string> running;  // keys of every replica process the agent has now
   std::vector<ReplicaEvent> events;
   std::vector<LogChunk> logs;
-  int64_t hold_ms = 5000;             // how long the server may hold the poll
+  int64_t hold_ms = 5000;               // how long the server may hold the poll
   nlohmann::json* telemetry = nullptr;  // not owned; optional
 };
 
 struct PollResponse {
   int64_t version = 0;
-  std::vector<Allocation> allocations;  // the complete desired set for the node
-  int64_t acked_seq = 0;                // events up to here are recorded
+  std::vector<Allocation> allocations;         // the complete desired set for the node
+  int64_t acked_seq = 0;                       // events up to here are recorded
   std::map<std::string, int64_t> log_offsets;  // bytes of each log the server holds
 };
 

@@ -17,20 +17,20 @@ struct MigDevice {
 
 /// One physical GPU of a node.
 struct Gpu {
-  int index = 0;              // NVML index on its node
-  std::string uuid;           // "GPU-..."; what CUDA_VISIBLE_DEVICES carries
-  std::string name;           // full product name, e.g. "NVIDIA A100-SXM4-80GB"
-  std::string model;          // canonical short model, e.g. "A100" (see gpu_model.h)
-  int64_t memory_mib = 0;     // total memory
-  std::string pci_bus_id;     // e.g. "00000000:07:00.0"
-  int numa_node = 0;          // -1 when unknown
+  int index = 0;                  // NVML index on its node
+  std::string uuid;               // "GPU-..."; what CUDA_VISIBLE_DEVICES carries
+  std::string name;               // full product name, e.g. "NVIDIA A100-SXM4-80GB"
+  std::string model;              // canonical short model, e.g. "A100" (see gpu_model.h)
+  int64_t memory_mib = 0;         // total memory
+  std::string pci_bus_id;         // e.g. "00000000:07:00.0"
+  int numa_node = 0;              // -1 when unknown
   std::vector<int> nvlink_peers;  // indices of GPUs on the same node linked to this one by NVLink
   std::vector<MigDevice> mig;     // empty unless MIG mode is on
 };
 
 /// What an agent reports about its machine when it registers.
 struct NodeInfo {
-  std::string name;      // unique in the cluster, e.g. the hostname or "dev-0"
+  std::string name;  // unique in the cluster, e.g. the hostname or "dev-0"
   std::string hostname;
   std::vector<Gpu> gpus;
   int64_t cpu_milli = 0;   // schedulable CPU in thousandths of a core

@@ -55,8 +55,9 @@ bool gpu_model_matches(std::string_view constraint, std::string_view model, int6
     if (alt.empty()) continue;
     if (alt == model_upper) return true;
     // MODEL-NGB
-    if (alt.size() > model_upper.size() + 3 && alt.compare(0, model_upper.size(), model_upper) == 0 &&
-        alt[model_upper.size()] == '-' && alt.ends_with("GB")) {
+    if (alt.size() > model_upper.size() + 3 &&
+        alt.compare(0, model_upper.size(), model_upper) == 0 && alt[model_upper.size()] == '-' &&
+        alt.ends_with("GB")) {
       std::string digits = alt.substr(model_upper.size() + 1, alt.size() - model_upper.size() - 3);
       if (digits.empty() || digits.size() > 5) continue;
       bool all_digits = true;

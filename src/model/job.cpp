@@ -8,12 +8,18 @@ using json = nlohmann::json;
 
 const char* to_string(JobState s) {
   switch (s) {
-    case JobState::kPending: return "pending";
-    case JobState::kRunning: return "running";
-    case JobState::kSucceeded: return "succeeded";
-    case JobState::kFailed: return "failed";
-    case JobState::kCancelled: return "cancelled";
-    case JobState::kLost: return "lost";
+    case JobState::kPending:
+      return "pending";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kSucceeded:
+      return "succeeded";
+    case JobState::kFailed:
+      return "failed";
+    case JobState::kCancelled:
+      return "cancelled";
+    case JobState::kLost:
+      return "lost";
   }
   return "pending";
 }
@@ -27,16 +33,21 @@ Result<JobState> job_state_from_string(const std::string& s) {
 
 const char* to_string(ReplicaState s) {
   switch (s) {
-    case ReplicaState::kAssigned: return "assigned";
-    case ReplicaState::kRunning: return "running";
-    case ReplicaState::kExited: return "exited";
+    case ReplicaState::kAssigned:
+      return "assigned";
+    case ReplicaState::kRunning:
+      return "running";
+    case ReplicaState::kExited:
+      return "exited";
   }
   return "assigned";
 }
 
 namespace {
 
-json time_or_null(TimeMs t) { return t ? json(format_time_iso(t)) : json(nullptr); }
+json time_or_null(TimeMs t) {
+  return t ? json(format_time_iso(t)) : json(nullptr);
+}
 
 }  // namespace
 
@@ -44,7 +55,8 @@ json job_to_json(const Job& job) {
   json replicas = json::array();
   for (const auto& r : job.replicas) {
     json gpus = json::array();
-    for (const auto& g : r.gpus) gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"milli", g.milli}});
+    for (const auto& g : r.gpus)
+      gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"milli", g.milli}});
     replicas.push_back({{"rank", r.rank},
                         {"node", r.node_name},
                         {"node_id", r.node_id},
@@ -54,6 +66,7 @@ json job_to_json(const Job& job) {
                         {"state", to_string(r.state)},
                         {"exit_code", r.exit_code ? json(*r.exit_code) : json(nullptr)},
                         {"lost", r.lost},
+                        {"end_reason", r.end_reason},
                         {"message", r.message}});
   }
   return {{"id", job.id},
@@ -61,7 +74,8 @@ json job_to_json(const Job& job) {
           {"tenant", job.spec.tenant},
           {"state", to_string(job.state)},
           {"exit_code", job.exit_code ? json(*job.exit_code) : json(nullptr)},
-          {"pending_reason", job.state == JobState::kPending ? json(job.pending_reason) : json(nullptr)},
+          {"pending_reason",
+           job.state == JobState::kPending ? json(job.pending_reason) : json(nullptr)},
           {"message", job.message},
           {"attempt", job.attempt},
           {"replicas", replicas},
@@ -87,7 +101,8 @@ Result<Job> job_from_json(const json& j) {
     if (!state) return state.error();
     job.state = *state;
     if (!j.at("exit_code").is_null()) job.exit_code = j.at("exit_code").get<int>();
-    if (j.at("pending_reason").is_string()) job.pending_reason = j.at("pending_reason").get<std::string>();
+    if (j.at("pending_reason").is_string())
+      job.pending_reason = j.at("pending_reason").get<std::string>();
     job.message = j.value("message", "");
     job.attempt = j.at("attempt").get<int>();
     job.created_at = j.at("created_at_ms").get<TimeMs>();
@@ -103,12 +118,16 @@ Result<Job> job_from_json(const json& j) {
       a.cpu_milli = r.at("cpu_milli").get<int64_t>();
       a.memory_mib = r.at("memory_mib").get<int64_t>();
       std::string st = r.at("state").get<std::string>();
-      a.state = st == "running" ? ReplicaState::kRunning : st == "exited" ? ReplicaState::kExited : ReplicaState::kAssigned;
+      a.state = st == "running"  ? ReplicaState::kRunning
+                : st == "exited" ? ReplicaState::kExited
+                                 : ReplicaState::kAssigned;
       if (!r.at("exit_code").is_null()) a.exit_code = r.at("exit_code").get<int>();
       a.lost = r.value("lost", false);
+      a.end_reason = r.value("end_reason", "");
       a.message = r.value("message", "");
       for (const auto& g : r.at("gpus"))
-        a.gpus.push_back({g.at("index").get<int>(), g.at("uuid").get<std::string>(), g.at("milli").get<int>()});
+        a.gpus.push_back(
+            {g.at("index").get<int>(), g.at("uuid").get<std::string>(), g.at("milli").get<int>()});
       job.replicas.push_back(std::move(a));
     }
     return job;

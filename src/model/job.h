@@ -1,11 +1,10 @@
 // A job as the server tracks it: its spec, its state, and where its current attempt runs.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "common/clock.h"
 #include "common/result.h"
@@ -19,7 +18,9 @@ enum class JobState { kPending, kRunning, kSucceeded, kFailed, kCancelled, kLost
 
 const char* to_string(JobState s);
 Result<JobState> job_state_from_string(const std::string& s);
-inline bool is_terminal(JobState s) { return s != JobState::kPending && s != JobState::kRunning; }
+inline bool is_terminal(JobState s) {
+  return s != JobState::kPending && s != JobState::kRunning;
+}
 
 /// A GPU or a share of one bound to a replica.
 struct GpuShare {
@@ -42,6 +43,8 @@ struct ReplicaAssignment {
   ReplicaState state = ReplicaState::kAssigned;
   std::optional<int> exit_code;
   bool lost = false;
+  /// Why it ended when that is not just its exit code: "" | "failed_to_start" | "max_runtime".
+  std::string end_reason;
   std::string message;
 };
 
@@ -51,8 +54,8 @@ struct Job {
   JobSpec spec;
   JobState state = JobState::kPending;
   std::optional<int> exit_code;
-  std::string pending_reason;   // why it waits, while pending
-  std::string message;          // why it ended, or what happened last
+  std::string pending_reason;  // why it waits, while pending
+  std::string message;         // why it ended, or what happened last
   int attempt = 1;
   std::vector<ReplicaAssignment> replicas;  // of the current attempt; empty while unplaced
   TimeMs created_at = 0;

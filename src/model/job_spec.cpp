@@ -1,9 +1,9 @@
 #include "model/job_spec.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <functional>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/units.h"
@@ -14,28 +14,38 @@ using json = nlohmann::json;
 
 const char* to_string(Priority p) {
   switch (p) {
-    case Priority::kLow: return "low";
-    case Priority::kNormal: return "normal";
-    case Priority::kHigh: return "high";
+    case Priority::kLow:
+      return "low";
+    case Priority::kNormal:
+      return "normal";
+    case Priority::kHigh:
+      return "high";
   }
   return "normal";
 }
 
 const char* to_string(CapacityClass c) {
   switch (c) {
-    case CapacityClass::kOnDemand: return "on-demand";
-    case CapacityClass::kSpot: return "spot";
-    case CapacityClass::kAny: return "any";
+    case CapacityClass::kOnDemand:
+      return "on-demand";
+    case CapacityClass::kSpot:
+      return "spot";
+    case CapacityClass::kAny:
+      return "any";
   }
   return "any";
 }
 
 const char* to_string(RestartPolicy r) {
   switch (r) {
-    case RestartPolicy::kNever: return "never";
-    case RestartPolicy::kOnLost: return "on-lost";
-    case RestartPolicy::kOnFailure: return "on-failure";
-    case RestartPolicy::kAlways: return "always";
+    case RestartPolicy::kNever:
+      return "never";
+    case RestartPolicy::kOnLost:
+      return "on-lost";
+    case RestartPolicy::kOnFailure:
+      return "on-failure";
+    case RestartPolicy::kAlways:
+      return "always";
   }
   return "on-lost";
 }
@@ -69,7 +79,8 @@ bool is_valid_utf8(std::string_view s) {
       if ((cc & 0xc0) != 0x80) return false;
       cp = (cp << 6) | (cc & 0x3f);
     }
-    if ((extra == 1 && cp < 0x80) || (extra == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+    if ((extra == 1 && cp < 0x80) ||
+        (extra == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
         (extra == 3 && (cp < 0x10000 || cp > 0x10ffff)))
       return false;
     i += extra + 1;
@@ -90,20 +101,24 @@ Error field_error(const std::string& field, const std::string& what) {
 }
 
 Result<std::string> read_string(const json& v, const std::string& field) {
-  if (!v.is_string()) return field_error(field, fmt::format("expected a string, got {}", describe(v)));
+  if (!v.is_string())
+    return field_error(field, fmt::format("expected a string, got {}", describe(v)));
   const auto& s = v.get_ref<const std::string&>();
   if (!is_valid_utf8(s)) return field_error(field, "is not valid UTF-8");
   return s;
 }
 
-Result<int64_t> read_int(const json& v, const std::string& field, int64_t lo, int64_t hi, const std::string& hint) {
+Result<int64_t> read_int(const json& v, const std::string& field, int64_t lo, int64_t hi,
+                         const std::string& hint) {
   int64_t n = 0;
   if (v.is_number_integer()) {
     n = v.get<int64_t>();
   } else if (v.is_number_unsigned()) {
-    if (v.get<uint64_t>() > static_cast<uint64_t>(hi)) return field_error(field, fmt::format("{} is above the maximum {}{}", v.dump(), hi, hint));
+    if (v.get<uint64_t>() > static_cast<uint64_t>(hi))
+      return field_error(field, fmt::format("{} is above the maximum {}{}", v.dump(), hi, hint));
     n = static_cast<int64_t>(v.get<uint64_t>());
-  } else if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() && std::fabs(v.get<double>()) < 9e15) {
+  } else if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() &&
+             std::fabs(v.get<double>()) < 9e15) {
     n = static_cast<int64_t>(v.get<double>());
   } else {
     return field_error(field, fmt::format("expected a whole number, got {}", describe(v)));
@@ -116,11 +131,15 @@ Result<int64_t> read_int(const json& v, const std::string& field, int64_t lo, in
 Result<int64_t> read_duration(const json& v, const std::string& field) {
   if (v.is_number()) {
     double secs = v.get<double>();
-    if (secs < 0) return field_error(field, fmt::format("{} is negative; give a duration like 30s or 2h", v.dump()));
-    if (secs > 10.0 * 365 * 86400) return field_error(field, fmt::format("{} seconds is above 10 years", v.dump()));
+    if (secs < 0)
+      return field_error(field,
+                         fmt::format("{} is negative; give a duration like 30s or 2h", v.dump()));
+    if (secs > 10.0 * 365 * 86400)
+      return field_error(field, fmt::format("{} seconds is above 10 years", v.dump()));
     return static_cast<int64_t>(std::llround(secs * 1000));
   }
-  if (!v.is_string()) return field_error(field, fmt::format("expected a duration like \"30s\", got {}", describe(v)));
+  if (!v.is_string())
+    return field_error(field, fmt::format("expected a duration like \"30s\", got {}", describe(v)));
   auto r = parse_duration_ms(v.get<std::string>());
   if (!r) return field_error(field, r.error().message);
   return *r;
@@ -129,18 +148,23 @@ Result<int64_t> read_duration(const json& v, const std::string& field) {
 Result<int64_t> read_size(const json& v, const std::string& field) {
   if (v.is_number()) {
     double mib = v.get<double>();
-    if (mib < 0) return field_error(field, fmt::format("{} is negative; give a size like 16GiB", v.dump()));
-    if (mib > 1024.0 * 1024 * 1024) return field_error(field, fmt::format("{} MiB is above 1 PiB", v.dump()));
+    if (mib < 0)
+      return field_error(field, fmt::format("{} is negative; give a size like 16GiB", v.dump()));
+    if (mib > 1024.0 * 1024 * 1024)
+      return field_error(field, fmt::format("{} MiB is above 1 PiB", v.dump()));
     return static_cast<int64_t>(std::ceil(mib));
   }
-  if (!v.is_string()) return field_error(field, fmt::format("expected a size like \"16GiB\", got {}", describe(v)));
+  if (!v.is_string())
+    return field_error(field, fmt::format("expected a size like \"16GiB\", got {}", describe(v)));
   auto r = parse_size_mib(v.get<std::string>());
   if (!r) return field_error(field, r.error().message);
   return *r;
 }
 
-Result<std::map<std::string, std::string>> read_string_map(const json& v, const std::string& field) {
-  if (!v.is_object()) return field_error(field, fmt::format("expected an object of strings, got {}", describe(v)));
+Result<std::map<std::string, std::string>> read_string_map(const json& v,
+                                                           const std::string& field) {
+  if (!v.is_object())
+    return field_error(field, fmt::format("expected an object of strings, got {}", describe(v)));
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : v.items()) {
     if (!is_valid_utf8(key)) return field_error(field, "a key is not valid UTF-8");
@@ -157,7 +181,8 @@ Result<std::map<std::string, std::string>> read_string_map(const json& v, const 
 }
 
 template <typename E>
-Result<E> read_enum(const json& v, const std::string& field, std::initializer_list<std::pair<const char*, E>> options) {
+Result<E> read_enum(const json& v, const std::string& field,
+                    std::initializer_list<std::pair<const char*, E>> options) {
   auto s = read_string(v, field);
   if (!s) return s.error();
   std::string names;
@@ -171,17 +196,25 @@ Result<E> read_enum(const json& v, const std::string& field, std::initializer_li
 Result<RestartSpec> read_restart(const json& v) {
   RestartSpec out;
   if (v.is_string()) {
-    auto p = read_enum<RestartPolicy>(v, "restart", {{"never", RestartPolicy::kNever}, {"on-lost", RestartPolicy::kOnLost},
-                                                     {"on-failure", RestartPolicy::kOnFailure}, {"always", RestartPolicy::kAlways}});
+    auto p = read_enum<RestartPolicy>(v, "restart",
+                                      {{"never", RestartPolicy::kNever},
+                                       {"on-lost", RestartPolicy::kOnLost},
+                                       {"on-failure", RestartPolicy::kOnFailure},
+                                       {"always", RestartPolicy::kAlways}});
     if (!p) return p.error();
     out.policy = *p;
     return out;
   }
-  if (!v.is_object()) return field_error("restart", fmt::format("expected {{\"policy\": ..., \"max\": N}}, got {}", describe(v)));
+  if (!v.is_object())
+    return field_error(
+        "restart", fmt::format("expected {{\"policy\": ..., \"max\": N}}, got {}", describe(v)));
   for (const auto& [key, value] : v.items()) {
     if (key == "policy") {
-      auto p = read_enum<RestartPolicy>(value, "restart.policy", {{"never", RestartPolicy::kNever}, {"on-lost", RestartPolicy::kOnLost},
-                                                                  {"on-failure", RestartPolicy::kOnFailure}, {"always", RestartPolicy::kAlways}});
+      auto p = read_enum<RestartPolicy>(value, "restart.policy",
+                                        {{"never", RestartPolicy::kNever},
+                                         {"on-lost", RestartPolicy::kOnLost},
+                                         {"on-failure", RestartPolicy::kOnFailure},
+                                         {"always", RestartPolicy::kAlways}});
       if (!p) return p.error();
       out.policy = *p;
     } else if (key == "max") {
@@ -198,7 +231,8 @@ Result<RestartSpec> read_restart(const json& v) {
 }  // namespace
 
 Result<JobSpec> job_spec_from_json(const json& j) {
-  if (!j.is_object()) return invalid(fmt::format("a job spec must be a JSON object, got {}", describe(j)));
+  if (!j.is_object())
+    return invalid(fmt::format("a job spec must be a JSON object, got {}", describe(j)));
   JobSpec spec;
   bool gpus_given = false;
   for (const auto& [key, v] : j.items()) {
@@ -207,8 +241,12 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       if (!s) return s.error();
       spec.name = *s;
     } else if (key == "command") {
-      if (v.is_string()) return field_error(key, "expected a list of arguments (argv), got a string; write [\"sh\", \"-c\", \"...\"] to use a shell");
-      if (!v.is_array()) return field_error(key, fmt::format("expected a list of strings, got {}", describe(v)));
+      if (v.is_string())
+        return field_error(key,
+                           "expected a list of arguments (argv), got a string; write [\"sh\", "
+                           "\"-c\", \"...\"] to use a shell");
+      if (!v.is_array())
+        return field_error(key, fmt::format("expected a list of strings, got {}", describe(v)));
       for (size_t i = 0; i < v.size(); ++i) {
         // YAML reads `command: [sleep, 10]` as a number: arguments that are plain numbers or
         // booleans are taken as the text they were written as.
@@ -225,7 +263,8 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       if (!n) return n.error();
       spec.replicas = static_cast<int>(*n);
     } else if (key == "gpus") {
-      auto n = read_int(v, key, 0, JobSpecLimits::kMaxGpusPerReplica, " GPUs per replica; use replicas for more");
+      auto n = read_int(v, key, 0, JobSpecLimits::kMaxGpusPerReplica,
+                        " GPUs per replica; use replicas for more");
       if (!n) return n.error();
       spec.gpus = static_cast<int>(*n);
       gpus_given = true;
@@ -234,7 +273,8 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       if (!s) return s.error();
       spec.gpu_model = *s;
     } else if (key == "gpu_milli") {
-      auto n = read_int(v, key, 0, 999, " (a share of one GPU in thousandths; for whole GPUs use gpus)");
+      auto n =
+          read_int(v, key, 0, 999, " (a share of one GPU in thousandths; for whole GPUs use gpus)");
       if (!n) return n.error();
       spec.gpu_milli = static_cast<int>(*n);
     } else if (key == "gpu_memory") {
@@ -242,10 +282,14 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       if (!n) return n.error();
       spec.gpu_memory_mib = *n;
     } else if (key == "cpus") {
-      if (!v.is_number()) return field_error(key, fmt::format("expected a number of cores like 4 or 0.5, got {}", describe(v)));
+      if (!v.is_number())
+        return field_error(
+            key, fmt::format("expected a number of cores like 4 or 0.5, got {}", describe(v)));
       double cpus = v.get<double>();
       if (!(cpus > 0)) return field_error(key, fmt::format("{} must be above 0", v.dump()));
-      if (cpus > JobSpecLimits::kMaxCpuMilli / 1000.0) return field_error(key, fmt::format("{} is above the maximum {}", v.dump(), JobSpecLimits::kMaxCpuMilli / 1000));
+      if (cpus > JobSpecLimits::kMaxCpuMilli / 1000.0)
+        return field_error(key, fmt::format("{} is above the maximum {}", v.dump(),
+                                            JobSpecLimits::kMaxCpuMilli / 1000));
       spec.cpu_milli = std::max<int64_t>(1, std::llround(cpus * 1000));
     } else if (key == "memory") {
       auto n = read_size(v, key);
@@ -256,11 +300,16 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       if (!s) return s.error();
       spec.tenant = *s;
     } else if (key == "priority") {
-      auto p = read_enum<Priority>(v, key, {{"low", Priority::kLow}, {"normal", Priority::kNormal}, {"high", Priority::kHigh}});
+      auto p = read_enum<Priority>(
+          v, key,
+          {{"low", Priority::kLow}, {"normal", Priority::kNormal}, {"high", Priority::kHigh}});
       if (!p) return p.error();
       spec.priority = *p;
     } else if (key == "capacity_class") {
-      auto c = read_enum<CapacityClass>(v, key, {{"on-demand", CapacityClass::kOnDemand}, {"spot", CapacityClass::kSpot}, {"any", CapacityClass::kAny}});
+      auto c = read_enum<CapacityClass>(v, key,
+                                        {{"on-demand", CapacityClass::kOnDemand},
+                                         {"spot", CapacityClass::kSpot},
+                                         {"any", CapacityClass::kAny}});
       if (!c) return c.error();
       spec.capacity_class = *c;
     } else if (key == "node_selector") {
@@ -288,10 +337,11 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       if (!s) return s.error();
       spec.workdir = *s;
     } else {
-      return invalid(fmt::format("{}: unknown field; a job spec has name, command, replicas, gpus, gpu_model, gpu_milli, "
-                                 "gpu_memory, cpus, memory, tenant, priority, capacity_class, node_selector, max_runtime, "
-                                 "restart, grace_period, env, workdir (see docs/jobspec.md)",
-                                 key.size() > 64 ? key.substr(0, 64) + "..." : key));
+      return invalid(fmt::format(
+          "{}: unknown field; a job spec has name, command, replicas, gpus, gpu_model, gpu_milli, "
+          "gpu_memory, cpus, memory, tenant, priority, capacity_class, node_selector, max_runtime, "
+          "restart, grace_period, env, workdir (see docs/jobspec.md)",
+          key.size() > 64 ? key.substr(0, 64) + "..." : key));
     }
   }
   if (spec.gpu_milli > 0 && !gpus_given) spec.gpus = 1;
@@ -302,22 +352,26 @@ Result<JobSpec> job_spec_from_json(const json& j) {
 namespace {
 
 bool valid_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.';
 }
 
 bool valid_env_key(const std::string& k) {
   if (k.empty() || (k[0] >= '0' && k[0] <= '9')) return false;
   for (char c : k)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+      return false;
   return true;
 }
 
 Status validate_name(const std::string& field, const std::string& value, size_t max_len) {
   if (value.size() > max_len)
-    return field_error(field, fmt::format("is {} characters long; the maximum is {}", value.size(), max_len));
+    return field_error(
+        field, fmt::format("is {} characters long; the maximum is {}", value.size(), max_len));
   for (char c : value)
     if (!valid_name_char(c))
-      return field_error(field, fmt::format("'{}' may contain only letters, digits, '-', '_' and '.'", value));
+      return field_error(
+          field, fmt::format("'{}' may contain only letters, digits, '-', '_' and '.'", value));
   return {};
 }
 
@@ -325,14 +379,19 @@ Status validate_name(const std::string& field, const std::string& value, size_t 
 
 Status validate_job_spec(JobSpec& spec) {
   if (spec.command.empty() || spec.command[0].empty())
-    return field_error("command", "is empty; give the program and its arguments, e.g. gpucloud run -- python train.py");
+    return field_error(
+        "command",
+        "is empty; give the program and its arguments, e.g. gpucloud run -- python train.py");
   size_t command_bytes = 0;
   for (size_t i = 0; i < spec.command.size(); ++i) {
-    if (spec.command[i].find('\0') != std::string::npos) return field_error(fmt::format("command[{}]", i), "contains a NUL byte");
+    if (spec.command[i].find('\0') != std::string::npos)
+      return field_error(fmt::format("command[{}]", i), "contains a NUL byte");
     command_bytes += spec.command[i].size() + 1;
   }
   if (command_bytes > JobSpecLimits::kMaxCommandBytes)
-    return field_error("command", fmt::format("is {} bytes; the maximum is {}; put long inputs in a file", command_bytes, JobSpecLimits::kMaxCommandBytes));
+    return field_error("command",
+                       fmt::format("is {} bytes; the maximum is {}; put long inputs in a file",
+                                   command_bytes, JobSpecLimits::kMaxCommandBytes));
   if (spec.name.empty()) {
     std::string base = spec.command[0].substr(spec.command[0].find_last_of('/') + 1);
     for (char c : base)
@@ -340,47 +399,67 @@ Status validate_job_spec(JobSpec& spec) {
     if (spec.name.empty()) spec.name = "job";
   }
   GPUCLOUD_TRY(validate_name("name", spec.name, JobSpecLimits::kMaxNameLength));
-  if (spec.tenant.empty()) return field_error("tenant", "is empty; leave it out for the default tenant");
+  if (spec.tenant.empty())
+    return field_error("tenant", "is empty; leave it out for the default tenant");
   GPUCLOUD_TRY(validate_name("tenant", spec.tenant, 63));
   if (spec.replicas < 1 || spec.replicas > JobSpecLimits::kMaxReplicas)
-    return field_error("replicas", fmt::format("{} is outside 1..{}", spec.replicas, JobSpecLimits::kMaxReplicas));
+    return field_error(
+        "replicas", fmt::format("{} is outside 1..{}", spec.replicas, JobSpecLimits::kMaxReplicas));
   if (spec.gpus < 0 || spec.gpus > JobSpecLimits::kMaxGpusPerReplica)
-    return field_error("gpus", fmt::format("{} is outside 0..{}", spec.gpus, JobSpecLimits::kMaxGpusPerReplica));
+    return field_error(
+        "gpus", fmt::format("{} is outside 0..{}", spec.gpus, JobSpecLimits::kMaxGpusPerReplica));
   if (spec.gpu_milli < 0 || spec.gpu_milli > 999)
-    return field_error("gpu_milli", fmt::format("{} is outside 1..999 (a share of one GPU); for whole GPUs use gpus", spec.gpu_milli));
+    return field_error(
+        "gpu_milli",
+        fmt::format("{} is outside 1..999 (a share of one GPU); for whole GPUs use gpus",
+                    spec.gpu_milli));
   if (spec.gpu_milli > 0 && spec.gpus != 1)
-    return field_error("gpu_milli", fmt::format("a GPU share needs gpus 1, got gpus {}; ask for whole GPUs or for one share", spec.gpus));
+    return field_error(
+        "gpu_milli",
+        fmt::format("a GPU share needs gpus 1, got gpus {}; ask for whole GPUs or for one share",
+                    spec.gpus));
   if (spec.gpu_milli == 0 && spec.gpus == 0 && (!spec.gpu_model.empty() || spec.gpu_memory_mib > 0))
-    return field_error(spec.gpu_model.empty() ? "gpu_memory" : "gpu_model", "is set but the job asks for no GPU; add gpus");
+    return field_error(spec.gpu_model.empty() ? "gpu_memory" : "gpu_model",
+                       "is set but the job asks for no GPU; add gpus");
   for (char c : spec.gpu_model)
     if (!valid_name_char(c) && c != '|')
-      return field_error("gpu_model", fmt::format("'{}' is not a list of models like A100|H100 or A100-80GB", spec.gpu_model));
+      return field_error(
+          "gpu_model",
+          fmt::format("'{}' is not a list of models like A100|H100 or A100-80GB", spec.gpu_model));
   if (spec.gpu_model.size() > 256) return field_error("gpu_model", "is longer than 256 characters");
   if (spec.cpu_milli <= 0 || spec.cpu_milli > JobSpecLimits::kMaxCpuMilli)
-    return field_error("cpus", fmt::format("{} is outside (0, {}]", spec.cpu_milli / 1000.0, JobSpecLimits::kMaxCpuMilli / 1000));
+    return field_error("cpus", fmt::format("{} is outside (0, {}]", spec.cpu_milli / 1000.0,
+                                           JobSpecLimits::kMaxCpuMilli / 1000));
   if (spec.memory_mib < 0) return field_error("memory", "is negative");
   if (spec.gpu_memory_mib < 0) return field_error("gpu_memory", "is negative");
   for (const auto& [k, v] : spec.node_selector) {
-    if (k.empty() || k.size() > 63) return field_error("node_selector", fmt::format("label key '{}' must be 1..63 characters", k));
+    if (k.empty() || k.size() > 63)
+      return field_error("node_selector",
+                         fmt::format("label key '{}' must be 1..63 characters", k));
     if (v.size() > 256) return field_error("node_selector." + k, "is longer than 256 characters");
   }
   if (spec.max_runtime_ms < 0) return field_error("max_runtime", "is negative");
   if (spec.grace_period_ms < 0 || spec.grace_period_ms > JobSpecLimits::kMaxGracePeriodMs)
-    return field_error("grace_period", fmt::format("{} is outside 0s..1h", format_duration_ms(spec.grace_period_ms)));
+    return field_error("grace_period", fmt::format("{} is outside 0s..1h",
+                                                   format_duration_ms(spec.grace_period_ms)));
   if (spec.restart.max < 0 || spec.restart.max > JobSpecLimits::kMaxRestarts)
-    return field_error("restart.max", fmt::format("{} is outside 0..{}", spec.restart.max, JobSpecLimits::kMaxRestarts));
+    return field_error("restart.max", fmt::format("{} is outside 0..{}", spec.restart.max,
+                                                  JobSpecLimits::kMaxRestarts));
   size_t env_bytes = 0;
   for (const auto& [k, v] : spec.env) {
     if (!valid_env_key(k))
-      return field_error("env", fmt::format("'{}' is not a valid variable name (letters, digits and '_', not starting with a digit)",
+      return field_error("env", fmt::format("'{}' is not a valid variable name (letters, digits "
+                                            "and '_', not starting with a digit)",
                                             k.size() > 64 ? k.substr(0, 64) + "..." : k));
-    if (k.rfind("GPUCLOUD_", 0) == 0 || k == "CUDA_VISIBLE_DEVICES" || k == "NVIDIA_VISIBLE_DEVICES")
+    if (k.rfind("GPUCLOUD_", 0) == 0 || k == "CUDA_VISIBLE_DEVICES" ||
+        k == "NVIDIA_VISIBLE_DEVICES")
       return field_error("env." + k, "is set by gpucloud itself and cannot be overridden");
     if (v.find('\0') != std::string::npos) return field_error("env." + k, "contains a NUL byte");
     env_bytes += k.size() + v.size() + 2;
   }
   if (env_bytes > JobSpecLimits::kMaxEnvBytes)
-    return field_error("env", fmt::format("is {} bytes; the maximum is {}", env_bytes, JobSpecLimits::kMaxEnvBytes));
+    return field_error("env", fmt::format("is {} bytes; the maximum is {}", env_bytes,
+                                          JobSpecLimits::kMaxEnvBytes));
   if (!spec.workdir.empty() && spec.workdir[0] != '/')
     return field_error("workdir", fmt::format("'{}' is not an absolute path", spec.workdir));
   if (spec.workdir.size() > 4096) return field_error("workdir", "is longer than 4096 characters");

@@ -4,10 +4,9 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "common/result.h"
 
@@ -32,21 +31,21 @@ struct JobSpec {
   std::string name;
   std::vector<std::string> command;  // argv; never run through a shell
   int replicas = 1;
-  int gpus = 0;                 // whole GPUs per replica (1 when gpu_milli is set)
-  std::string gpu_model;        // "" = any; "A100|H100"; "A100-80GB"
-  int gpu_milli = 0;            // 1..999: a share of one GPU; 0 = whole GPUs
-  int64_t gpu_memory_mib = 0;   // minimum GPU memory per GPU, or the share's memory
+  int gpus = 0;                // whole GPUs per replica (1 when gpu_milli is set)
+  std::string gpu_model;       // "" = any; "A100|H100"; "A100-80GB"
+  int gpu_milli = 0;           // 1..999: a share of one GPU; 0 = whole GPUs
+  int64_t gpu_memory_mib = 0;  // minimum GPU memory per GPU, or the share's memory
   int64_t cpu_milli = 1000;
-  int64_t memory_mib = 0;       // 0 = no reservation and no limit
+  int64_t memory_mib = 0;  // 0 = no reservation and no limit
   std::string tenant = "default";
   Priority priority = Priority::kNormal;
   CapacityClass capacity_class = CapacityClass::kAny;
   std::map<std::string, std::string> node_selector;
-  int64_t max_runtime_ms = 0;   // 0 = unlimited
+  int64_t max_runtime_ms = 0;  // 0 = unlimited
   RestartSpec restart;
   int64_t grace_period_ms = 30'000;
   std::map<std::string, std::string> env;
-  std::string workdir;          // absolute; the client fills in its own working directory
+  std::string workdir;  // absolute; the client fills in its own working directory
 
   /// GPUs per replica counting a share as one GPU.
   int gpus_per_replica() const { return gpu_milli > 0 ? 1 : gpus; }

@@ -1,11 +1,11 @@
 #include "model/yaml_json.h"
 
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
 #include <cerrno>
 #include <cstdlib>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <yaml-cpp/yaml.h>
 
 namespace gpucloud {
 namespace {
@@ -32,8 +32,10 @@ nlohmann::json node_to_json(const YAML::Node& node, int depth) {
   if (depth > 64) throw YAML::Exception(node.Mark(), "nesting deeper than 64 levels");
   switch (node.Type()) {
     case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined: return nullptr;
-    case YAML::NodeType::Scalar: return scalar_to_json(node);
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Scalar:
+      return scalar_to_json(node);
     case YAML::NodeType::Sequence: {
       nlohmann::json arr = nlohmann::json::array();
       for (const auto& item : node) arr.push_back(node_to_json(item, depth + 1));
@@ -42,7 +44,8 @@ nlohmann::json node_to_json(const YAML::Node& node, int depth) {
     case YAML::NodeType::Map: {
       nlohmann::json obj = nlohmann::json::object();
       for (const auto& kv : node) {
-        if (!kv.first.IsScalar()) throw YAML::Exception(kv.first.Mark(), "map keys must be plain strings");
+        if (!kv.first.IsScalar())
+          throw YAML::Exception(kv.first.Mark(), "map keys must be plain strings");
         obj[kv.first.Scalar()] = node_to_json(kv.second, depth + 1);
       }
       return obj;
@@ -58,7 +61,8 @@ Result<nlohmann::json> yaml_to_json(const std::string& text, const std::string& 
     YAML::Node root = YAML::Load(text);
     return node_to_json(root, 0);
   } catch (const YAML::Exception& e) {
-    return invalid(fmt::format("{}:{}:{}: {}", source_name, e.mark.line + 1, e.mark.column + 1, e.msg));
+    return invalid(
+        fmt::format("{}:{}:{}: {}", source_name, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
 }
 

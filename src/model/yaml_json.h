@@ -1,9 +1,8 @@
 // Converts YAML documents to JSON, so YAML files go through the same validation as API bodies.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json_fwd.hpp>
+#include <string>
 
 #include "common/result.h"
 

@@ -2,8 +2,6 @@
 #pragma once
 
 // Boost 1.74's awaitable.hpp uses std::exchange without including <utility> (g++ 12, C++20).
-#include <utility>
-
 #include <boost/asio.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -11,6 +9,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <utility>
 
 namespace gpucloud::net {
 namespace asio = boost::asio;

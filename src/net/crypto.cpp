@@ -1,10 +1,9 @@
 #include "net/crypto.h"
 
+#include <fmt/format.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
-
-#include <fmt/format.h>
 
 namespace gpucloud::net {
 
@@ -19,7 +18,8 @@ std::string sha256_hex(const std::string& data) {
 
 std::string base64_encode(const std::string& data) {
   std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(data.data()),
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(data.data()),
                           static_cast<int>(data.size()));
   out.resize(n);
   return out;
@@ -28,7 +28,8 @@ std::string base64_encode(const std::string& data) {
 Result<std::string> base64_decode(const std::string& text) {
   if (text.size() % 4 != 0) return invalid("base64 length is not a multiple of 4");
   std::string out(3 * text.size() / 4 + 1, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(text.data()),
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(text.data()),
                           static_cast<int>(text.size()));
   if (n < 0) return invalid("malformed base64");
   size_t pad = 0;

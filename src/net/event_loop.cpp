@@ -16,13 +16,16 @@ struct EventLoop::Impl {
 EventLoop::EventLoop() : impl_(std::make_unique<Impl>()) {}
 EventLoop::~EventLoop() = default;
 
-void EventLoop::post(std::function<void()> fn) { asio::post(impl_->ioc, std::move(fn)); }
+void EventLoop::post(std::function<void()> fn) {
+  asio::post(impl_->ioc, std::move(fn));
+}
 
 uint64_t EventLoop::run_after(int64_t delay_ms, std::function<void()> fn) {
   static std::atomic<uint64_t> ids{1};
   uint64_t id = ids++;
   asio::post(impl_->ioc, [this, id, delay_ms, fn = std::move(fn)]() mutable {
-    auto timer = std::make_shared<asio::steady_timer>(impl_->ioc, std::chrono::milliseconds(delay_ms));
+    auto timer =
+        std::make_shared<asio::steady_timer>(impl_->ioc, std::chrono::milliseconds(delay_ms));
     impl_->timers[id] = timer;
     timer->async_wait([this, id, fn = std::move(fn)](const boost::system::error_code& ec) {
       impl_->timers.erase(id);
@@ -37,13 +40,17 @@ void EventLoop::cancel(uint64_t timer_id) {
   if (it != impl_->timers.end()) it->second->cancel();
 }
 
-void EventLoop::run() { impl_->ioc.run(); }
+void EventLoop::run() {
+  impl_->ioc.run();
+}
 
 void EventLoop::stop() {
   impl_->guard.reset();
   impl_->ioc.stop();
 }
 
-void* EventLoop::native_handle() { return &impl_->ioc; }
+void* EventLoop::native_handle() {
+  return &impl_->ioc;
+}
 
 }  // namespace gpucloud::net

@@ -1,9 +1,9 @@
 #include "net/http_client.h"
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "net/asio.h"
 
@@ -29,20 +29,26 @@ struct HttpClient::Impl {
 
   // One attempt on the current (or a new) connection. `reused` tells whether the connection
   // existed before, so a failure before any response byte can be retried.
-  asio::awaitable<Result<HttpResponse>> attempt(const std::string& method, const std::string& target, const std::string& body,
-                                                const std::map<std::string, std::string>& headers, int64_t timeout_ms,
-                                                bool& retryable) {
+  asio::awaitable<Result<HttpResponse>> attempt(const std::string& method,
+                                                const std::string& target, const std::string& body,
+                                                const std::map<std::string, std::string>& headers,
+                                                int64_t timeout_ms, bool& retryable) {
     boost::system::error_code ec;
     bool reused = stream.has_value();
     retryable = false;
     if (!stream) {
       stream.emplace(ioc);
       tcp::resolver resolver(ioc);
-      auto results = co_await resolver.async_resolve(host, port, asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) co_return Error{ErrorCode::kUnavailable, fmt::format("cannot resolve {}: {}", host, ec.message())};
+      auto results = co_await resolver.async_resolve(host, port,
+                                                     asio::redirect_error(asio::use_awaitable, ec));
+      if (ec)
+        co_return Error{ErrorCode::kUnavailable,
+                        fmt::format("cannot resolve {}: {}", host, ec.message())};
       stream->expires_after(std::chrono::milliseconds(std::min<int64_t>(timeout_ms, 10'000)));
       co_await stream->async_connect(results, asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) co_return Error{ErrorCode::kUnavailable, fmt::format("cannot connect to {}:{}: {}", host, port, ec.message())};
+      if (ec)
+        co_return Error{ErrorCode::kUnavailable,
+                        fmt::format("cannot connect to {}:{}: {}", host, port, ec.message())};
       stream->socket().set_option(tcp::no_delay(true), ec);
     }
     http::request<http::string_body> req{http::string_to_verb(method), target, 11};
@@ -50,7 +56,8 @@ struct HttpClient::Impl {
     req.set(http::field::user_agent, "gpucloud");
     for (const auto& [k, v] : headers) req.set(k, v);
     if (!body.empty() || method == "POST" || method == "PUT") {
-      if (headers.find("Content-Type") == headers.end()) req.set(http::field::content_type, "application/json");
+      if (headers.find("Content-Type") == headers.end())
+        req.set(http::field::content_type, "application/json");
       req.body() = body;
     }
     req.keep_alive(true);
@@ -61,24 +68,30 @@ struct HttpClient::Impl {
     http::response_parser<http::string_body> parser;
     parser.body_limit(256 << 20);
     // Even when sending failed, the server may have answered (e.g. 413 before the body was read).
-    co_await http::async_read(*stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+    co_await http::async_read(*stream, buffer, parser,
+                              asio::redirect_error(asio::use_awaitable, ec));
     if (ec && write_ec) {
       retryable = reused && !interrupted && !parser.got_some();
-      co_return Error{ErrorCode::kUnavailable, fmt::format("sending to {}:{} failed: {}", host, port, write_ec.message())};
+      co_return Error{ErrorCode::kUnavailable,
+                      fmt::format("sending to {}:{} failed: {}", host, port, write_ec.message())};
     }
     if (ec) {
-      retryable = reused && !interrupted && (ec == http::error::end_of_stream || ec == asio::error::connection_reset) &&
+      retryable = reused && !interrupted &&
+                  (ec == http::error::end_of_stream || ec == asio::error::connection_reset) &&
                   !parser.got_some();
       if (interrupted) co_return Error{ErrorCode::kUnavailable, "interrupted"};
       if (ec == beast::error::timeout)
-        co_return Error{ErrorCode::kUnavailable, fmt::format("no answer from {}:{} within {} ms", host, port, timeout_ms)};
-      co_return Error{ErrorCode::kUnavailable, fmt::format("reading from {}:{} failed: {}", host, port, ec.message())};
+        co_return Error{ErrorCode::kUnavailable,
+                        fmt::format("no answer from {}:{} within {} ms", host, port, timeout_ms)};
+      co_return Error{ErrorCode::kUnavailable,
+                      fmt::format("reading from {}:{} failed: {}", host, port, ec.message())};
     }
     auto res = parser.release();
     HttpResponse out;
     out.status = static_cast<int>(res.result_int());
     out.content_type = std::string(res[http::field::content_type]);
-    for (const auto& field : res) out.headers.push_back({std::string(field.name_string()), std::string(field.value())});
+    for (const auto& field : res)
+      out.headers.push_back({std::string(field.name_string()), std::string(field.value())});
     out.body = std::move(res.body());
     if (!res.keep_alive()) disconnect();
     co_return out;
@@ -91,13 +104,15 @@ HttpClient::~HttpClient() = default;
 Result<std::unique_ptr<HttpClient>> HttpClient::create(const std::string& base_url) {
   const std::string scheme = "http://";
   if (base_url.rfind(scheme, 0) != 0)
-    return invalid(fmt::format("server address '{}' must start with http:// (e.g. http://127.0.0.1:8080)", base_url));
+    return invalid(fmt::format(
+        "server address '{}' must start with http:// (e.g. http://127.0.0.1:8080)", base_url));
   std::string rest = base_url.substr(scheme.size());
   while (!rest.empty() && rest.back() == '/') rest.pop_back();
   size_t colon = rest.rfind(':');
   std::string host = colon == std::string::npos ? rest : rest.substr(0, colon);
   std::string port = colon == std::string::npos ? "80" : rest.substr(colon + 1);
-  if (!host.empty() && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (!host.empty() && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   if (host.empty() || port.empty() || port.find_first_not_of("0123456789") != std::string::npos)
     return invalid(fmt::format("server address '{}' is not http://HOST:PORT", base_url));
   std::unique_ptr<HttpClient> client(new HttpClient());
@@ -107,8 +122,10 @@ Result<std::unique_ptr<HttpClient>> HttpClient::create(const std::string& base_u
   return client;
 }
 
-Result<HttpResponse> HttpClient::request(const std::string& method, const std::string& target, const std::string& body,
-                                         const std::map<std::string, std::string>& headers, int64_t timeout_ms) {
+Result<HttpResponse> HttpClient::request(const std::string& method, const std::string& target,
+                                         const std::string& body,
+                                         const std::map<std::string, std::string>& headers,
+                                         int64_t timeout_ms) {
   auto& impl = *impl_;
   for (int attempt = 0; attempt < 2; ++attempt) {
     impl.interrupted = false;
@@ -126,7 +143,8 @@ Result<HttpResponse> HttpClient::request(const std::string& method, const std::s
     impl.in_flight = false;
     if (result && result->ok()) return std::move(*result);
     impl.disconnect();
-    if (!retryable) return result ? result->error() : Error{ErrorCode::kUnavailable, "request did not complete"};
+    if (!retryable)
+      return result ? result->error() : Error{ErrorCode::kUnavailable, "request did not complete"};
   }
   return Error{ErrorCode::kUnavailable, "request failed twice"};
 }

@@ -19,8 +19,10 @@ class HttpClient {
 
   /// Sends a request and waits up to timeout_ms for the whole response. A connection the server
   /// closed while idle is reopened once. Errors: kUnavailable when the server cannot be reached.
-  Result<HttpResponse> request(const std::string& method, const std::string& target, const std::string& body,
-                               const std::map<std::string, std::string>& headers, int64_t timeout_ms);
+  Result<HttpResponse> request(const std::string& method, const std::string& target,
+                               const std::string& body,
+                               const std::map<std::string, std::string>& headers,
+                               int64_t timeout_ms);
 
   /// Aborts the request in flight, if any (it returns kUnavailable with "interrupted"); the
   /// next request reconnects. Thread-safe.

@@ -1,9 +1,9 @@
 #include "net/http_server.h"
 
-#include <optional>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <optional>
 
 #include "net/asio.h"
 
@@ -12,7 +12,8 @@ namespace {
 
 // A response that a handler delivers later; the session waits on the timer until then.
 struct PendingResponse {
-  explicit PendingResponse(asio::any_io_executor ex) : timer(ex, asio::steady_timer::time_point::max()) {}
+  explicit PendingResponse(asio::any_io_executor ex)
+      : timer(ex, asio::steady_timer::time_point::max()) {}
   asio::steady_timer timer;
   std::optional<HttpResponse> response;
 };
@@ -52,7 +53,8 @@ struct HttpServer::Impl {
   asio::awaitable<void> accept_loop() {
     for (;;) {
       boost::system::error_code ec;
-      tcp::socket socket = co_await acceptor->async_accept(asio::redirect_error(asio::use_awaitable, ec));
+      tcp::socket socket =
+          co_await acceptor->async_accept(asio::redirect_error(asio::use_awaitable, ec));
       if (ec) {
         if (ec == asio::error::operation_aborted || !acceptor->is_open()) co_return;
         spdlog::warn("http: accept failed: {}", ec.message());
@@ -75,12 +77,15 @@ struct HttpServer::Impl {
       parser.body_limit(config.body_limit);
       parser.header_limit(64 * 1024);
       stream.expires_after(std::chrono::milliseconds(config.idle_timeout_ms));
-      co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+      co_await http::async_read(stream, buffer, parser,
+                                asio::redirect_error(asio::use_awaitable, ec));
       if (ec) {
         if (ec == http::error::body_limit || ec == http::error::header_limit) {
           http::response<http::string_body> res{http::status::payload_too_large, 11};
           res.set(http::field::content_type, "application/json");
-          res.body() = error_body("too_large", fmt::format("request body is above the limit of {} bytes", config.body_limit));
+          res.body() = error_body(
+              "too_large",
+              fmt::format("request body is above the limit of {} bytes", config.body_limit));
           res.keep_alive(false);
           res.prepare_payload();
           co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
@@ -89,10 +94,13 @@ struct HttpServer::Impl {
           stream.socket().shutdown(tcp::socket::shutdown_send, ec);
           stream.expires_after(std::chrono::seconds(2));
           char sink[65536];
-          while (!ec) co_await stream.async_read_some(asio::buffer(sink), asio::redirect_error(asio::use_awaitable, ec));
+          while (!ec)
+            co_await stream.async_read_some(asio::buffer(sink),
+                                            asio::redirect_error(asio::use_awaitable, ec));
           break;
-        } else if (ec != http::error::end_of_stream && ec != beast::error::timeout && ec != asio::error::connection_reset &&
-                   ec != asio::error::eof && ec != asio::error::operation_aborted) {
+        } else if (ec != http::error::end_of_stream && ec != beast::error::timeout &&
+                   ec != asio::error::connection_reset && ec != asio::error::eof &&
+                   ec != asio::error::operation_aborted) {
           http::response<http::string_body> res{http::status::bad_request, 11};
           res.set(http::field::content_type, "application/json");
           res.body() = error_body("invalid_argument", "malformed HTTP request: " + ec.message());
@@ -109,14 +117,16 @@ struct HttpServer::Impl {
       auto pending = std::make_shared<PendingResponse>(stream.get_executor());
       auto ex = stream.get_executor();
       stream.expires_never();
-      handler(to_request(std::move(req), remote), [pending, ex, done = std::make_shared<std::atomic<bool>>(false)](HttpResponse r) {
-        if (done->exchange(true)) return;
-        asio::post(ex, [pending, r = std::move(r)]() mutable {
-          pending->response = std::move(r);
-          pending->timer.cancel();
-        });
-      });
-      while (!pending->response) co_await pending->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      handler(to_request(std::move(req), remote),
+              [pending, ex, done = std::make_shared<std::atomic<bool>>(false)](HttpResponse r) {
+                if (done->exchange(true)) return;
+                asio::post(ex, [pending, r = std::move(r)]() mutable {
+                  pending->response = std::move(r);
+                  pending->timer.cancel();
+                });
+              });
+      while (!pending->response)
+        co_await pending->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       HttpResponse& out = *pending->response;
       http::response<http::string_body> res{static_cast<http::status>(out.status), version};
       res.set(http::field::server, "gpucloud");
@@ -134,14 +144,17 @@ struct HttpServer::Impl {
   }
 };
 
-HttpServer::HttpServer(EventLoop& loop, HttpHandler handler) : impl_(std::make_unique<Impl>(loop, std::move(handler))) {}
+HttpServer::HttpServer(EventLoop& loop, HttpHandler handler)
+    : impl_(std::make_unique<Impl>(loop, std::move(handler))) {}
 HttpServer::~HttpServer() = default;
 
 Result<int> HttpServer::listen(const HttpServerConfig& config) {
   impl_->config = config;
   boost::system::error_code ec;
   auto address = asio::ip::make_address(config.host, ec);
-  if (ec) return invalid(fmt::format("listen address '{}' is not an IP address: {}", config.host, ec.message()));
+  if (ec)
+    return invalid(
+        fmt::format("listen address '{}' is not an IP address: {}", config.host, ec.message()));
   tcp::endpoint endpoint(address, static_cast<unsigned short>(config.port));
   impl_->acceptor.emplace(impl_->ioc());
   auto& acc = *impl_->acceptor;
@@ -151,7 +164,8 @@ Result<int> HttpServer::listen(const HttpServerConfig& config) {
   if (!ec) acc.listen(asio::socket_base::max_listen_connections, ec);
   if (ec)
     return Error{ErrorCode::kUnavailable,
-                 fmt::format("cannot listen on {}:{}: {}; choose another with --listen HOST:PORT", config.host, config.port, ec.message())};
+                 fmt::format("cannot listen on {}:{}: {}; choose another with --listen HOST:PORT",
+                             config.host, config.port, ec.message())};
   int port = acc.local_endpoint().port();
   asio::co_spawn(impl_->ioc(), impl_->accept_loop(), asio::detached);
   return port;

@@ -13,7 +13,7 @@ namespace gpucloud::net {
 
 struct HttpServerConfig {
   std::string host = "127.0.0.1";
-  int port = 8080;            // 0 = any free port
+  int port = 8080;  // 0 = any free port
   size_t body_limit = 16 << 20;
   int idle_timeout_ms = 120'000;
 };

@@ -10,9 +10,9 @@
 namespace gpucloud::net {
 
 struct HttpRequest {
-  std::string method;   // "GET", "POST", ...
-  std::string target;   // path plus query, as sent
-  std::string path;     // decoded path without the query
+  std::string method;                          // "GET", "POST", ...
+  std::string target;                          // path plus query, as sent
+  std::string path;                            // decoded path without the query
   std::map<std::string, std::string> query;    // decoded query parameters
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;

@@ -1,9 +1,9 @@
 #include "sched/fit.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
-
-#include <fmt/format.h>
 
 #include "model/gpu_model.h"
 
@@ -24,7 +24,8 @@ bool node_could_fit(const JobRequest& req, const NodeState& node, std::string* w
   if (!node.schedulable) return fail("not schedulable");
   for (const auto& [key, value] : req.node_selector) {
     auto it = node.labels.find(key);
-    if (it == node.labels.end() || it->second != value) return fail(fmt::format("label {}={} not set", key, value));
+    if (it == node.labels.end() || it->second != value)
+      return fail(fmt::format("label {}={} not set", key, value));
   }
   if (req.capacity_class != CapacityClass::kAny) {
     auto it = node.labels.find("capacity-class");
@@ -133,7 +134,8 @@ std::optional<GpuChoice> choose_gpus(const JobRequest& req, const NodeState& nod
   }
   std::vector<int> candidates;
   for (size_t i = 0; i < node.gpus.size(); ++i)
-    if (node.gpus[i].whole_free() && gpu_matches(req, node.gpus[i])) candidates.push_back(static_cast<int>(i));
+    if (node.gpus[i].whole_free() && gpu_matches(req, node.gpus[i]))
+      candidates.push_back(static_cast<int>(i));
   if (static_cast<int>(candidates.size()) < req.gpus) return std::nullopt;
   if (req.gpus == 1) {
     // Take the GPU whose NUMA node has the fewest free GPUs, to keep larger blocks whole.
@@ -154,7 +156,8 @@ std::optional<GpuChoice> choose_gpus(const JobRequest& req, const NodeState& nod
 void apply_choice(const JobRequest& req, const GpuChoice& choice, NodeState& node) {
   for (int p : choice.positions) {
     node.gpus[p].used_milli += choice.milli;
-    node.gpus[p].used_memory_mib += req.gpu_milli > 0 ? req.gpu_memory_mib : node.gpus[p].memory_mib;
+    node.gpus[p].used_memory_mib +=
+        req.gpu_milli > 0 ? req.gpu_memory_mib : node.gpus[p].memory_mib;
   }
   node.cpu_used_milli += req.cpu_milli;
   node.memory_used_mib += req.memory_mib;

@@ -25,7 +25,8 @@ Result<std::unique_ptr<Scheduler>> create_scheduler(const PolicySettings& settin
 
 /// Whether a request could run on some node of an otherwise empty cluster. When it cannot,
 /// the error (kUnsatisfiable) says what the largest fitting request would be, e.g.
-/// "gpus: 12 requested but the largest node has 8 A100; ask for --gpus 8 or split the job into replicas".
+/// "gpus: 12 requested but the largest node has 8 A100; ask for --gpus 8 or split the job into
+/// replicas".
 Status check_satisfiable(const JobRequest& request, const std::vector<NodeState>& nodes);
 
 }  // namespace gpucloud::sched

@@ -1,8 +1,8 @@
 #include "sched/simple_scheduler.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "common/units.h"
 #include "sched/fit.h"
@@ -47,25 +47,33 @@ std::string pending_reason(const JobRequest& req, const std::vector<NodeState>& 
       continue;
     }
     ++matching_nodes;
-    int block = req.gpu_milli > 0 ? (choose_gpus(req, node) ? 1 : 0) : free_matching_gpus(req, node);
+    int block =
+        req.gpu_milli > 0 ? (choose_gpus(req, node) ? 1 : 0) : free_matching_gpus(req, node);
     if (block > largest_block || !largest_node) largest_block = block, largest_node = &node;
-    if (!cpu_memory_fit(req, node) && (!cpu_node || node.cpu_milli - node.cpu_used_milli > cpu_node->cpu_milli - cpu_node->cpu_used_milli))
+    if (!cpu_memory_fit(req, node) &&
+        (!cpu_node ||
+         node.cpu_milli - node.cpu_used_milli > cpu_node->cpu_milli - cpu_node->cpu_used_milli))
       cpu_node = &node;
   }
-  std::string gang = req.replicas > 1 ? fmt::format("gang of {} replicas, {} placeable now; ", req.replicas, placed) : "";
+  std::string gang = req.replicas > 1 ? fmt::format("gang of {} replicas, {} placeable now; ",
+                                                    req.replicas, placed)
+                                      : "";
   if (matching_nodes == 0)
-    return fmt::format("{}no schedulable node can run it ({})", gang, why_not.empty() ? "no nodes registered" : why_not);
+    return fmt::format("{}no schedulable node can run it ({})", gang,
+                       why_not.empty() ? "no nodes registered" : why_not);
   if (req.gpus > 0 && largest_block < (req.gpu_milli > 0 ? 1 : req.gpus)) {
     if (req.gpu_milli > 0)
-      return fmt::format("{}needs {} on one GPU; no matching GPU has {} milli free", gang, describe_gpus(req), req.gpu_milli);
-    return fmt::format("{}needs {} on one node; largest free block is {} ({})", gang, describe_gpus(req), largest_block,
-                       largest_node->name);
+      return fmt::format("{}needs {} on one GPU; no matching GPU has {} milli free", gang,
+                         describe_gpus(req), req.gpu_milli);
+    return fmt::format("{}needs {} on one node; largest free block is {} ({})", gang,
+                       describe_gpus(req), largest_block, largest_node->name);
   }
   if (cpu_node)
-    return fmt::format("{}needs {:g} CPUs and {} memory; most free on a matching node is {:g} CPUs, {} ({})", gang,
-                       req.cpu_milli / 1000.0, format_size_mib(req.memory_mib),
-                       (cpu_node->cpu_milli - cpu_node->cpu_used_milli) / 1000.0,
-                       format_size_mib(cpu_node->memory_mib - cpu_node->memory_used_mib), cpu_node->name);
+    return fmt::format(
+        "{}needs {:g} CPUs and {} memory; most free on a matching node is {:g} CPUs, {} ({})", gang,
+        req.cpu_milli / 1000.0, format_size_mib(req.memory_mib),
+        (cpu_node->cpu_milli - cpu_node->cpu_used_milli) / 1000.0,
+        format_size_mib(cpu_node->memory_mib - cpu_node->memory_used_mib), cpu_node->name);
   return fmt::format("{}waiting for resources", gang);
 }
 
@@ -99,7 +107,8 @@ Plan SimpleScheduler::schedule(const Snapshot& snapshot) {
       }
       NodeState& node = (*target)[c.node];
       ReplicaPlacement rp{rank, node.id, {}, req->cpu_milli, req->memory_mib};
-      for (int p : c.choice.positions) rp.gpus.push_back({node.gpus[p].index, node.gpus[p].uuid, c.choice.milli});
+      for (int p : c.choice.positions)
+        rp.gpus.push_back({node.gpus[p].index, node.gpus[p].uuid, c.choice.milli});
       apply_choice(*req, c.choice, node);
       placement.replicas.push_back(std::move(rp));
     }
@@ -142,29 +151,43 @@ Status check_satisfiable(const JobRequest& req, const std::vector<NodeState>& no
     any_count.gpu_milli = 0;
     int matching = 0;
     for (const auto& g : empty.gpus) matching += gpu_matches(any_count, g) ? 1 : 0;
-    if (matching > most_gpus) most_gpus = matching, most_gpus_node = node.name, most_gpus_model = node.gpus[0].model;
+    if (matching > most_gpus)
+      most_gpus = matching, most_gpus_node = node.name, most_gpus_model = node.gpus[0].model;
   }
   if (req.gpus > most_gpus && most_gpus > 0)
     return Error{ErrorCode::kUnsatisfiable,
-                 fmt::format("gpus: {} requested but the largest matching node ({}) has {}; ask for --gpus {} or split the job into replicas",
+                 fmt::format("gpus: {} requested but the largest matching node ({}) has {}; ask "
+                             "for --gpus {} or split the job into replicas",
                              req.gpus, most_gpus_node, most_gpus, most_gpus)};
   if (req.gpus > 0 && most_gpus == 0)
     return Error{ErrorCode::kUnsatisfiable,
-                 fmt::format("gpu_model: no node has a GPU matching '{}'{}; see gpucloud nodes for the models on offer",
+                 fmt::format("gpu_model: no node has a GPU matching '{}'{}; see gpucloud nodes for "
+                             "the models on offer",
                              req.gpu_model.empty() ? "any" : req.gpu_model,
-                             req.gpu_memory_mib ? fmt::format(" with {} memory", format_size_mib(req.gpu_memory_mib)) : "")};
+                             req.gpu_memory_mib ? fmt::format(" with {} memory",
+                                                              format_size_mib(req.gpu_memory_mib))
+                                                : "")};
   int64_t max_cpu = 0, max_mem = 0;
-  for (const auto& node : nodes) max_cpu = std::max(max_cpu, node.cpu_milli), max_mem = std::max(max_mem, node.memory_mib);
+  for (const auto& node : nodes)
+    max_cpu = std::max(max_cpu, node.cpu_milli), max_mem = std::max(max_mem, node.memory_mib);
   if (req.cpu_milli > max_cpu)
-    return Error{ErrorCode::kUnsatisfiable, fmt::format("cpus: {:g} requested but the largest node has {:g}; ask for --cpus {:g} or less",
-                                                        req.cpu_milli / 1000.0, max_cpu / 1000.0, max_cpu / 1000.0)};
+    return Error{
+        ErrorCode::kUnsatisfiable,
+        fmt::format(
+            "cpus: {:g} requested but the largest node has {:g}; ask for --cpus {:g} or less",
+            req.cpu_milli / 1000.0, max_cpu / 1000.0, max_cpu / 1000.0)};
   if (req.memory_mib > max_mem)
-    return Error{ErrorCode::kUnsatisfiable, fmt::format("memory: {} requested but the largest node has {}; ask for --mem {} or less",
-                                                        format_size_mib(req.memory_mib), format_size_mib(max_mem), format_size_mib(max_mem))};
-  return Error{ErrorCode::kUnsatisfiable, fmt::format("no node can ever run this job ({})", first_why)};
+    return Error{
+        ErrorCode::kUnsatisfiable,
+        fmt::format("memory: {} requested but the largest node has {}; ask for --mem {} or less",
+                    format_size_mib(req.memory_mib), format_size_mib(max_mem),
+                    format_size_mib(max_mem))};
+  return Error{ErrorCode::kUnsatisfiable,
+               fmt::format("no node can ever run this job ({})", first_why)};
 }
 
-JobRequest JobRequest::from_spec(const std::string& job_id, const JobSpec& spec, TimeMs created_at) {
+JobRequest JobRequest::from_spec(const std::string& job_id, const JobSpec& spec,
+                                 TimeMs created_at) {
   JobRequest r;
   r.job_id = job_id;
   r.tenant = spec.tenant;

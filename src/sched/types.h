@@ -38,7 +38,7 @@ struct NodeState {
   int64_t memory_mib = 0;
   int64_t memory_used_mib = 0;
   std::map<std::string, std::string> labels;  // "capacity-class" = on-demand | spot
-  bool schedulable = true;  // false: cordoned, draining, unreachable
+  bool schedulable = true;                    // false: cordoned, draining, unreachable
 };
 
 /// The resource side of a job: what the scheduler needs to place it.
@@ -46,8 +46,8 @@ struct JobRequest {
   std::string job_id;
   std::string tenant;
   int replicas = 1;
-  int gpus = 0;            // whole GPUs per replica (1 for a share)
-  int gpu_milli = 0;       // 1..999 for a share, else 0
+  int gpus = 0;       // whole GPUs per replica (1 for a share)
+  int gpu_milli = 0;  // 1..999 for a share, else 0
   int64_t gpu_memory_mib = 0;
   std::string gpu_model;
   int64_t cpu_milli = 1000;

@@ -15,13 +15,18 @@ void Authenticator::set_tokens(const std::vector<store::TokenRecord>& tokens) {
   for (const auto& t : tokens) tokens_[t.sha256] = t;
 }
 
-void Authenticator::set_node_credential(const std::string& sha256, const std::string& node_id, const std::string& node_name) {
+void Authenticator::set_node_credential(const std::string& sha256, const std::string& node_id,
+                                        const std::string& node_name) {
+  std::erase_if(nodes_, [&](const auto& entry) {
+    return entry.second.node_id == node_id;
+  });  // the old one stops working
   nodes_[sha256] = Principal{node_name, "node", {}, node_id};
 }
 
 std::optional<Principal> Authenticator::authenticate(const std::string& header, TimeMs now) const {
   const std::string prefix = "Bearer ";
-  if (header.size() <= prefix.size() || header.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  if (header.size() <= prefix.size() || header.compare(0, prefix.size(), prefix) != 0)
+    return std::nullopt;
   std::string hash = net::sha256_hex(header.substr(prefix.size()));
   if (auto it = nodes_.find(hash); it != nodes_.end()) return it->second;
   auto it = tokens_.find(hash);

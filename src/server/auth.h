@@ -28,7 +28,8 @@ class Authenticator {
   /// Replaces the known API tokens.
   void set_tokens(const std::vector<store::TokenRecord>& tokens);
   /// Adds or replaces one node credential (by hash).
-  void set_node_credential(const std::string& sha256, const std::string& node_id, const std::string& node_name);
+  void set_node_credential(const std::string& sha256, const std::string& node_id,
+                           const std::string& node_name);
   /// The principal for an "Authorization: Bearer ..." header value, or nullopt.
   std::optional<Principal> authenticate(const std::string& authorization_header, TimeMs now) const;
 

@@ -13,7 +13,9 @@ net::HttpResponse json_response(int status, const nlohmann::json& body) {
 }
 
 net::HttpResponse error_response(const Error& error) {
-  return json_response(http_status(error.code), {{"error", {{"code", error_code_name(error.code)}, {"message", error.message}}}});
+  return json_response(
+      http_status(error.code),
+      {{"error", {{"code", error_code_name(error.code)}, {"message", error.message}}}});
 }
 
 Result<nlohmann::json> parse_json_body(const std::string& body) {
@@ -22,9 +24,11 @@ Result<nlohmann::json> parse_json_body(const std::string& body) {
     return nlohmann::json::parse(body);
   } catch (const nlohmann::json::parse_error& e) {
     std::string what = e.what();
-    // nlohmann's messages start with "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
+    // nlohmann's messages start with "[json.exception.parse_error.101] parse error at line 1,
+    // column 5: ..."
     size_t pos = what.find("parse error");
-    return invalid(fmt::format("the request body is not valid JSON: {}", pos == std::string::npos ? what : what.substr(pos)));
+    return invalid(fmt::format("the request body is not valid JSON: {}",
+                               pos == std::string::npos ? what : what.substr(pos)));
   }
 }
 

@@ -1,14 +1,13 @@
 #include "server/log_store.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 namespace gpucloud::server {
 
@@ -64,12 +63,25 @@ Result<std::string> LogStore::read(const std::string& key, int64_t offset, int64
   return out;
 }
 
-void LogStore::on_next_append(const std::string& key, std::function<void()> fn) { waiters_.emplace(key, std::move(fn)); }
+uint64_t LogStore::on_next_append(const std::string& key, std::function<void()> fn) {
+  uint64_t id = next_waiter_++;
+  waiters_.emplace(key, std::make_pair(id, std::move(fn)));
+  return id;
+}
+
+void LogStore::cancel_waiter(const std::string& key, uint64_t id) {
+  auto [begin, end] = waiters_.equal_range(key);
+  for (auto it = begin; it != end; ++it)
+    if (it->second.first == id) {
+      waiters_.erase(it);
+      return;
+    }
+}
 
 void LogStore::wake(const std::string& key) {
   auto [begin, end] = waiters_.equal_range(key);
   std::vector<std::function<void()>> fns;
-  for (auto it = begin; it != end; ++it) fns.push_back(std::move(it->second));
+  for (auto it = begin; it != end; ++it) fns.push_back(std::move(it->second.second));
   waiters_.erase(begin, end);
   for (auto& fn : fns) fn();
 }

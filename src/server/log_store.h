@@ -22,8 +22,11 @@ class LogStore {
   int64_t size(const std::string& key);
   /// Up to max_bytes from offset.
   Result<std::string> read(const std::string& key, int64_t offset, int64_t max_bytes);
-  /// Calls fn once, the next time the log of key grows (long-poll of `logs -f`).
-  void on_next_append(const std::string& key, std::function<void()> fn);
+  /// Calls fn once, the next time the log of key grows (long-poll of `logs -f`). Returns an id
+  /// for cancel_waiter().
+  uint64_t on_next_append(const std::string& key, std::function<void()> fn);
+  /// Forgets a waiter that is no longer needed (its poll timed out).
+  void cancel_waiter(const std::string& key, uint64_t id);
   /// Wakes every waiter of key (when its replica ends, so followers see the end).
   void wake(const std::string& key);
 
@@ -31,7 +34,8 @@ class LogStore {
   std::string path_for(const std::string& key) const;
   std::string dir_;
   std::map<std::string, int64_t> sizes_;
-  std::multimap<std::string, std::function<void()>> waiters_;
+  std::multimap<std::string, std::pair<uint64_t, std::function<void()>>> waiters_;
+  uint64_t next_waiter_ = 1;
 };
 
 }  // namespace gpucloud::server

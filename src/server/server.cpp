@@ -1,13 +1,12 @@
 #include "server/server.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "net/crypto.h"
 #include "server/http_util.h"
@@ -36,15 +35,21 @@ Status write_secret_file(const std::string& path, const std::string& content) {
 }  // namespace
 
 Server::Server(const ServerConfig& config, const Clock& clock, net::EventLoop& loop)
-    : config_(config), layout_{config.data_dir}, clock_(clock), loop_(loop), logs_(layout_.logs()),
+    : config_(config),
+      layout_{config.data_dir},
+      clock_(clock),
+      loop_(loop),
+      logs_(layout_.logs()),
       ids_(static_cast<uint64_t>(clock.now_ms()) ^ static_cast<uint64_t>(::getpid())) {}
 
 Server::~Server() = default;
 
-Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config, const Clock& clock, net::EventLoop& loop) {
+Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config, const Clock& clock,
+                                               net::EventLoop& loop) {
   std::error_code ec;
   fs::create_directories(config.data_dir, ec);
-  if (ec) return internal(fmt::format("cannot create data dir {}: {}", config.data_dir, ec.message()));
+  if (ec)
+    return internal(fmt::format("cannot create data dir {}: {}", config.data_dir, ec.message()));
   ::chmod(config.data_dir.c_str(), 0700);
   std::unique_ptr<Server> server(new Server(config, clock, loop));
   auto store = store::open_sqlite_store(server->layout_.database());
@@ -71,7 +76,14 @@ Status Server::bootstrap_tokens() {
     have_agent |= t.name == "agent-join" && !t.revoked;
   }
   store::WriteBatch batch;
-  auto make = [&](const std::string& name, const std::string& role, const std::string& path) -> Status {
+  auto make = [&](const std::string& name, const std::string& role,
+                  const std::string& path) -> Status {
+    // A token file that was deleted is replaced by a new token; the old one stops working.
+    for (auto t : *tokens)
+      if (t.name == name && !t.revoked) {
+        t.revoked = true;
+        batch.tokens.push_back(t);
+      }
     std::string secret = random_token();
     GPUCLOUD_TRY(write_secret_file(path, secret));
     batch.tokens.push_back({net::sha256_hex(secret), name, role, {}, clock_.now_ms(), 0, false});
@@ -79,10 +91,11 @@ Status Server::bootstrap_tokens() {
     spdlog::info("created the {} token in {}", name, path);
     return {};
   };
-  if (!have_admin || !fs::exists(layout_.admin_token())) GPUCLOUD_TRY(make("admin", "admin", layout_.admin_token()));
-  if (!have_agent || !fs::exists(layout_.agent_token())) GPUCLOUD_TRY(make("agent-join", "agent", layout_.agent_token()));
+  if (!have_admin || !fs::exists(layout_.admin_token()))
+    GPUCLOUD_TRY(make("admin", "admin", layout_.admin_token()));
+  if (!have_agent || !fs::exists(layout_.agent_token()))
+    GPUCLOUD_TRY(make("agent-join", "agent", layout_.agent_token()));
   GPUCLOUD_TRY(store_->commit(batch));
-  // A token file that was replaced: revoke tokens whose file content no longer matches.
   tokens = store_->load_tokens();
   if (!tokens) return tokens.error();
   auth_.set_tokens(*tokens);
@@ -103,14 +116,16 @@ Status Server::load_state() {
     runtime_[node.id].version = ++version_clock_;
     nodes_.emplace(node.id, std::move(node));
   }
-  spdlog::info("loaded {} active jobs and {} nodes from {}", jobs_.size(), nodes_.size(), layout_.database());
+  spdlog::info("loaded {} active jobs and {} nodes from {}", jobs_.size(), nodes_.size(),
+               layout_.database());
   return {};
 }
 
 Result<int> Server::start() {
-  http_ = std::make_unique<net::HttpServer>(loop_, [this](net::HttpRequest&& req, net::Responder respond) {
-    handle(std::move(req), std::move(respond));
-  });
+  http_ = std::make_unique<net::HttpServer>(loop_,
+                                            [this](net::HttpRequest&& req, net::Responder respond) {
+                                              handle(std::move(req), std::move(respond));
+                                            });
   auto port = http_->listen({config_.listen_host, config_.listen_port});
   if (!port) return port.error();
   std::string host = config_.listen_host == "0.0.0.0" ? "127.0.0.1" : config_.listen_host;
@@ -139,7 +154,8 @@ void Server::handle(net::HttpRequest&& req, net::Responder respond) {
   auto who = auth_.authenticate(req.header("authorization"), clock_.now_ms());
   if (!who) {
     respond(error_response({ErrorCode::kUnauthenticated,
-                            "missing or invalid token: send 'Authorization: Bearer <token>' (the CLI reads GPUCLOUD_TOKEN, "
+                            "missing or invalid token: send 'Authorization: Bearer <token>' (the "
+                            "CLI reads GPUCLOUD_TOKEN, "
                             "or the admin.token file in the data dir)"}));
     return;
   }
@@ -150,22 +166,29 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
   const std::string& p = req.path;
   const std::string& m = req.method;
   auto method_not_allowed = [&](const char* allowed) {
-    auto r = error_response({ErrorCode::kInvalidArgument, fmt::format("{} does not accept {}; use {}", p, m, allowed)});
+    auto r = error_response(
+        {ErrorCode::kInvalidArgument, fmt::format("{} does not accept {}; use {}", p, m, allowed)});
     r.status = 405;
     r.headers.push_back({"Allow", allowed});
     respond(r);
   };
   if (p == "/v1/agent/poll") {
     if (m != "POST") return method_not_allowed("POST");
-    if (who.role != "node") return respond(error_response({ErrorCode::kPermissionDenied, "poll needs a node credential from /v1/agent/register"}));
+    if (who.role != "node")
+      return respond(error_response(
+          {ErrorCode::kPermissionDenied, "poll needs a node credential from /v1/agent/register"}));
     return poll(req, who, std::move(respond));
   }
-  if (who.role == "node") return respond(error_response({ErrorCode::kPermissionDenied, "a node credential may only poll"}));
+  if (who.role == "node")
+    return respond(
+        error_response({ErrorCode::kPermissionDenied, "a node credential may only poll"}));
   if (p == "/v1/agent/register") {
     if (m != "POST") return method_not_allowed("POST");
     return respond(register_node(req, who));
   }
-  if (who.role == "agent") return respond(error_response({ErrorCode::kPermissionDenied, "an agent join token may only register nodes"}));
+  if (who.role == "agent")
+    return respond(error_response(
+        {ErrorCode::kPermissionDenied, "an agent join token may only register nodes"}));
   if (p == "/v1/jobs") {
     if (m == "POST") return respond(submit_job(req, who));
     if (m == "GET") return respond(list_jobs(req, who));
@@ -199,7 +222,8 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
       return job_logs(req, id, who, std::move(respond));
     }
   }
-  respond(error_response(not_found(fmt::format("no such endpoint: {} {} (see docs/api.md)", m, p))));
+  respond(
+      error_response(not_found(fmt::format("no such endpoint: {} {} (see docs/api.md)", m, p))));
 }
 
 Status Server::commit(store::WriteBatch& batch) {

@@ -4,11 +4,10 @@
 
 #include <map>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <set>
 #include <string>
 #include <unordered_map>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "common/clock.h"
 #include "common/ids.h"
@@ -46,7 +45,8 @@ struct DataDirLayout {
 class Server {
  public:
   /// Opens the data dir (creating it, the database and the first tokens as needed).
-  static Result<std::unique_ptr<Server>> create(const ServerConfig& config, const Clock& clock, net::EventLoop& loop);
+  static Result<std::unique_ptr<Server>> create(const ServerConfig& config, const Clock& clock,
+                                                net::EventLoop& loop);
   ~Server();
 
   /// Starts listening; returns the bound port and writes "http://HOST:PORT" to the address file.
@@ -66,7 +66,7 @@ class Server {
     net::Responder waiter;        // the held poll, if any
     uint64_t waiter_timer = 0;
     std::map<std::string, int64_t> removed_at;  // key -> version at which it left the desired set
-    std::map<std::string, int64_t> placed_at;   // key -> version at which it entered the desired set
+    std::map<std::string, int64_t> placed_at;  // key -> version at which it entered the desired set
     nlohmann::json* telemetry = nullptr;
   };
 
@@ -82,15 +82,18 @@ class Server {
   net::HttpResponse list_jobs(const net::HttpRequest& req, const Principal& who);
   Result<Job> find_visible_job(const std::string& id_or_prefix, const Principal& who);
   net::HttpResponse cancel_job(const std::string& id, const Principal& who);
-  void job_logs(const net::HttpRequest& req, const std::string& id, const Principal& who, net::Responder respond);
+  void job_logs(const net::HttpRequest& req, const std::string& id, const Principal& who,
+                net::Responder respond);
   net::HttpResponse list_nodes();
 
   // Agents (server_agents.cpp)
   net::HttpResponse register_node(const net::HttpRequest& req, const Principal& who);
   void poll(const net::HttpRequest& req, const Principal& who, net::Responder respond);
   void apply_event(const std::string& node_id, const ReplicaEvent& event, store::WriteBatch& batch);
-  void reconcile_running(const std::string& node_id, const PollRequest& poll, store::WriteBatch& batch);
-  net::HttpResponse poll_response(const std::string& node_id, const std::map<std::string, int64_t>& log_offsets);
+  void reconcile_running(const std::string& node_id, const PollRequest& poll,
+                         store::WriteBatch& batch);
+  net::HttpResponse poll_response(const std::string& node_id,
+                                  const std::map<std::string, int64_t>& log_offsets);
   std::vector<Allocation> desired_for(const std::string& node_id);
   void bump_node(const std::string& node_id);
   void check_node_liveness();
@@ -102,7 +105,8 @@ class Server {
   std::vector<sched::NodeState> node_states() const;
   /// Called when a replica's state changed; decides whether the attempt and the job end.
   void settle_attempt(Job& job, store::WriteBatch& batch);
-  void end_job(Job& job, JobState state, std::optional<int> exit_code, std::string message, store::WriteBatch& batch);
+  void end_job(Job& job, JobState state, std::optional<int> exit_code, std::string message,
+               store::WriteBatch& batch);
   void stop_replicas(Job& job);
   Status commit(store::WriteBatch& batch);
 

@@ -1,7 +1,8 @@
 // The agent side of the API: registration, the long-poll, replica events and node liveness.
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
 
 #include "model/node_json.h"
 #include "net/crypto.h"
@@ -33,10 +34,12 @@ bool parse_key(const std::string& key, std::string& job_id, int& attempt, int& r
 
 net::HttpResponse Server::register_node(const net::HttpRequest& req, const Principal& who) {
   if (who.role != "agent" && !who.is_admin())
-    return error_response({ErrorCode::kPermissionDenied, "registering a node needs an agent join token or the admin token"});
+    return error_response({ErrorCode::kPermissionDenied,
+                           "registering a node needs an agent join token or the admin token"});
   auto body = parse_json_body(req.body);
   if (!body) return error_response(body.error());
-  if (!body->is_object() || !body->contains("node")) return error_response(invalid("register: expected {\"node\": {...}}"));
+  if (!body->is_object() || !body->contains("node"))
+    return error_response(invalid("register: expected {\"node\": {...}}"));
   auto info = node_info_from_json(body->at("node"));
   if (!info) return error_response(info.error());
   TimeMs now = clock_.now_ms();
@@ -45,14 +48,18 @@ net::HttpResponse Server::register_node(const net::HttpRequest& req, const Princ
   store::NodeRecord* existing = nullptr;
   if (!node_id.empty()) {
     auto it = nodes_.find(node_id);
-    if (it != nodes_.end() && !credential.empty() && net::constant_time_equal(net::sha256_hex(credential), it->second.credential_sha256))
+    if (it != nodes_.end() && !credential.empty() &&
+        net::constant_time_equal(net::sha256_hex(credential), it->second.credential_sha256))
       existing = &it->second;
   }
   for (auto& [id, node] : nodes_) {
     if (node.info.name == info->name && &node != existing) {
       if (node.state == "ready")
-        return error_response({ErrorCode::kConflict, fmt::format("a ready node named '{}' is already registered; give this agent another "
-                                                                 "name or stop the other one", info->name)});
+        return error_response(
+            {ErrorCode::kConflict,
+             fmt::format("a ready node named '{}' is already registered; give this agent another "
+                         "name or stop the other one",
+                         info->name)});
       existing = &node;  // a machine that lost its agent state takes its old record back
       credential.clear();
     }
@@ -64,7 +71,8 @@ net::HttpResponse Server::register_node(const net::HttpRequest& req, const Princ
     record.id = ids_.next(now);
     record.registered_at = now;
   }
-  if (credential.empty() || !existing) {
+  bool fresh_credential = credential.empty() || !existing;
+  if (fresh_credential) {
     credential = random_token();
     record.credential_sha256 = net::sha256_hex(credential);
   }
@@ -74,15 +82,21 @@ net::HttpResponse Server::register_node(const net::HttpRequest& req, const Princ
   store::WriteBatch batch;
   batch.nodes.push_back(record);
   batch.audit.push_back({now, who.name, existing ? "node.reregister" : "node.register", record.id,
-                         fmt::format("{} with {} GPUs ({})", record.info.name, record.info.gpus.size(), record.info.gpu_backend)});
+                         fmt::format("{} with {} GPUs ({})", record.info.name,
+                                     record.info.gpus.size(), record.info.gpu_backend)});
   if (auto st = commit(batch); !st.ok()) return error_response(st.error());
   auth_.set_node_credential(record.credential_sha256, record.id, record.info.name);
   nodes_[record.id] = record;
   auto& rt = runtime_[record.id];
   if (rt.version == 0) rt.version = ++version_clock_;
-  spdlog::info("node {} ({}) registered with {} GPUs", record.info.name, record.id, record.info.gpus.size());
+  if (!existing || fresh_credential)
+    rt.acked_seq = 0;  // a new agent state numbers its events from 1
+  spdlog::info("node {} ({}) registered with {} GPUs", record.info.name, record.id,
+               record.info.gpus.size());
   schedule_soon();
-  return json_response(200, {{"node_id", record.id}, {"credential", credential}, {"poll_hold_ms", config_.poll_hold_ms}});
+  return json_response(
+      200,
+      {{"node_id", record.id}, {"credential", credential}, {"poll_hold_ms", config_.poll_hold_ms}});
 }
 
 void Server::poll(const net::HttpRequest& req, const Principal& who, net::Responder respond) {
@@ -90,9 +104,11 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
   if (!body) return respond(error_response(body.error()));
   auto poll = poll_request_from_json(*body);
   if (!poll) return respond(error_response(poll.error()));
-  if (poll->node_id != who.node_id) return respond(error_response({ErrorCode::kPermissionDenied, "poll for another node's id"}));
+  if (poll->node_id != who.node_id)
+    return respond(error_response({ErrorCode::kPermissionDenied, "poll for another node's id"}));
   auto node_it = nodes_.find(who.node_id);
-  if (node_it == nodes_.end()) return respond(error_response(not_found("node is not registered; register again")));
+  if (node_it == nodes_.end())
+    return respond(error_response(not_found("node is not registered; register again")));
   TimeMs now = clock_.now_ms();
   store::NodeRecord& node = node_it->second;
   store::WriteBatch batch;
@@ -111,12 +127,17 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
     std::string job_id;
     int attempt = 0, rank = 0;
     if (!parse_key(chunk.key, job_id, attempt, rank)) continue;
-    auto job_it = jobs_.find(job_id);
-    if (job_it == jobs_.end() || rank >= static_cast<int>(job_it->second.replicas.size()) ||
-        job_it->second.replicas[rank].node_id != node.id)
-      continue;
     auto data = net::base64_decode(chunk.data_base64);
-    if (!data) continue;
+    auto job_it = jobs_.find(job_id);
+    bool ours = job_it != jobs_.end() && job_it->second.attempt == attempt &&
+                rank < static_cast<int>(job_it->second.replicas.size()) &&
+                job_it->second.replicas[rank].node_id == node.id;
+    if (!ours || !data) {
+      // Output of an attempt that is over (or garbled): acknowledge it as dropped, so the
+      // agent does not offer it again.
+      offsets[chunk.key] = chunk.offset + (data ? static_cast<int64_t>(data->size()) : 0);
+      continue;
+    }
     auto size = logs_.append(chunk.key, chunk.offset, *data);
     if (size) offsets[chunk.key] = *size;
   }
@@ -136,7 +157,8 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
   }
   bool carried = !poll->events.empty() || !poll->logs.empty();
   int64_t hold = std::min(poll->hold_ms, config_.poll_hold_ms);
-  if (poll->applied_version != rt.version || carried || hold == 0) return respond(poll_response(node.id, offsets));
+  if (poll->applied_version != rt.version || carried || hold == 0)
+    return respond(poll_response(node.id, offsets));
   rt.waiter = std::move(respond);
   std::string node_id = node.id;
   rt.waiter_timer = loop_.run_after(hold, [this, node_id] {
@@ -148,7 +170,8 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
   });
 }
 
-void Server::apply_event(const std::string& node_id, const ReplicaEvent& ev, store::WriteBatch& batch) {
+void Server::apply_event(const std::string& node_id, const ReplicaEvent& ev,
+                         store::WriteBatch& batch) {
   std::string job_id;
   int attempt = 0, rank = 0;
   if (!parse_key(ev.key, job_id, attempt, rank)) return;
@@ -158,13 +181,16 @@ void Server::apply_event(const std::string& node_id, const ReplicaEvent& ev, sto
     return;
   }
   Job& job = it->second;
-  if (rank < 0 || rank >= static_cast<int>(job.replicas.size()) || job.replicas[rank].node_id != node_id) return;
+  if (rank < 0 || rank >= static_cast<int>(job.replicas.size()) ||
+      job.replicas[rank].node_id != node_id)
+    return;
   auto& replica = job.replicas[rank];
   if (replica.state == ReplicaState::kExited) return;
   if (ev.type == "started") {
     replica.state = ReplicaState::kRunning;
-    bool all_running = std::all_of(job.replicas.begin(), job.replicas.end(),
-                                   [](const ReplicaAssignment& r) { return r.state != ReplicaState::kAssigned; });
+    bool all_running =
+        std::all_of(job.replicas.begin(), job.replicas.end(),
+                    [](const ReplicaAssignment& r) { return r.state != ReplicaState::kAssigned; });
     if (all_running && job.state == JobState::kPending) {
       job.state = JobState::kRunning;
       job.started_at = ev.at ? ev.at : clock_.now_ms();
@@ -177,12 +203,17 @@ void Server::apply_event(const std::string& node_id, const ReplicaEvent& ev, sto
     if (!ev.lost) replica.exit_code = ev.exit_code;
     replica.message = ev.failed_to_start ? "failed to start: " + ev.message : ev.message;
     if (ev.failed_to_start) replica.exit_code = ev.exit_code ? ev.exit_code : 127;
+    replica.end_reason = ev.failed_to_start ? "failed_to_start"
+                         : ev.over_runtime  ? "max_runtime"
+                                            : "";
+    if (job.started_at == 0) job.started_at = ev.at ? ev.at : clock_.now_ms();
     logs_.wake(ev.key);
     settle_attempt(job, batch);
   }
 }
 
-void Server::reconcile_running(const std::string& node_id, const PollRequest& poll, store::WriteBatch& batch) {
+void Server::reconcile_running(const std::string& node_id, const PollRequest& poll,
+                               store::WriteBatch& batch) {
   std::set<std::string> running(poll.running.begin(), poll.running.end());
   auto& rt = runtime_[node_id];
   std::vector<std::string> touched;
@@ -191,9 +222,11 @@ void Server::reconcile_running(const std::string& node_id, const PollRequest& po
       if (replica.node_id != node_id || replica.state == ReplicaState::kExited) continue;
       std::string key = replica_key(job.id, job.attempt, replica.rank);
       if (running.count(key)) continue;
-      bool stopping = job.cancel_requested || std::any_of(job.replicas.begin(), job.replicas.end(), [](const ReplicaAssignment& r) {
-                        return r.state == ReplicaState::kExited && (r.lost || r.exit_code.value_or(0) != 0);
-                      });
+      bool stopping =
+          job.cancel_requested ||
+          std::any_of(job.replicas.begin(), job.replicas.end(), [](const ReplicaAssignment& r) {
+            return r.state == ReplicaState::kExited && (r.lost || r.exit_code.value_or(0) != 0);
+          });
       auto placed = rt.placed_at.find(key);
       int64_t placed_version = placed == rt.placed_at.end() ? 0 : placed->second;
       auto removed = rt.removed_at.find(key);
@@ -204,8 +237,9 @@ void Server::reconcile_running(const std::string& node_id, const PollRequest& po
       } else if (!stopping && placed_version != 0 && poll.applied_version >= placed_version) {
         replica.state = ReplicaState::kExited;
         replica.lost = true;
-        replica.message = fmt::format("the agent on {} no longer has the process and recorded no exit",
-                                      nodes_.at(node_id).info.name);
+        replica.message =
+            fmt::format("the agent on {} no longer has the process and recorded no exit",
+                        nodes_.at(node_id).info.name);
         touched.push_back(id);
       }
     }
@@ -220,9 +254,10 @@ std::vector<Allocation> Server::desired_for(const std::string& node_id) {
   std::vector<Allocation> out;
   for (const auto& [id, job] : jobs_) {
     if (job.cancel_requested) continue;
-    bool ending = std::any_of(job.replicas.begin(), job.replicas.end(), [](const ReplicaAssignment& r) {
-      return r.state == ReplicaState::kExited && (r.lost || r.exit_code.value_or(0) != 0);
-    });
+    bool ending =
+        std::any_of(job.replicas.begin(), job.replicas.end(), [](const ReplicaAssignment& r) {
+          return r.state == ReplicaState::kExited && (r.lost || r.exit_code.value_or(0) != 0);
+        });
     if (ending) continue;
     for (const auto& r : job.replicas) {
       if (r.node_id != node_id || r.state == ReplicaState::kExited) continue;
@@ -246,7 +281,8 @@ std::vector<Allocation> Server::desired_for(const std::string& node_id) {
   return out;
 }
 
-net::HttpResponse Server::poll_response(const std::string& node_id, const std::map<std::string, int64_t>& log_offsets) {
+net::HttpResponse Server::poll_response(const std::string& node_id,
+                                        const std::map<std::string, int64_t>& log_offsets) {
   PollResponse r;
   auto& rt = runtime_[node_id];
   r.version = rt.version;
@@ -289,7 +325,8 @@ void Server::check_node_liveness() {
           if (r.node_id == id && r.state != ReplicaState::kExited) {
             r.state = ReplicaState::kExited;
             r.lost = true;
-            r.message = fmt::format("node {} went down (no contact for {} s)", node.info.name, silent / 1000);
+            r.message = fmt::format("node {} went down (no contact for {} s)", node.info.name,
+                                    silent / 1000);
             touched.push_back(job_id);
           }
       for (const auto& job_id : touched)

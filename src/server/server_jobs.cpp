@@ -1,5 +1,6 @@
 // The jobs and nodes API: submit, list, show, cancel, logs, nodes.
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "common/units.h"
@@ -16,7 +17,9 @@ net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principa
   auto spec = job_spec_from_json(*body);
   if (!spec) return error_response(spec.error());
   if (!who.may_act_for(spec->tenant))
-    return error_response({ErrorCode::kPermissionDenied, fmt::format("tenant: token '{}' may not submit jobs for tenant '{}'", who.name, spec->tenant)});
+    return error_response({ErrorCode::kPermissionDenied,
+                           fmt::format("tenant: token '{}' may not submit jobs for tenant '{}'",
+                                       who.name, spec->tenant)});
   TimeMs now = clock_.now_ms();
   Job job;
   job.id = ids_.next(now);
@@ -24,11 +27,14 @@ net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principa
   job.created_at = now;
   job.submitted_by = who.name;
   auto request = sched::JobRequest::from_spec(job.id, job.spec, now);
-  if (auto st = sched::check_satisfiable(request, node_states()); !st.ok()) return error_response(st.error());
-  job.pending_reason = nodes_.empty() ? "waiting for a node to register" : "waiting to be scheduled";
+  if (auto st = sched::check_satisfiable(request, node_states()); !st.ok())
+    return error_response(st.error());
+  job.pending_reason =
+      nodes_.empty() ? "waiting for a node to register" : "waiting to be scheduled";
   store::WriteBatch batch;
   batch.jobs.push_back(job);
-  batch.audit.push_back({now, who.name, "job.submit", job.id, fmt::format("tenant {} name {}", job.spec.tenant, job.spec.name)});
+  batch.audit.push_back({now, who.name, "job.submit", job.id,
+                         fmt::format("tenant {} name {}", job.spec.tenant, job.spec.name)});
   if (auto st = commit(batch); !st.ok()) return error_response(st.error());
   auto response = json_response(201, job_to_json(job));
   jobs_.emplace(job.id, std::move(job));
@@ -45,11 +51,14 @@ net::HttpResponse Server::list_jobs(const net::HttpRequest& req, const Principal
     } catch (...) {
       return error_response(invalid("limit: expected a whole number 1..10000"));
     }
-    if (limit < 1 || limit > 10000) return error_response(invalid("limit: expected a whole number 1..10000"));
+    if (limit < 1 || limit > 10000)
+      return error_response(invalid("limit: expected a whole number 1..10000"));
   }
   std::string tenant = req.query.count("tenant") ? req.query.at("tenant") : "";
   json out = json::array();
-  auto visible = [&](const Job& j) { return who.may_act_for(j.spec.tenant) && (tenant.empty() || j.spec.tenant == tenant); };
+  auto visible = [&](const Job& j) {
+    return who.may_act_for(j.spec.tenant) && (tenant.empty() || j.spec.tenant == tenant);
+  };
   std::vector<Job> finished;
   if (all) {
     auto r = store_->recent_finished_jobs(limit);
@@ -65,13 +74,17 @@ net::HttpResponse Server::list_jobs(const net::HttpRequest& req, const Principal
 }
 
 Result<Job> Server::find_visible_job(const std::string& id_or_prefix, const Principal& who) {
-  auto hidden = [&] { return not_found(fmt::format("no job '{}' (see gpucloud ps --all)", id_or_prefix.substr(0, 64))); };
+  auto hidden = [&] {
+    return not_found(
+        fmt::format("no job '{}' (see gpucloud ps --all)", id_or_prefix.substr(0, 64)));
+  };
   if (!looks_like_id_prefix(id_or_prefix)) return hidden();
   std::vector<Job> matches;
   if (auto it = jobs_.find(id_or_prefix); it != jobs_.end()) {
     matches.push_back(it->second);
   } else {
-    for (auto it2 = jobs_.lower_bound(id_or_prefix); it2 != jobs_.end() && it2->first.rfind(id_or_prefix, 0) == 0; ++it2)
+    for (auto it2 = jobs_.lower_bound(id_or_prefix);
+         it2 != jobs_.end() && it2->first.rfind(id_or_prefix, 0) == 0; ++it2)
       matches.push_back(it2->second);
     auto stored = store_->find_jobs_by_prefix(id_or_prefix, 3);
     if (!stored) return stored.error();
@@ -81,8 +94,9 @@ Result<Job> Server::find_visible_job(const std::string& id_or_prefix, const Prin
   std::erase_if(matches, [&](const Job& j) { return !who.may_act_for(j.spec.tenant); });
   if (matches.empty()) return hidden();
   if (matches.size() > 1 && matches[0].id != id_or_prefix)
-    return invalid(fmt::format("job id prefix '{}' is ambiguous ({} and {} match); type more of the id", id_or_prefix,
-                               matches[0].id, matches[1].id));
+    return invalid(
+        fmt::format("job id prefix '{}' is ambiguous ({} and {} match); type more of the id",
+                    id_or_prefix, matches[0].id, matches[1].id));
   return std::move(matches[0]);
 }
 
@@ -91,12 +105,14 @@ net::HttpResponse Server::cancel_job(const std::string& id_or_prefix, const Prin
   if (!found) return error_response(found.error());
   auto it = jobs_.find(found->id);
   if (it == jobs_.end())
-    return error_response({ErrorCode::kConflict, fmt::format("job {} has already ended ({})", found->id, to_string(found->state))});
+    return error_response({ErrorCode::kConflict, fmt::format("job {} has already ended ({})",
+                                                             found->id, to_string(found->state))});
   Job& job = it->second;
   store::WriteBatch batch;
   batch.audit.push_back({clock_.now_ms(), who.name, "job.cancel", job.id, ""});
   if (job.replicas.empty()) {
-    end_job(job, JobState::kCancelled, std::nullopt, fmt::format("cancelled by {} before it started", who.name), batch);
+    end_job(job, JobState::kCancelled, std::nullopt,
+            fmt::format("cancelled by {} before it started", who.name), batch);
   } else if (!job.cancel_requested) {
     job.cancel_requested = true;
     job.message = fmt::format("cancel requested by {}; stopping (grace period {})", who.name,
@@ -109,7 +125,8 @@ net::HttpResponse Server::cancel_job(const std::string& id_or_prefix, const Prin
   return json_response(202, out);
 }
 
-void Server::job_logs(const net::HttpRequest& req, const std::string& id, const Principal& who, net::Responder respond) {
+void Server::job_logs(const net::HttpRequest& req, const std::string& id, const Principal& who,
+                      net::Responder respond) {
   auto found = find_visible_job(id, who);
   if (!found) return respond(error_response(found.error()));
   auto int_param = [&](const char* name, int64_t def, int64_t lo, int64_t hi) -> Result<int64_t> {
@@ -121,7 +138,8 @@ void Server::job_logs(const net::HttpRequest& req, const std::string& id, const 
       if (used != it->second.size() || v < lo || v > hi) throw std::out_of_range("");
       return v;
     } catch (...) {
-      return invalid(fmt::format("{}: '{}' is not a whole number in {}..{}", name, it->second.substr(0, 32), lo, hi));
+      return invalid(fmt::format("{}: '{}' is not a whole number in {}..{}", name,
+                                 it->second.substr(0, 32), lo, hi));
     }
   };
   auto offset = int_param("offset", 0, 0, INT64_MAX / 2);
@@ -131,21 +149,24 @@ void Server::job_logs(const net::HttpRequest& req, const std::string& id, const 
   auto limit = int_param("limit", 1 << 20, 1, 16 << 20);
   for (auto* r : {&offset, &rank, &attempt, &wait_ms, &limit})
     if (!r->ok()) return respond(error_response(r->error()));
-  bool follow = req.query.count("follow") && req.query.at("follow") != "0";
+  bool follow = req.query.count("follow") && req.query.at("follow") != "0" &&
+                req.query.at("follow") != "false";
   std::string key = replica_key(found->id, static_cast<int>(*attempt), static_cast<int>(*rank));
   std::string job_id = found->id;
   int current_attempt = found->attempt;
   int64_t from = *offset, max_bytes = *limit;
   // Answers with what is there; "done" once the replica can write no more.
-  auto answer = [this, key, job_id, current_attempt, from, max_bytes, rank = static_cast<int>(*rank),
+  auto answer = [this, key, job_id, from, max_bytes, rank = static_cast<int>(*rank),
                  attempt = static_cast<int>(*attempt)](net::Responder& respond) {
     auto data = logs_.read(key, from, max_bytes);
     if (!data) return respond(error_response(data.error()));
     bool done = true;
-    if (auto it = jobs_.find(job_id); it != jobs_.end() && attempt == current_attempt) {
+    if (auto it = jobs_.find(job_id); it != jobs_.end() && attempt == it->second.attempt) {
       const Job& job = it->second;
       done = false;
-      if (rank < static_cast<int>(job.replicas.size()) && job.replicas[rank].state == ReplicaState::kExited) done = true;
+      if (rank < static_cast<int>(job.replicas.size()) &&
+          job.replicas[rank].state == ReplicaState::kExited)
+        done = true;
     }
     int64_t next = from + static_cast<int64_t>(data->size());
     done = done && next >= logs_.size(key);
@@ -166,8 +187,11 @@ void Server::job_logs(const net::HttpRequest& req, const std::string& id, const 
     *fired = true;
     answer(*shared);
   };
-  logs_.on_next_append(key, fire);
-  loop_.run_after(*wait_ms, fire);
+  uint64_t waiter = logs_.on_next_append(key, fire);
+  loop_.run_after(*wait_ms, [this, key, waiter, fire]() mutable {
+    logs_.cancel_waiter(key, waiter);
+    fire();
+  });
 }
 
 net::HttpResponse Server::list_nodes() {
@@ -177,7 +201,8 @@ net::HttpResponse Server::list_nodes() {
   for (const auto& [id, job] : jobs_)
     for (const auto& r : job.replicas)
       if (r.state != ReplicaState::kExited)
-        for (const auto& g : r.gpus) gpu_jobs[r.node_id + "/" + std::to_string(g.index)].push_back(job.id);
+        for (const auto& g : r.gpus)
+          gpu_jobs[r.node_id + "/" + std::to_string(g.index)].push_back(job.id);
   for (const auto& st : states) {
     const auto& rec = nodes_.at(st.id);
     json gpus = json::array();
@@ -194,7 +219,9 @@ net::HttpResponse Server::list_nodes() {
                       {"mig", json::array()},
                       {"used_milli", st.gpus[i].used_milli},
                       {"jobs", gpu_jobs[st.id + "/" + std::to_string(g.index)]}});
-      for (const auto& m : g.mig) gpus.back()["mig"].push_back({{"uuid", m.uuid}, {"profile", m.profile}, {"memory_mib", m.memory_mib}});
+      for (const auto& m : g.mig)
+        gpus.back()["mig"].push_back(
+            {{"uuid", m.uuid}, {"profile", m.profile}, {"memory_mib", m.memory_mib}});
     }
     out.push_back({{"id", rec.id},
                    {"name", rec.info.name},

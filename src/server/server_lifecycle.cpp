@@ -9,7 +9,10 @@ namespace gpucloud::server {
 
 namespace {
 
-bool replica_failed(const ReplicaAssignment& r) { return r.state == ReplicaState::kExited && (r.lost || r.exit_code.value_or(0) != 0); }
+bool replica_failed(const ReplicaAssignment& r) {
+  return r.state == ReplicaState::kExited &&
+         (r.lost || r.exit_code.value_or(0) != 0 || r.end_reason == "max_runtime");
+}
 
 }  // namespace
 
@@ -106,7 +109,8 @@ void Server::run_scheduler() {
     if (auto it = jobs_.find(p.job_id); it != jobs_.end()) it->second.pending_reason = p.reason;
   if (!commit(batch).ok()) return;
   for (const auto& node_id : touched_nodes) bump_node(node_id);
-  for (const auto& [node_id, key] : placed_keys) runtime_[node_id].placed_at[key] = runtime_[node_id].version;
+  for (const auto& [node_id, key] : placed_keys)
+    runtime_[node_id].placed_at[key] = runtime_[node_id].version;
 }
 
 void Server::stop_replicas(Job& job) {
@@ -123,8 +127,9 @@ void Server::stop_replicas(Job& job) {
 }
 
 void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
-  bool all_exited = std::all_of(job.replicas.begin(), job.replicas.end(),
-                                [](const ReplicaAssignment& r) { return r.state == ReplicaState::kExited; });
+  bool all_exited =
+      std::all_of(job.replicas.begin(), job.replicas.end(),
+                  [](const ReplicaAssignment& r) { return r.state == ReplicaState::kExited; });
   if (!all_exited) {
     // One replica failed: the rest of the gang is stopped; the attempt ends when they have.
     if (std::any_of(job.replicas.begin(), job.replicas.end(), replica_failed)) stop_replicas(job);
@@ -136,14 +141,17 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
   const ReplicaAssignment* failed = nullptr;
   for (const auto& r : job.replicas) {
     if (r.lost && !lost) lost = &r;
-    if (!r.lost && r.exit_code.value_or(0) != 0 && !failed) failed = &r;
+    // Overrunning max_runtime fails the attempt even when the process exits 0 on SIGTERM.
+    if (!r.lost && (r.exit_code.value_or(0) != 0 || r.end_reason == "max_runtime") && !failed)
+      failed = &r;
   }
   const int restarts_used = job.attempt - 1;
   const auto policy = job.spec.restart.policy;
   const bool restarts_left = restarts_used < job.spec.restart.max;
   auto requeue = [&](const std::string& why) {
     for (const auto& r : job.replicas) logs_.wake(replica_key(job.id, job.attempt, r.rank));
-    job.message = fmt::format("attempt {} {}; re-queued as attempt {}", job.attempt, why, job.attempt + 1);
+    job.message =
+        fmt::format("attempt {} {}; re-queued as attempt {}", job.attempt, why, job.attempt + 1);
     job.attempt += 1;
     job.replicas.clear();
     job.state = JobState::kPending;
@@ -156,22 +164,28 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
   };
   int first_code = job.replicas.empty() ? 0 : job.replicas.front().exit_code.value_or(0);
   if (job.cancel_requested) {
-    end_job(job, JobState::kCancelled, job.replicas.empty() ? std::nullopt : job.replicas.front().exit_code, "cancelled", batch);
+    end_job(job, JobState::kCancelled,
+            job.replicas.empty() ? std::nullopt : job.replicas.front().exit_code, "cancelled",
+            batch);
   } else if (lost) {
-    std::string why = fmt::format("was lost ({}, rank {}: {})", lost->node_name, lost->rank, lost->message);
+    std::string why =
+        fmt::format("was lost ({}, rank {}: {})", lost->node_name, lost->rank, lost->message);
     if (policy != RestartPolicy::kNever && restarts_left)
       requeue(why);
     else
-      end_job(job, JobState::kLost, std::nullopt, fmt::format("attempt {} {}", job.attempt, why), batch);
+      end_job(job, JobState::kLost, std::nullopt, fmt::format("attempt {} {}", job.attempt, why),
+              batch);
   } else if (failed) {
-    bool start_failure = failed->message.rfind("failed to start", 0) == 0;
-    bool over_time = failed->message.find("max_runtime") != std::string::npos;
-    std::string why = fmt::format("failed with exit code {} (rank {} on {}){}", *failed->exit_code, failed->rank, failed->node_name,
+    bool start_failure = failed->end_reason == "failed_to_start";
+    bool over_time = failed->end_reason == "max_runtime";
+    std::string why = fmt::format("failed with exit code {} (rank {} on {}){}",
+                                  failed->exit_code.value_or(0), failed->rank, failed->node_name,
                                   failed->message.empty() ? "" : ": " + failed->message);
-    if ((policy == RestartPolicy::kOnFailure || policy == RestartPolicy::kAlways) && restarts_left && !start_failure && !over_time)
+    if ((policy == RestartPolicy::kOnFailure || policy == RestartPolicy::kAlways) &&
+        restarts_left && !start_failure && !over_time)
       requeue(why);
     else
-      end_job(job, JobState::kFailed, *failed->exit_code, why, batch);
+      end_job(job, JobState::kFailed, failed->exit_code.value_or(0), why, batch);
   } else if (policy == RestartPolicy::kAlways && restarts_left) {
     requeue("succeeded (restart policy always)");
   } else {
@@ -179,18 +193,21 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
   }
 }
 
-void Server::end_job(Job& job, JobState state, std::optional<int> exit_code, std::string message, store::WriteBatch& batch) {
+void Server::end_job(Job& job, JobState state, std::optional<int> exit_code, std::string message,
+                     store::WriteBatch& batch) {
   job.state = state;
   job.exit_code = exit_code;
   if (!message.empty()) job.message = std::move(message);
   job.finished_at = clock_.now_ms();
   job.pending_reason.clear();
   batch.jobs.push_back(job);
-  batch.audit.push_back({job.finished_at, "server", "job.end", job.id, std::string(to_string(state)) + " " + job.message});
+  batch.audit.push_back({job.finished_at, "server", "job.end", job.id,
+                         std::string(to_string(state)) + " " + job.message});
   for (const auto& r : job.replicas) logs_.wake(replica_key(job.id, job.attempt, r.rank));
   finished_.push_back(job.id);
   schedule_soon();  // its resources are free for the jobs that wait
-  spdlog::info("job {} {}{}", job.id, to_string(state), exit_code ? fmt::format(" (exit code {})", *exit_code) : "");
+  spdlog::info("job {} {}{}", job.id, to_string(state),
+               exit_code ? fmt::format(" (exit code {})", *exit_code) : "");
 }
 
 }  // namespace gpucloud::server

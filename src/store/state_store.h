@@ -17,9 +17,10 @@ namespace gpucloud::store {
 /// A registered node.
 struct NodeRecord {
   std::string id;
-  std::string credential_sha256;  // the node credential's hash; the credential itself is never stored
+  std::string
+      credential_sha256;  // the node credential's hash; the credential itself is never stored
   NodeInfo info;
-  std::string state = "ready";    // ready | unreachable | down
+  std::string state = "ready";  // ready | unreachable | down
   bool cordoned = false;
   TimeMs registered_at = 0;
   TimeMs last_seen = 0;
@@ -29,7 +30,7 @@ struct NodeRecord {
 struct TokenRecord {
   std::string sha256;
   std::string name;
-  std::string role;  // admin | member | agent
+  std::string role;                  // admin | member | agent
   std::vector<std::string> tenants;  // tenants a member may act for
   TimeMs created_at = 0;
   TimeMs expires_at = 0;  // 0 = never
@@ -40,17 +41,17 @@ struct TokenRecord {
 struct AuditEntry {
   TimeMs at = 0;
   std::string actor;
-  std::string action;   // e.g. "job.submit", "job.cancel", "node.register"
-  std::string object;   // e.g. the job id
+  std::string action;  // e.g. "job.submit", "job.cancel", "node.register"
+  std::string object;  // e.g. the job id
   std::string detail;
 };
 
 /// A set of changes written in one transaction: all or nothing.
 struct WriteBatch {
-  std::vector<Job> jobs;           // insert or replace
-  std::vector<NodeRecord> nodes;   // insert or replace
-  std::vector<TokenRecord> tokens; // insert or replace
-  std::vector<AuditEntry> audit;   // appended
+  std::vector<Job> jobs;            // insert or replace
+  std::vector<NodeRecord> nodes;    // insert or replace
+  std::vector<TokenRecord> tokens;  // insert or replace
+  std::vector<AuditEntry> audit;    // appended
   bool empty() const { return jobs.empty() && nodes.empty() && tokens.empty() && audit.empty(); }
 };
 

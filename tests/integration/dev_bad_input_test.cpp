@@ -15,8 +15,8 @@ class BadInput : public ::testing::Test {
   static void TearDownTestSuite() { delete cluster_; }
 
   // A raw API call; returns status and parsed error message ("" if none).
-  std::pair<int, std::string> call(const std::string& method, const std::string& path, const std::string& body,
-                                    const std::string& token) {
+  std::pair<int, std::string> call(const std::string& method, const std::string& path,
+                                   const std::string& body, const std::string& token) {
     auto client = net::HttpClient::create(cluster_->address());
     EXPECT_TRUE(client.ok());
     std::map<std::string, std::string> headers;
@@ -27,7 +27,9 @@ class BadInput : public ::testing::Test {
     std::string message;
     try {
       json j = json::parse(r->body);
-      if (j.contains("error")) message = j["error"]["code"].get<std::string>() + ": " + j["error"]["message"].get<std::string>();
+      if (j.contains("error"))
+        message =
+            j["error"]["code"].get<std::string>() + ": " + j["error"]["message"].get<std::string>();
     } catch (...) {
     }
     return {r->status, message};
@@ -49,17 +51,21 @@ TEST_F(BadInput, CliRejectsBadFlagsNamingTheField) {
       {{"run", "--cpus", "0", "--", "true"}, "cpus: 0 must be above 0"},
       {{"run", "--gpu-milli", "1500", "--", "true"}, "gpu_milli: 1500 is above the maximum 999"},
       {{"run", "--max-runtime", "-5s", "--", "true"}, "max_runtime: duration '-5s' is negative"},
-      {{"run", "--restart", "sometimes", "--", "true"}, "restart.policy: 'sometimes' is not one of"},
-      {{"run", "--name", std::string(200, 'n'), "--", "true"}, "name: is 200 characters long; the maximum is 128"},
+      {{"run", "--restart", "sometimes", "--", "true"},
+       "restart.policy: 'sometimes' is not one of"},
+      {{"run", "--name", std::string(200, 'n'), "--", "true"},
+       "name: is 200 characters long; the maximum is 128"},
       {{"run", "--name", "has space", "--", "true"}, "name: 'has space' may contain only"},
       {{"run", "--env", "NOEQUALS", "--", "true"}, "--env 'NOEQUALS' is not KEY=VALUE"},
-      {{"run", "--env", "GPUCLOUD_JOB_ID=x", "--", "true"}, "env.GPUCLOUD_JOB_ID: is set by gpucloud itself"},
+      {{"run", "--env", "GPUCLOUD_JOB_ID=x", "--", "true"},
+       "env.GPUCLOUD_JOB_ID: is set by gpucloud itself"},
       {{"run", "--"}, "nothing to run"},
   };
   for (const auto& tc : cases) {
     auto r = c.cli(tc.args);
     EXPECT_EQ(r.exit_code, 2) << tc.expected;
-    EXPECT_NE(r.err.find(tc.expected), std::string::npos) << "expected '" << tc.expected << "' in: " << r.err;
+    EXPECT_NE(r.err.find(tc.expected), std::string::npos)
+        << "expected '" << tc.expected << "' in: " << r.err;
   }
 }
 
@@ -67,7 +73,8 @@ TEST_F(BadInput, UnsatisfiableRequestsAreRejectedAtSubmitWithTheLargestThatFits)
   auto& c = *cluster_;
   auto r = c.cli({"run", "--gpus", "12", "--", "true"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("largest matching node (dev-0) has 8; ask for --gpus 8"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("largest matching node (dev-0) has 8; ask for --gpus 8"), std::string::npos)
+      << r.err;
   r = c.cli({"run", "--gpus", "1", "--gpu-type", "H100", "--", "true"});
   EXPECT_NE(r.err.find("no node has a GPU matching 'H100'"), std::string::npos) << r.err;
   auto [status, message] = call("POST", "/v1/jobs", R"({"command":["true"],"gpus":12})", c.token());
@@ -94,15 +101,18 @@ TEST_F(BadInput, ApiAnswersMalformedRequestsWith4xxAndAJsonError) {
       {"{\"command\":[\"\xff\xfe\"]}", 400, "UTF-8"},
       {R"({"command":["true"],"name":"ünïcödé"})", 400, "name:"},
       {R"({"command":["true"],"env":{"1BAD":"x"}})", 400, "is not a valid variable name"},
-      {R"({"command":["true"],"workdir":"relative/path"})", 400, "workdir: 'relative/path' is not an absolute path"},
+      {R"({"command":["true"],"workdir":"relative/path"})", 400,
+       "workdir: 'relative/path' is not an absolute path"},
   };
   for (const auto& tc : cases) {
     auto [status, message] = call("POST", "/v1/jobs", tc.body, t);
     EXPECT_EQ(status, tc.status) << tc.body;
-    EXPECT_NE(message.find(tc.expected), std::string::npos) << "body " << tc.body << " gave: " << message;
+    EXPECT_NE(message.find(tc.expected), std::string::npos)
+        << "body " << tc.body << " gave: " << message;
   }
   // A unicode command argument is fine.
-  auto [ok_status, ok_message] = call("POST", "/v1/jobs", R"({"command":["echo","héllo wörld ✓"]})", t);
+  auto [ok_status, ok_message] =
+      call("POST", "/v1/jobs", R"({"command":["echo","héllo wörld ✓"]})", t);
   EXPECT_EQ(ok_status, 201) << ok_message;
   // A huge body is refused as too large, and the server stays up.
   auto [big_status, big_message] = call("POST", "/v1/jobs", std::string(20 << 20, 'x'), t);
@@ -121,7 +131,8 @@ TEST_F(BadInput, MissingOrWrongTokenGets401WithoutRevealingJobs) {
   EXPECT_EQ(s3, 401);
   EXPECT_EQ(m1, m2);
   EXPECT_EQ(m2, m3);
-  auto r = run_command({GPUCLOUD_BINARY, "ps"}, {{"GPUCLOUD_ADDR", c.address()}, {"GPUCLOUD_TOKEN", "nope"}}, "/");
+  auto r = run_command({GPUCLOUD_BINARY, "ps"},
+                       {{"GPUCLOUD_ADDR", c.address()}, {"GPUCLOUD_TOKEN", "nope"}}, "/");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("invalid token"), std::string::npos) << r.err;
   // An agent join token cannot read jobs; unknown endpoints are 404; wrong methods 405.

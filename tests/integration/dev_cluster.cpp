@@ -1,6 +1,7 @@
 #include "dev_cluster.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -13,8 +14,6 @@
 #include <fstream>
 #include <stdexcept>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 extern char** environ;
 
@@ -53,10 +52,12 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-CommandResult run_command(const std::vector<std::string>& argv_in, const std::map<std::string, std::string>& env_in,
-                          const std::string& cwd, int timeout_s) {
+CommandResult run_command(const std::vector<std::string>& argv_in,
+                          const std::map<std::string, std::string>& env_in, const std::string& cwd,
+                          int timeout_s) {
   int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
+    throw std::runtime_error("pipe");
   pid_t pid = fork();
   if (pid == 0) {
     dup2(out_pipe[1], 1);
@@ -122,7 +123,9 @@ TempDir::~TempDir() {
 }
 
 DevCluster::DevCluster(std::vector<std::string> extra_args, std::map<std::string, std::string> env)
-    : data_dir_(dir_.path() + "/.gpucloud"), extra_args_(std::move(extra_args)), env_(std::move(env)) {
+    : data_dir_(dir_.path() + "/.gpucloud"),
+      extra_args_(std::move(extra_args)),
+      env_(std::move(env)) {
   start();
 }
 
@@ -134,7 +137,8 @@ DevCluster::~DevCluster() {
   }
   // Jobs outlive the dev process by design; the test ends them so nothing is left behind.
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(data_dir_, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(data_dir_, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
     if (it->path().filename() == "pid") {
       pid_t job = std::atoi(read_file(it->path()).c_str());
@@ -146,7 +150,8 @@ DevCluster::~DevCluster() {
 
 void DevCluster::start() {
   fs::remove(data_dir_ + "/address");
-  std::vector<std::string> argv = {GPUCLOUD_BINARY, "dev", "--listen", "127.0.0.1:0", "--data-dir", data_dir_};
+  std::vector<std::string> argv = {GPUCLOUD_BINARY, "dev",        "--listen",
+                                   "127.0.0.1:0",   "--data-dir", data_dir_};
   argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
   std::vector<std::string> env = merged_environment(env_);
   auto a = c_strings(argv);
@@ -182,12 +187,15 @@ void DevCluster::kill9() {
   pid_ = -1;
 }
 
-std::string DevCluster::token() const { return read_file(data_dir_ + "/admin.token"); }
+std::string DevCluster::token() const {
+  return read_file(data_dir_ + "/admin.token");
+}
 
 CommandResult DevCluster::cli(const std::vector<std::string>& args, int timeout_s) const {
   std::vector<std::string> argv = {GPUCLOUD_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_command(argv, {{"GPUCLOUD_ADDR", address_}, {"GPUCLOUD_TOKEN", token()}}, dir_.path(), timeout_s);
+  return run_command(argv, {{"GPUCLOUD_ADDR", address_}, {"GPUCLOUD_TOKEN", token()}}, dir_.path(),
+                     timeout_s);
 }
 
 nlohmann::json DevCluster::job(const std::string& id) const {
@@ -196,7 +204,8 @@ nlohmann::json DevCluster::job(const std::string& id) const {
   return nlohmann::json::parse(r.out);
 }
 
-nlohmann::json DevCluster::wait_done(const std::string& id, std::chrono::milliseconds timeout) const {
+nlohmann::json DevCluster::wait_done(const std::string& id,
+                                     std::chrono::milliseconds timeout) const {
   nlohmann::json j;
   wait_until(
       [&] {

@@ -7,10 +7,9 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace gpucloud::testing {
 
@@ -23,11 +22,13 @@ struct CommandResult {
 
 /// Runs argv with extra environment variables (added to this process's), in cwd if given;
 /// waits up to timeout_s. stdin is /dev/null.
-CommandResult run_command(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
+CommandResult run_command(const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& env = {},
                           const std::string& cwd = "", int timeout_s = 60);
 
 /// Waits until pred() is true or timeout passes; returns pred()'s last value.
-bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+bool wait_until(const std::function<bool()>& pred,
+                std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 /// A fresh temporary directory, removed by the destructor.
 class TempDir {
@@ -57,7 +58,8 @@ class DevCluster {
   /// `gpucloud show ID --json`, parsed.
   nlohmann::json job(const std::string& id) const;
   /// Waits for a job to reach a state that is not pending or running; returns its JSON.
-  nlohmann::json wait_done(const std::string& id, std::chrono::milliseconds timeout = std::chrono::seconds(30)) const;
+  nlohmann::json wait_done(const std::string& id,
+                           std::chrono::milliseconds timeout = std::chrono::seconds(30)) const;
   /// Submits with `run` and returns the job id (asserts success).
   std::string submit(const std::vector<std::string>& run_args) const;
 

@@ -28,7 +28,9 @@ std::string trim(std::string s) {
 
 class DevJobs : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { cluster_ = new DevCluster({"--sim-gpus", "8xA100-80GB"}, {{"AGENT_ONLY_SECRET", "leak"}}); }
+  static void SetUpTestSuite() {
+    cluster_ = new DevCluster({"--sim-gpus", "8xA100-80GB"}, {{"AGENT_ONLY_SECRET", "leak"}});
+  }
   static void TearDownTestSuite() { delete cluster_; }
   static DevCluster* cluster_;
 };
@@ -36,7 +38,8 @@ DevCluster* DevJobs::cluster_ = nullptr;
 
 TEST_F(DevJobs, JobSeesItsGpusAndLogsAreKept) {
   auto& c = *cluster_;
-  auto r = c.cli({"run", "--gpus", "2", "--wait", "--", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES; echo to-stderr >&2"});
+  auto r = c.cli({"run", "--gpus", "2", "--wait", "--", "sh", "-c",
+                  "echo $CUDA_VISIBLE_DEVICES; echo to-stderr >&2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string id = trim(r.out);
   auto logs = c.cli({"logs", id});
@@ -76,7 +79,9 @@ TEST_F(DevJobs, ChosenGpusAreNvlinkConnectedOnOneNumaNode) {
     for (const auto& [u, g] : by_uuid)
       if (g["index"] == a) peers = g["nvlink_peers"];
     for (int b : indices)
-      if (a != b) EXPECT_NE(std::find(peers.begin(), peers.end(), b), peers.end()) << a << "-" << b;
+      if (a != b) {
+        EXPECT_NE(std::find(peers.begin(), peers.end(), b), peers.end()) << a << "-" << b;
+      }
   }
 }
 
@@ -101,29 +106,38 @@ TEST_F(DevJobs, EnvironmentIsTheJobsOwnPlusThePlatforms) {
   EXPECT_NE(env.find("GPUCLOUD_ATTEMPT=1"), std::string::npos);
   EXPECT_NE(env.find("GPUCLOUD_ATTEMPT_DIR="), std::string::npos);
   EXPECT_NE(env.find("CUDA_VISIBLE_DEVICES="), std::string::npos);
-  EXPECT_EQ(env.find("AGENT_ONLY_SECRET"), std::string::npos) << "the agent's environment leaked into the job";
+  EXPECT_EQ(env.find("AGENT_ONLY_SECRET"), std::string::npos)
+      << "the agent's environment leaked into the job";
 }
 
 TEST_F(DevJobs, WorkdirDefaultsToTheClientsDirectoryAndAMissingOneFailsClearly) {
   auto& c = *cluster_;
   TempDir here;
-  auto r = run_command({GPUCLOUD_BINARY, "run", "--wait", "--", "pwd"}, {{"GPUCLOUD_ADDR", c.address()}, {"GPUCLOUD_TOKEN", c.token()}},
-                       here.path());
+  auto r =
+      run_command({GPUCLOUD_BINARY, "run", "--wait", "--", "pwd"},
+                  {{"GPUCLOUD_ADDR", c.address()}, {"GPUCLOUD_TOKEN", c.token()}}, here.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(trim(c.cli({"logs", trim(r.out)}).out), here.path());
   auto bad = c.cli({"run", "--wait", "--workdir", "/no/such/dir", "--", "true"});
   EXPECT_NE(bad.exit_code, 0);
   json job = c.job(trim(bad.out));
   EXPECT_EQ(job["state"], "failed");
-  EXPECT_NE(job["message"].get<std::string>().find("/no/such/dir does not exist"), std::string::npos) << job["message"];
+  EXPECT_NE(job["message"].get<std::string>().find("/no/such/dir does not exist"),
+            std::string::npos)
+      << job["message"];
 }
 
 TEST_F(DevJobs, CancelStopsWithSigtermThenSigkillAfterGrace) {
   auto& c = *cluster_;
   std::string polite = c.submit({"--", "sleep", "60"});
-  std::string stubborn = c.submit({"--grace", "1s", "--", "sh", "-c", "trap '' TERM; echo ready; while true; do sleep 0.1; done"});
-  ASSERT_TRUE(wait_until([&] { return c.job(polite)["state"] == "running" && c.job(stubborn)["state"] == "running"; }));
-  ASSERT_TRUE(wait_until([&] { return c.cli({"logs", stubborn}).out.find("ready") != std::string::npos; }));
+  std::string stubborn = c.submit({"--grace", "1s", "--", "sh", "-c",
+                                   "trap '' TERM; echo ready; while true; do sleep 0.1; done"});
+  ASSERT_TRUE(wait_until([&] {
+    return c.job(polite)["state"] == "running" && c.job(stubborn)["state"] == "running";
+  }));
+  ASSERT_TRUE(wait_until([&] {
+    return c.cli({"logs", stubborn}).out.find("ready") != std::string::npos;
+  }));
   EXPECT_EQ(c.cli({"cancel", polite}).exit_code, 0);
   EXPECT_EQ(c.cli({"cancel", stubborn}).exit_code, 0);
   json a = c.wait_done(polite), b = c.wait_done(stubborn);
@@ -140,7 +154,8 @@ TEST_F(DevJobs, CancelStopsWithSigtermThenSigkillAfterGrace) {
 TEST_F(DevJobs, ConcurrentJobsNeverShareAGpu) {
   auto& c = *cluster_;
   std::vector<std::string> ids;
-  for (int i = 0; i < 8; ++i) ids.push_back(c.submit({"--gpus", "2", "--", "sh", "-c", "sleep 0.4"}));
+  for (int i = 0; i < 8; ++i)
+    ids.push_back(c.submit({"--gpus", "2", "--", "sh", "-c", "sleep 0.4"}));
   struct Span {
     double start, end;
     std::set<std::string> gpus;
@@ -158,23 +173,50 @@ TEST_F(DevJobs, ConcurrentJobsNeverShareAGpu) {
     for (size_t b = a + 1; b < spans.size(); ++b)
       if (spans[a].start < spans[b].end && spans[b].start < spans[a].end) {
         ++overlapping_pairs;
-        for (const auto& g : spans[a].gpus) EXPECT_FALSE(spans[b].gpus.count(g)) << "GPU " << g << " shared";
+        for (const auto& g : spans[a].gpus)
+          EXPECT_FALSE(spans[b].gpus.count(g)) << "GPU " << g << " shared";
       }
   EXPECT_GT(overlapping_pairs, 0) << "jobs should have run concurrently";
 }
 
 TEST_F(DevJobs, LogsFollowStreamsUntilTheJobEnds) {
   auto& c = *cluster_;
-  std::string id = c.submit({"--", "sh", "-c", "for i in 1 2 3 4 5; do echo line-$i; sleep 0.2; done"});
+  std::string id =
+      c.submit({"--", "sh", "-c", "for i in 1 2 3 4 5; do echo line-$i; sleep 0.2; done"});
   auto r = c.cli({"logs", "-f", id});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "line-1\nline-2\nline-3\nline-4\nline-5\n");
 }
 
+TEST_F(DevJobs, MaxRuntimeStopsTheJobAndFailsItEvenIfItExitsCleanly) {
+  auto& c = *cluster_;
+  auto r = c.cli({"run", "--wait", "--max-runtime", "500ms", "--grace", "1s", "--restart",
+                  "on-failure", "--", "sh", "-c",
+                  "trap 'echo got-term; exit 0' TERM; while true; do sleep 0.05; done"});
+  std::string id = trim(r.out);
+  json j = c.job(id);
+  EXPECT_EQ(j["state"], "failed") << j.dump();
+  EXPECT_EQ(j["attempt"], 1) << "an overrun is not retried";
+  EXPECT_NE(j["message"].get<std::string>().find("max_runtime"), std::string::npos) << j["message"];
+  EXPECT_NE(c.cli({"logs", id}).out.find("got-term\n"), std::string::npos);
+}
+
+TEST_F(DevJobs, LargeOutputArrivesWhole) {
+  auto& c = *cluster_;
+  // 3 MB in one burst, then exit: the end is reported only once all of it has been shipped.
+  auto r =
+      c.cli({"run", "--wait", "--", "sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' x; echo"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string out = c.cli({"logs", trim(r.out)}).out;
+  EXPECT_EQ(out.size(), 3000001u);
+  EXPECT_EQ(out.find_first_not_of('x'), 3000000u);
+}
+
 TEST_F(DevJobs, SubmitReadsTheSameSpecFromYaml) {
   auto& c = *cluster_;
   std::string file = c.work_dir() + "/job.yaml";
-  std::ofstream(file) << "name: from-yaml\ncommand: [sh, -c, 'echo $GREETING']\ngpus: 1\nenv:\n  GREETING: hello\n";
+  std::ofstream(file)
+      << "name: from-yaml\ncommand: [sh, -c, 'echo $GREETING']\ngpus: 1\nenv:\n  GREETING: hello\n";
   auto r = c.cli({"submit", file, "--wait"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string id = trim(r.out);
@@ -199,8 +241,8 @@ TEST_F(DevJobs, PsListsJobsAsJsonAndShowAcceptsAPrefix) {
   bool found = false;
   for (const auto& j : all) found |= j["id"] == id && j["name"] == "listed";
   EXPECT_TRUE(found);
-  for (const char* key : {"id", "name", "tenant", "state", "exit_code", "pending_reason", "attempt", "replicas", "created_at",
-                          "started_at", "finished_at", "spec"})
+  for (const char* key : {"id", "name", "tenant", "state", "exit_code", "pending_reason", "attempt",
+                          "replicas", "created_at", "started_at", "finished_at", "spec"})
     EXPECT_TRUE(all[0].contains(key)) << key;
   EXPECT_EQ(c.job(id.substr(0, 20))["id"], id);
   auto missing = c.cli({"show", "ffffffffffff"});

@@ -1,7 +1,6 @@
 // Nothing is lost: kill -9 of `gpucloud dev` while jobs run, then a restart with the same data dir.
-#include <signal.h>
-
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <filesystem>
 #include <fstream>
@@ -28,7 +27,8 @@ std::pair<int, int> pids_of(const DevCluster& c, const std::string& job_id) {
   json state = json::parse(in);
   for (const auto& r : state["replicas"])
     if (r["allocation"]["job_id"] == job_id)
-      return {r["process"]["shim_pid"].get<int>(), read_int(r["process"]["attempt_dir"].get<std::string>() + "/pid")};
+      return {r["process"]["shim_pid"].get<int>(),
+              read_int(r["process"]["attempt_dir"].get<std::string>() + "/pid")};
   return {0, 0};
 }
 
@@ -37,9 +37,11 @@ TEST(DevRestart, JobsSurviveAKilledServerAndEndsAreRecorded) {
   std::string finishing = c.submit({"--", "sh", "-c", "sleep 1.5; echo finished; exit 4"});
   std::string vanishing = c.submit({"--", "sleep", "30"});
   std::string fragile = c.submit({"--restart", "never", "--", "sleep", "30"});
-  std::string waiting = c.submit({"--gpus", "8", "--", "sh", "-c", "echo big"});  // pending until the others end
+  std::string waiting =
+      c.submit({"--gpus", "8", "--", "sh", "-c", "echo big"});  // pending until the others end
   ASSERT_TRUE(wait_until([&] {
-    return c.job(finishing)["state"] == "running" && c.job(vanishing)["state"] == "running" && c.job(fragile)["state"] == "running";
+    return c.job(finishing)["state"] == "running" && c.job(vanishing)["state"] == "running" &&
+           c.job(fragile)["state"] == "running";
   }));
   auto [shim_a, job_a] = pids_of(c, vanishing);
   auto [shim_b, job_b] = pids_of(c, fragile);
@@ -58,7 +60,8 @@ TEST(DevRestart, JobsSurviveAKilledServerAndEndsAreRecorded) {
   // Vanished with restart policy on-lost: re-queued as attempt 2 (which runs sleep 30 again).
   ASSERT_TRUE(wait_until([&] { return c.job(vanishing)["attempt"] == 2; }));
   json v = c.job(vanishing);
-  EXPECT_NE(v["message"].get<std::string>().find("attempt 1 was lost"), std::string::npos) << v.dump();
+  EXPECT_NE(v["message"].get<std::string>().find("attempt 1 was lost"), std::string::npos)
+      << v.dump();
   // Vanished with restart policy never: lost, and `--wait`-style exit code 75.
   json f = c.wait_done(fragile);
   EXPECT_EQ(f["state"], "lost");
@@ -72,7 +75,8 @@ TEST(DevRestart, JobsSurviveAKilledServerAndEndsAreRecorded) {
 
 TEST(DevRestart, ARunningJobIsReadoptedAndNotStartedTwice) {
   DevCluster c;
-  std::string id = c.submit({"--", "sh", "-c", "echo started >> $GPUCLOUD_ATTEMPT_DIR/../../count; sleep 2; echo done"});
+  std::string id = c.submit(
+      {"--", "sh", "-c", "echo started >> $GPUCLOUD_ATTEMPT_DIR/../../count; sleep 2; echo done"});
   ASSERT_TRUE(wait_until([&] { return c.job(id)["state"] == "running"; }));
   c.kill9();
   c.start();

@@ -2,11 +2,11 @@
 //
 // Limits: one writer process per database file (the server); jobs are stored as their JSON
 // document plus the indexed columns queries need.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "model/node_json.h"
 #include "store/state_store.h"
@@ -49,12 +49,16 @@ const char* const kMigrations[] = {
 
 class Statement {
  public:
-  Statement(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  Statement(sqlite3* db, const char* sql) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
   ~Statement() { sqlite3_finalize(stmt_); }
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
   bool ok() const { return rc_ == SQLITE_OK; }
-  void bind(int i, const std::string& s) { sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT); }
+  void bind(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
   void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
   int step() { return sqlite3_step(stmt_); }
   void reset() {
@@ -73,8 +77,13 @@ class Statement {
 };
 
 json node_to_doc(const NodeRecord& n) {
-  return {{"id", n.id}, {"credential_sha256", n.credential_sha256}, {"info", node_info_to_json(n.info)},
-          {"state", n.state}, {"cordoned", n.cordoned}, {"registered_at", n.registered_at}, {"last_seen", n.last_seen}};
+  return {{"id", n.id},
+          {"credential_sha256", n.credential_sha256},
+          {"info", node_info_to_json(n.info)},
+          {"state", n.state},
+          {"cordoned", n.cordoned},
+          {"registered_at", n.registered_at},
+          {"last_seen", n.last_seen}};
 }
 
 Result<NodeRecord> node_from_doc(const std::string& text) {
@@ -97,8 +106,13 @@ Result<NodeRecord> node_from_doc(const std::string& text) {
 }
 
 json token_to_doc(const TokenRecord& t) {
-  return {{"sha256", t.sha256}, {"name", t.name}, {"role", t.role}, {"tenants", t.tenants},
-          {"created_at", t.created_at}, {"expires_at", t.expires_at}, {"revoked", t.revoked}};
+  return {{"sha256", t.sha256},
+          {"name", t.name},
+          {"role", t.role},
+          {"tenants", t.tenants},
+          {"created_at", t.created_at},
+          {"expires_at", t.expires_at},
+          {"revoked", t.revoked}};
 }
 
 class SqliteStore final : public StateStore {
@@ -107,8 +121,8 @@ class SqliteStore final : public StateStore {
   ~SqliteStore() override { sqlite3_close_v2(db_); }
 
   Status init() {
-    for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON",
-                               "PRAGMA busy_timeout=5000"}) {
+    for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
+                               "PRAGMA foreign_keys=ON", "PRAGMA busy_timeout=5000"}) {
       GPUCLOUD_TRY(exec(pragma));
     }
     return migrate();
@@ -126,8 +140,9 @@ class SqliteStore final : public StateStore {
   }
 
   Result<std::vector<Job>> load_jobs(bool include_terminal) override {
-    return query_jobs(include_terminal ? "SELECT doc FROM jobs ORDER BY created_at, id"
-                                       : "SELECT doc FROM jobs WHERE terminal = 0 ORDER BY created_at, id",
+    return query_jobs(include_terminal
+                          ? "SELECT doc FROM jobs ORDER BY created_at, id"
+                          : "SELECT doc FROM jobs WHERE terminal = 0 ORDER BY created_at, id",
                       {});
   }
 
@@ -141,12 +156,18 @@ class SqliteStore final : public StateStore {
   Result<std::vector<Job>> find_jobs_by_prefix(const std::string& prefix, int limit) override {
     std::string hi = prefix;
     hi.push_back('\x7f');
-    return query_jobs(fmt::format("SELECT doc FROM jobs WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT {}", limit).c_str(),
-                      {prefix, hi});
+    return query_jobs(
+        fmt::format("SELECT doc FROM jobs WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT {}", limit)
+            .c_str(),
+        {prefix, hi});
   }
 
   Result<std::vector<Job>> recent_finished_jobs(int limit) override {
-    return query_jobs(fmt::format("SELECT doc FROM jobs WHERE terminal = 1 ORDER BY finished_at DESC LIMIT {}", limit).c_str(), {});
+    return query_jobs(
+        fmt::format("SELECT doc FROM jobs WHERE terminal = 1 ORDER BY finished_at DESC LIMIT {}",
+                    limit)
+            .c_str(),
+        {});
   }
 
   Result<std::vector<NodeRecord>> load_nodes() override {
@@ -185,18 +206,23 @@ class SqliteStore final : public StateStore {
   }
 
   Result<std::vector<AuditEntry>> audit_for(const std::string& object, int limit) override {
-    Statement st(db_, "SELECT at, actor, action, object, detail FROM (SELECT * FROM audit WHERE object = ?1 "
-                      "ORDER BY seq DESC LIMIT ?2) ORDER BY seq");
+    Statement st(
+        db_,
+        "SELECT at, actor, action, object, detail FROM (SELECT * FROM audit WHERE object = ?1 "
+        "ORDER BY seq DESC LIMIT ?2) ORDER BY seq");
     if (!st.ok()) return error("prepare audit_for");
     st.bind(1, object);
     st.bind(2, static_cast<int64_t>(limit));
     std::vector<AuditEntry> out;
-    while (st.step() == SQLITE_ROW) out.push_back({st.integer(0), st.text(1), st.text(2), st.text(3), st.text(4)});
+    while (st.step() == SQLITE_ROW)
+      out.push_back({st.integer(0), st.text(1), st.text(2), st.text(3), st.text(4)});
     return out;
   }
 
  private:
-  Error error(const std::string& what) { return internal(fmt::format("sqlite {}: {}", what, sqlite3_errmsg(db_))); }
+  Error error(const std::string& what) {
+    return internal(fmt::format("sqlite {}: {}", what, sqlite3_errmsg(db_)));
+  }
 
   Status exec(const char* sql) {
     char* msg = nullptr;
@@ -214,7 +240,9 @@ class SqliteStore final : public StateStore {
     int64_t current = version.integer(0);
     const int64_t latest = static_cast<int64_t>(std::size(kMigrations));
     if (current > latest)
-      return internal(fmt::format("database schema version {} is newer than this gpucloud ({}); upgrade gpucloud", current, latest));
+      return internal(fmt::format(
+          "database schema version {} is newer than this gpucloud ({}); upgrade gpucloud", current,
+          latest));
     for (int64_t v = current; v < latest; ++v) {
       GPUCLOUD_TRY(exec("BEGIN IMMEDIATE"));
       Status st = exec(kMigrations[v]);
@@ -231,8 +259,10 @@ class SqliteStore final : public StateStore {
 
   Status write(const WriteBatch& batch) {
     if (!batch.jobs.empty()) {
-      Statement st(db_, "INSERT OR REPLACE INTO jobs (id, tenant, state, terminal, created_at, finished_at, doc) "
-                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+      Statement st(
+          db_,
+          "INSERT OR REPLACE INTO jobs (id, tenant, state, terminal, created_at, finished_at, doc) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
       if (!st.ok()) return error("prepare job write");
       for (const auto& job : batch.jobs) {
         st.bind(1, job.id);
@@ -268,7 +298,8 @@ class SqliteStore final : public StateStore {
       }
     }
     if (!batch.audit.empty()) {
-      Statement st(db_, "INSERT INTO audit (at, actor, action, object, detail) VALUES (?1, ?2, ?3, ?4, ?5)");
+      Statement st(
+          db_, "INSERT INTO audit (at, actor, action, object, detail) VALUES (?1, ?2, ?3, ?4, ?5)");
       if (!st.ok()) return error("prepare audit write");
       for (const auto& a : batch.audit) {
         st.bind(1, a.at);
@@ -309,7 +340,9 @@ class SqliteStore final : public StateStore {
 
 Result<std::unique_ptr<StateStore>> open_sqlite_store(const std::string& path) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close_v2(db);

@@ -1,0 +1,158 @@
+#include "model/agent_protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace gpucloud {
+namespace {
+
+using json = nlohmann::json;
+
+Allocation sample_allocation() {
+  Allocation a;
+  a.job_id = "0190a1b2c3d4";
+  a.attempt = 2;
+  a.rank = 1;
+  a.replicas = 4;
+  a.key = replica_key(a.job_id, a.attempt, a.rank);
+  a.command = {"torchrun", "train.py"};
+  a.env = {{"SEED", "7"}};
+  a.workdir = "/srv/x";
+  a.gpus = {{2, "GPU-2222", 1000}, {3, "GPU-3333", 1000}};
+  a.cpu_milli = 16'000;
+  a.memory_mib = 65'536;
+  a.grace_ms = 10'000;
+  a.max_runtime_ms = 3'600'000;
+  return a;
+}
+
+TEST(ReplicaKey, IsJobAttemptRank) {
+  EXPECT_EQ(replica_key("abcd", 3, 0), "abcd.3.0");
+}
+
+TEST(PollRequest, RoundTrips) {
+  PollRequest r;
+  r.node_id = "node-1";
+  r.applied_version = 42;
+  r.running = {"abcd.1.0", "beef.2.1"};
+  r.events = {{7, "abcd.1.0", "started", 0, 0, false, false, false, "", 1'000},
+              {8, "beef.2.1", "exited", 137, 9, true, false, true, "killed by SIGKILL", 2'000}};
+  r.logs = {{"abcd.1.0", 4096, "aGVsbG8K"}};
+  r.hold_ms = 25'000;
+  auto back = poll_request_from_json(json::parse(poll_request_to_json(r).dump()));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->node_id, "node-1");
+  EXPECT_EQ(back->applied_version, 42);
+  EXPECT_EQ(back->running, r.running);
+  EXPECT_EQ(back->hold_ms, 25'000);
+  ASSERT_EQ(back->events.size(), 2u);
+  const ReplicaEvent& e = back->events[1];
+  EXPECT_EQ(e.seq, 8);
+  EXPECT_EQ(e.key, "beef.2.1");
+  EXPECT_EQ(e.type, "exited");
+  EXPECT_EQ(e.exit_code, 137);
+  EXPECT_EQ(e.signal, 9);
+  EXPECT_TRUE(e.lost);
+  EXPECT_FALSE(e.failed_to_start);
+  EXPECT_TRUE(e.over_runtime);
+  EXPECT_EQ(e.message, "killed by SIGKILL");
+  EXPECT_EQ(e.at, 2'000);
+  ASSERT_EQ(back->logs.size(), 1u);
+  EXPECT_EQ(back->logs[0].key, "abcd.1.0");
+  EXPECT_EQ(back->logs[0].offset, 4096);
+  EXPECT_EQ(back->logs[0].data_base64, "aGVsbG8K");
+}
+
+TEST(PollRequest, CarriesTelemetryWhenGiven) {
+  json telemetry = {{"gpus", {{{"index", 0}, {"util", 97}}}}};
+  PollRequest r;
+  r.node_id = "n";
+  r.telemetry = &telemetry;
+  EXPECT_EQ(poll_request_to_json(r)["telemetry"], telemetry);
+  r.telemetry = nullptr;
+  EXPECT_FALSE(poll_request_to_json(r).contains("telemetry"));
+}
+
+TEST(PollRequest, RejectsOversizedLists) {
+  PollRequest r;
+  r.node_id = "n";
+  json j = poll_request_to_json(r);
+  j["running"] = json::array();
+  for (int i = 0; i < 10'001; ++i) j["running"].push_back("k");
+  auto back = poll_request_from_json(j);
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(back.error().message.find("10,000"), std::string::npos) << back.error().message;
+
+  j = poll_request_to_json(r);
+  for (int i = 0; i < 10'001; ++i)
+    j["events"].push_back({{"seq", i}, {"key", "k"}, {"type", "started"}});
+  EXPECT_FALSE(poll_request_from_json(j).ok());
+
+  j = poll_request_to_json(r);
+  for (int i = 0; i < 10'001; ++i) j["logs"].push_back({{"key", "k"}, {"offset", 0}, {"data", ""}});
+  EXPECT_FALSE(poll_request_from_json(j).ok());
+}
+
+TEST(PollRequest, RejectsAHoldBeyondOneMinuteAndMalformedBodies) {
+  PollRequest r;
+  r.node_id = "n";
+  json j = poll_request_to_json(r);
+  j["hold_ms"] = 600'000;
+  EXPECT_FALSE(poll_request_from_json(j).ok());
+  j["hold_ms"] = -1;
+  EXPECT_FALSE(poll_request_from_json(j).ok());
+  j = poll_request_to_json(r);
+  j["events"] = "started";
+  EXPECT_FALSE(poll_request_from_json(j).ok());
+  j = poll_request_to_json(r);
+  j.erase("node_id");
+  EXPECT_FALSE(poll_request_from_json(j).ok());
+  EXPECT_FALSE(poll_request_from_json(json(nullptr)).ok());
+}
+
+TEST(PollResponse, RoundTrips) {
+  PollResponse r;
+  r.version = 9;
+  r.acked_seq = 8;
+  r.log_offsets = {{"abcd.1.0", 4096}};
+  r.allocations = {sample_allocation()};
+  auto back = poll_response_from_json(json::parse(poll_response_to_json(r).dump()));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->version, 9);
+  EXPECT_EQ(back->acked_seq, 8);
+  EXPECT_EQ(back->log_offsets, r.log_offsets);
+  ASSERT_EQ(back->allocations.size(), 1u);
+  const Allocation& a = back->allocations[0];
+  const Allocation want = sample_allocation();
+  EXPECT_EQ(a.key, "0190a1b2c3d4.2.1");
+  EXPECT_EQ(a.job_id, want.job_id);
+  EXPECT_EQ(a.attempt, 2);
+  EXPECT_EQ(a.rank, 1);
+  EXPECT_EQ(a.replicas, 4);
+  EXPECT_EQ(a.command, want.command);
+  EXPECT_EQ(a.env, want.env);
+  EXPECT_EQ(a.workdir, "/srv/x");
+  ASSERT_EQ(a.gpus.size(), 2u);
+  EXPECT_EQ(a.gpus[1].index, 3);
+  EXPECT_EQ(a.gpus[1].uuid, "GPU-3333");
+  EXPECT_EQ(a.gpus[1].milli, 1000);
+  EXPECT_EQ(a.cpu_milli, 16'000);
+  EXPECT_EQ(a.memory_mib, 65'536);
+  EXPECT_EQ(a.grace_ms, 10'000);
+  EXPECT_EQ(a.max_runtime_ms, 3'600'000);
+}
+
+TEST(PollResponse, RejectsAMalformedAllocation) {
+  PollResponse r;
+  r.allocations = {sample_allocation()};
+  json j = poll_response_to_json(r);
+  j["allocations"][0]["gpus"][0]["milli"] = "all";
+  auto back = poll_response_from_json(j);
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.error().code, ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gpucloud

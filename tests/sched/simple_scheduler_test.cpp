@@ -1,0 +1,243 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cluster.h"
+#include "sched/scheduler.h"
+
+namespace gpucloud::sched {
+namespace {
+
+using namespace testing;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+TEST(CreateScheduler, KnowsSimpleAndNamesUnknownPolicies) {
+  auto simple = create_scheduler({"simple"});
+  ASSERT_TRUE(simple.ok());
+  EXPECT_EQ((*simple)->name(), "simple");
+  auto unknown = create_scheduler({"drf"});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(unknown.error().message, HasSubstr("'drf'"));
+  EXPECT_THAT(unknown.error().message, HasSubstr("simple"));
+}
+
+TEST(SimpleScheduler, TwoGpusGetAnNvlinkPairOnOneNumaNode) {
+  // GPUs 0 and 3 are taken: 1-2 would share a NUMA node but have no NVLink between them.
+  Plan plan = schedule({with_used(gpu_node("a", 8), {0, 3})}, {job("j", 2)});
+  const Placement* p = placement_of(plan, "j");
+  ASSERT_NE(p, nullptr) << reason_of(plan, "j");
+  EXPECT_EQ(gpu_indices(*p), (std::vector<int>{4, 5}));
+}
+
+TEST(SimpleScheduler, FourGpusOnAFullMeshStayOnOneNumaNode) {
+  // GPU 0 is taken: the first four free GPUs (1-4) would cross NUMA nodes.
+  Plan plan = schedule({with_used(gpu_node("a", 8, "A100", Links::kFullMesh), {0})}, {job("j", 4)});
+  const Placement* p = placement_of(plan, "j");
+  ASSERT_NE(p, nullptr) << reason_of(plan, "j");
+  EXPECT_EQ(gpu_indices(*p), (std::vector<int>{4, 5, 6, 7}));
+}
+
+TEST(SimpleScheduler, OneGpuGoesToThePartlyUsedNodeNotAnIdleOne) {
+  Plan plan = schedule({gpu_node("idle", 8), with_used(gpu_node("busy", 8), {0, 1, 2, 3, 4})},
+                       {job("j", 1)});
+  const Placement* p = placement_of(plan, "j");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->replicas[0].node_id, "id-busy");
+}
+
+TEST(SimpleScheduler, GpuModelConstraintPicksMatchingNodes) {
+  std::vector<NodeState> nodes = {gpu_node("a100", 8, "A100"), gpu_node("h100", 8, "H100")};
+  Plan plan = schedule(nodes, {job("h", 8, "H100")});
+  ASSERT_NE(placement_of(plan, "h"), nullptr);
+  EXPECT_EQ(placement_of(plan, "h")->replicas[0].node_id, "id-h100");
+
+  plan = schedule(nodes, {job("x", 8, "A100|H100"), job("y", 8, "A100|H100")});
+  ASSERT_NE(placement_of(plan, "x"), nullptr);
+  ASSERT_NE(placement_of(plan, "y"), nullptr);
+  EXPECT_NE(placement_of(plan, "x")->replicas[0].node_id,
+            placement_of(plan, "y")->replicas[0].node_id);
+
+  plan = schedule({gpu_node("a100", 8, "A100")}, {job("h", 1, "H100")});
+  EXPECT_EQ(placement_of(plan, "h"), nullptr);
+  EXPECT_THAT(reason_of(plan, "h"), HasSubstr("no matching GPU"));
+}
+
+TEST(SimpleScheduler, PlacementCarriesTheRequestedResources) {
+  JobRequest j = job("j", 2);
+  j.cpu_milli = 12'000;
+  j.memory_mib = 64 * 1024;
+  Plan plan = schedule({gpu_node("a", 8)}, {j});
+  ASSERT_EQ(plan.placements.size(), 1u);
+  const ReplicaPlacement& r = plan.placements[0].replicas.at(0);
+  EXPECT_EQ(r.node_id, "id-a");
+  EXPECT_EQ(r.cpu_milli, 12'000);
+  EXPECT_EQ(r.memory_mib, 64 * 1024);
+  ASSERT_EQ(r.gpus.size(), 2u);
+  EXPECT_EQ(r.gpus[0].uuid, "GPU-a-0");
+  EXPECT_EQ(r.gpus[0].milli, 1000);
+}
+
+TEST(SimpleScheduler, RespectsCpuLimits) {
+  NodeState small = gpu_node("small", 8);
+  small.cpu_milli = 8'000;
+  JobRequest a = job("a", 1), b = job("b", 1);
+  a.cpu_milli = b.cpu_milli = 6'000;
+  b.created_at = 1;
+  Plan plan = schedule({small}, {a, b});
+  ASSERT_NE(placement_of(plan, "a"), nullptr);
+  EXPECT_EQ(placement_of(plan, "b"), nullptr);
+  EXPECT_THAT(reason_of(plan, "b"), HasSubstr("6 CPUs"));
+  EXPECT_THAT(reason_of(plan, "b"), HasSubstr("most free on a matching node is 2 CPUs"));
+}
+
+TEST(SimpleScheduler, RespectsMemoryLimitsAcrossNodes) {
+  NodeState first = gpu_node("first", 8), second = gpu_node("second", 8);
+  first.memory_used_mib = first.memory_mib - 10 * 1024;  // 10 GiB left
+  JobRequest j = job("j", 1);
+  j.memory_mib = 32 * 1024;
+  Plan plan = schedule({first, second}, {j});
+  ASSERT_NE(placement_of(plan, "j"), nullptr) << reason_of(plan, "j");
+  EXPECT_EQ(placement_of(plan, "j")->replicas[0].node_id, "id-second");
+}
+
+TEST(SimpleScheduler, NodeSelectorMustMatchALabel) {
+  NodeState a = gpu_node("a", 8), b = gpu_node("b", 8);
+  a.labels["zone"] = "eu-1";
+  b.labels["zone"] = "us-1";
+  JobRequest us = job("us", 1), mars = job("mars", 1);
+  us.node_selector = {{"zone", "us-1"}};
+  mars.node_selector = {{"zone", "mars"}};
+  Plan plan = schedule({a, b}, {us, mars});
+  ASSERT_NE(placement_of(plan, "us"), nullptr);
+  EXPECT_EQ(placement_of(plan, "us")->replicas[0].node_id, "id-b");
+  EXPECT_EQ(placement_of(plan, "mars"), nullptr);
+  EXPECT_THAT(reason_of(plan, "mars"), HasSubstr("zone=mars"));
+}
+
+TEST(SimpleScheduler, CapacityClassFollowsTheNodeLabelWithOnDemandAsDefault) {
+  NodeState spot = gpu_node("spot", 8), plain = gpu_node("plain", 8);
+  spot.labels["capacity-class"] = "spot";
+  JobRequest s = job("s", 1), od = job("od", 1), any = job("any", 8);
+  s.capacity_class = CapacityClass::kSpot;
+  od.capacity_class = CapacityClass::kOnDemand;
+  Plan plan = schedule({spot, plain}, {s, od});
+  ASSERT_NE(placement_of(plan, "s"), nullptr);
+  ASSERT_NE(placement_of(plan, "od"), nullptr);
+  EXPECT_EQ(placement_of(plan, "s")->replicas[0].node_id, "id-spot");
+  EXPECT_EQ(placement_of(plan, "od")->replicas[0].node_id, "id-plain");
+
+  plan = schedule({plain}, {s});
+  EXPECT_EQ(placement_of(plan, "s"), nullptr);
+  EXPECT_THAT(reason_of(plan, "s"), HasSubstr("capacity class is on-demand"));
+  EXPECT_NE(placement_of(schedule({spot}, {any}), "any"), nullptr);
+}
+
+TEST(SimpleScheduler, HighPriorityGoesBeforeAnOlderNormalJob) {
+  JobRequest old_normal = job("old", 8), new_high = job("new", 8);
+  old_normal.created_at = 1'000;
+  new_high.created_at = 2'000;
+  new_high.priority = Priority::kHigh;
+  Plan plan = schedule({gpu_node("a", 8)}, {old_normal, new_high});
+  EXPECT_NE(placement_of(plan, "new"), nullptr);
+  EXPECT_EQ(placement_of(plan, "old"), nullptr);
+  EXPECT_FALSE(reason_of(plan, "old").empty());
+}
+
+TEST(SimpleScheduler, OlderJobFirstAtEqualPriority) {
+  JobRequest older = job("zzz", 8), newer = job("aaa", 8);
+  older.created_at = 1'000;
+  newer.created_at = 2'000;
+  Plan plan = schedule({gpu_node("a", 8)}, {newer, older});
+  EXPECT_NE(placement_of(plan, "zzz"), nullptr);
+  EXPECT_EQ(placement_of(plan, "aaa"), nullptr);
+}
+
+TEST(SimpleScheduler, AGangThatDoesNotFullyFitPlacesNothing) {
+  JobRequest gang = job("gang", 8);
+  gang.replicas = 2;
+  JobRequest small = job("small", 8);
+  small.created_at = 1;  // after the gang, so it sees what the gang left
+  Plan plan = schedule({gpu_node("a", 8)}, {gang, small});
+  EXPECT_EQ(placement_of(plan, "gang"), nullptr);
+  EXPECT_THAT(reason_of(plan, "gang"), StartsWith("gang of 2 replicas"));
+  EXPECT_THAT(reason_of(plan, "gang"), HasSubstr("1 placeable now"));
+  // The failed gang's first replica was rolled back: the node is free for the next job.
+  EXPECT_NE(placement_of(plan, "small"), nullptr);
+}
+
+TEST(SimpleScheduler, AGangThatFitsGetsAllItsReplicasOnDistinctGpus) {
+  JobRequest gang = job("gang", 4);
+  gang.replicas = 3;
+  Plan plan = schedule({gpu_node("a", 8), gpu_node("b", 8)}, {gang});
+  const Placement* p = placement_of(plan, "gang");
+  ASSERT_NE(p, nullptr) << reason_of(plan, "gang");
+  ASSERT_EQ(p->replicas.size(), 3u);
+  std::set<std::string> uuids;
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_EQ(p->replicas[rank].rank, rank);
+    EXPECT_EQ(p->replicas[rank].gpus.size(), 4u);
+    for (const auto& g : p->replicas[rank].gpus) uuids.insert(g.uuid);
+  }
+  EXPECT_EQ(uuids.size(), 12u);
+}
+
+TEST(SimpleScheduler, PendingReasonNamesTheLargestFreeBlock) {
+  NodeState x = with_used(gpu_node("node-x", 8), {0, 1, 2, 3});
+  NodeState y = with_used(gpu_node("node-y", 8), {0, 1, 2, 3, 4, 5});
+  Plan plan = schedule({y, x}, {job("big", 8, "A100")});
+  EXPECT_EQ(reason_of(plan, "big"), "needs 8×A100 on one node; largest free block is 4 (node-x)");
+}
+
+TEST(SimpleScheduler, PendingReasonWithoutNodes) {
+  Plan plan = schedule({}, {job("j", 1)});
+  EXPECT_THAT(reason_of(plan, "j"), HasSubstr("no nodes registered"));
+}
+
+TEST(SimpleScheduler, TwoHalfGpuSharesFitOnOneGpuAndAThirdGoesToAnother) {
+  JobRequest a = share("a", 500), b = share("b", 500), c = share("c", 500);
+  b.created_at = 1;
+  c.created_at = 2;
+  Plan plan = schedule({gpu_node("n", 2)}, {a, b, c});
+  ASSERT_EQ(plan.placements.size(), 3u);
+  const auto& ga = placement_of(plan, "a")->replicas[0].gpus;
+  const auto& gb = placement_of(plan, "b")->replicas[0].gpus;
+  const auto& gc = placement_of(plan, "c")->replicas[0].gpus;
+  ASSERT_EQ(ga.size(), 1u);
+  EXPECT_EQ(ga[0].milli, 500);
+  EXPECT_EQ(ga[0].uuid, gb[0].uuid);
+  EXPECT_NE(gc[0].uuid, ga[0].uuid);
+}
+
+TEST(SimpleScheduler, ASharedGpuIsNotGivenOutWhole) {
+  NodeState n = gpu_node("n", 1);
+  n.gpus[0].used_milli = 300;
+  Plan plan = schedule({n}, {job("whole", 1), share("part", 700)});
+  EXPECT_EQ(placement_of(plan, "whole"), nullptr);
+  EXPECT_NE(placement_of(plan, "part"), nullptr);
+  plan = schedule({n}, {share("too-big", 800)});
+  EXPECT_THAT(reason_of(plan, "too-big"), HasSubstr("800 milli"));
+}
+
+TEST(SimpleScheduler, UnschedulableNodesAreSkipped) {
+  NodeState cordoned = gpu_node("cordoned", 8);
+  cordoned.schedulable = false;
+  Plan plan =
+      schedule({cordoned, with_used(gpu_node("open", 8), {0, 1, 2, 3, 4, 5, 6})}, {job("j", 1)});
+  ASSERT_NE(placement_of(plan, "j"), nullptr);
+  EXPECT_EQ(placement_of(plan, "j")->replicas[0].node_id, "id-open");
+  plan = schedule({cordoned}, {job("j", 1)});
+  EXPECT_EQ(placement_of(plan, "j"), nullptr);
+  EXPECT_THAT(reason_of(plan, "j"), HasSubstr("not schedulable"));
+}
+
+TEST(SimpleScheduler, CpuOnlyJobsNeedNoGpu) {
+  NodeState cpu = gpu_node("cpu", 0);
+  Plan plan = schedule({gpu_node("gpu", 8), cpu}, {job("etl", 0)});
+  ASSERT_NE(placement_of(plan, "etl"), nullptr);
+  EXPECT_TRUE(placement_of(plan, "etl")->replicas[0].gpus.empty());
+  EXPECT_EQ(placement_of(plan, "etl")->replicas[0].node_id, "id-cpu")
+      << "keeps GPU nodes for GPU jobs";
+}
+
+}  // namespace
+}  // namespace gpucloud::sched
