@@ -102,11 +102,15 @@ Status Agent::start() {
   executor_->set_exit_callback([this](const exec::ExitInfo& info) { on_exit(info); });
   {
     std::lock_guard lock(mu_);
+    // Events are not saved: those of a previous agent process are derived again below (starts)
+    // or by the executor (ends). Numbers keep growing across restarts, so none is mistaken for
+    // one the server has already seen.
+    state_.next_seq = std::max(state_.next_seq, clock_.now_ms() * 1000);
     for (auto& [key, r] : state_.replicas) {
       if (!r.exited && r.process.shim_pid == 0) {
         // The previous agent stopped between recording the replica and learning its shim's pid.
         // Make sure nothing of it runs, then report it lost so the server can re-run it.
-        std::ifstream pid_file(r.process.attempt_dir + "/pid");
+        std::ifstream pid_file(config_.data_dir + "/attempts/" + key + "/pid");
         int job_pid = 0;
         if (pid_file >> job_pid && job_pid > 1) ::kill(-job_pid, SIGKILL);
         r.exited = true;
@@ -115,13 +119,16 @@ Status Agent::start() {
         continue;
       }
       if (r.exited) continue;
-      if (auto st = executor_->adopt(r.process); !st.ok())
+      if (auto st = executor_->adopt(r.process); !st.ok()) {
         spdlog::warn("agent: cannot re-adopt {}: {}", key, st.error().message);
-      else
+      } else {
         spdlog::info("agent: re-adopted {} (shim pid {})", key, r.process.shim_pid);
+        push_event({0, key, "started", 0, 0, false, false, false, "", r.started_at});
+      }
     }
   }
   running_ = true;
+  for (int i = 0; i < kStarters; ++i) starters_.emplace_back([this] { starter(); });
   loop_thread_ = std::thread([this] { loop(); });
   watch_thread_ = std::thread([this] { watch(); });
   return {};
@@ -133,6 +140,8 @@ void Agent::stop() {
   cv_.notify_all();
   if (loop_thread_.joinable()) loop_thread_.join();
   if (watch_thread_.joinable()) watch_thread_.join();
+  for (auto& t : starters_) t.join();
+  starters_.clear();
 }
 
 Status Agent::register_node() {
@@ -235,6 +244,8 @@ void Agent::loop() {
       spdlog::warn("agent {}: {}", node_info_.name, response.error().message);
       continue;
     }
+    spdlog::debug("agent {}: poll answered (version {}, {} allocations)", node_info_.name,
+                  response->version, response->allocations.size());
     apply_response(*response);
   }
 }
@@ -273,12 +284,15 @@ PollRequest Agent::build_poll() {
 }
 
 void Agent::apply_response(const PollResponse& response) {
-  std::vector<Allocation> to_start;
+  bool queued = false;
   std::vector<std::pair<std::string, int64_t>> to_stop;
   {
     std::lock_guard lock(mu_);
-    while (!state_.unacked.empty() && state_.unacked.front().seq <= response.acked_seq)
+    bool acked_any = false, forgot_any = false;
+    while (!state_.unacked.empty() && state_.unacked.front().seq <= response.acked_seq) {
       state_.unacked.pop_front();
+      acked_any = true;
+    }
     for (const auto& [key, offset] : response.log_offsets) {
       auto it = state_.replicas.find(key);
       if (it != state_.replicas.end()) it->second.log_shipped = offset;
@@ -286,38 +300,61 @@ void Agent::apply_response(const PollResponse& response) {
     std::set<std::string> desired;
     for (const auto& a : response.allocations) {
       desired.insert(a.key);
-      if (!state_.replicas.count(a.key)) to_start.push_back(a);
+      if (state_.replicas.count(a.key)) continue;
+      LocalReplica& r = state_.replicas[a.key];  // listed as running from now on
+      r.allocation = a;
+      r.starting = true;
+      start_queue_.push_back(a);
+      queued = true;
     }
     for (auto it = state_.replicas.begin(); it != state_.replicas.end();) {
       auto& r = it->second;
-      if (!desired.count(it->first) && !r.exited && !r.stop_sent) {
+      if (!desired.count(it->first) && !r.exited && !r.stop_sent && !r.starting) {
         r.stop_sent = true;
         to_stop.push_back({it->first, r.allocation.grace_ms});
       }
       // Forget replicas that ended, whose end the server has recorded and whose log it has.
       bool acked = std::none_of(state_.unacked.begin(), state_.unacked.end(),
                                 [&](const ReplicaEvent& e) { return e.key == it->first; });
-      if (r.exited && acked && !desired.count(it->first) &&
+      if (r.exited && !r.starting && acked && !desired.count(it->first) &&
           r.log_shipped >= file_size(log_path(r))) {
         std::error_code ec;
         if (!r.process.attempt_dir.empty()) fs::remove_all(r.process.attempt_dir, ec);
         it = state_.replicas.erase(it);
+        forgot_any = true;
       } else {
         ++it;
       }
     }
+    bool changed = queued || !to_stop.empty() || applied_version_ != response.version ||
+                   acked_any || forgot_any;
     applied_version_ = response.version;
-    save();
+    if (changed) save();
   }
   for (const auto& [key, grace] : to_stop) {
     spdlog::info("agent {}: stopping {} (grace {})", node_info_.name, key,
                  format_duration_ms(grace));
     (void)executor_->stop(key, grace);
   }
-  for (const auto& a : to_start) start_replica(a);
+  if (queued) cv_.notify_all();
+}
+
+void Agent::starter() {
+  for (;;) {
+    Allocation next;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return !running_ || !start_queue_.empty(); });
+      if (!running_) return;
+      next = std::move(start_queue_.front());
+      start_queue_.pop_front();
+    }
+    start_replica(next);
+  }
 }
 
 void Agent::start_replica(const Allocation& a) {
+  spdlog::debug("agent {}: starting {}", node_info_.name, a.key);
   exec::LaunchSpec spec;
   spec.key = a.key;
   spec.argv = a.command;
@@ -349,20 +386,19 @@ void Agent::start_replica(const Allocation& a) {
   spec.env["GPUCLOUD_NODE"] = node_info_.name;
   if (!a.gpus.empty() && a.gpus.front().milli < 1000)
     spec.env["GPUCLOUD_GPU_MILLI"] = std::to_string(a.gpus.front().milli);
-  LocalReplica local;
-  local.allocation = a;
-  local.started_at = clock_.now_ms();
   {
     std::lock_guard lock(mu_);
+    auto& local = state_.replicas[a.key];
+    local.started_at = clock_.now_ms();
     local.process.key = a.key;
     local.process.attempt_dir = spec.attempt_dir;
-    state_.replicas[a.key] = local;
-    save();  // persisted before the process exists, so a crash right now is re-adopted or reported
-             // lost
+    // Already saved (by apply_response) with no shim pid: a crash from here until the save
+    // below is reported as lost at the next start, after killing whatever the shim started.
   }
   auto started = executor_->start(spec);
   std::lock_guard lock(mu_);
   auto& r = state_.replicas[a.key];
+  r.starting = false;
   if (!started) {
     r.exited = true;
     push_event(
@@ -370,6 +406,7 @@ void Agent::start_replica(const Allocation& a) {
     return;
   }
   if (!r.exited) r.process = *started;
+  save();  // the shim's pid: what a restarted agent re-adopts
   spdlog::info("agent {}: started {} (GPUs {})", node_info_.name, a.key,
                uuids.empty() ? "none" : uuids);
   push_event({0, a.key, "started", 0, 0, false, false, false, "", r.started_at});
@@ -394,7 +431,6 @@ void Agent::on_exit(const exec::ExitInfo& info) {
 void Agent::push_event(ReplicaEvent event) {
   event.seq = state_.next_seq++;
   state_.unacked.push_back(std::move(event));
-  save();
   wake();
 }
 

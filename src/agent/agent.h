@@ -5,11 +5,13 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "agent/agent_state.h"
 #include "agent/machine.h"
@@ -51,6 +53,7 @@ class Agent {
   PollRequest build_poll();
   void apply_response(const PollResponse& response);
   void start_replica(const Allocation& alloc);
+  void starter();  // a worker of the start queue
   void on_exit(const exec::ExitInfo& info);
   void watch();  // log growth and max_runtime
   void push_event(ReplicaEvent event);
@@ -75,6 +78,10 @@ class Agent {
   std::atomic<bool> running_{false};
   std::thread loop_thread_;
   std::thread watch_thread_;
+  // Starts run on a few workers, so that a slow start never holds up the poll loop.
+  static constexpr int kStarters = 4;
+  std::deque<Allocation> start_queue_;
+  std::vector<std::thread> starters_;
 };
 
 }  // namespace gpucloud::agent

@@ -20,9 +20,11 @@ struct LocalReplica {
   bool stop_sent = false;
   bool over_runtime = false;
   int64_t log_shipped = 0;  // bytes of the log the server has confirmed
+  bool starting = false;    // queued or being started (not persisted: a restart reports it lost)
 };
 
-/// Everything the agent persists. Written atomically (temp file, fsync, rename).
+/// Everything the agent persists. Written atomically (temp file, rename) but not fsync'ed: it
+/// survives agent crashes; after a machine crash the shims' exit.json files tell what ended.
 struct AgentState {
   std::string node_id;
   std::string credential;

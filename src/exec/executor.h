@@ -72,7 +72,9 @@ class Executor {
 
 /// Where the process executor finds the shim and how it isolates jobs.
 struct ProcessExecutorConfig {
-  std::string shim_binary;  // default: this executable (/proc/self/exe), run as `<bin> shim DIR`
+  /// Run as `<bin> shim DIR`. Default: gpucloud-shim beside this executable when it exists,
+  /// else this executable itself (/proc/self/exe).
+  std::string shim_binary;
   std::string cgroup_parent = "gpucloud";  // relative to the memory controller's root
 };
 

@@ -14,8 +14,11 @@ struct HttpClient::Impl {
   std::optional<beast::tcp_stream> stream;
   beast::flat_buffer buffer;
   std::string host, port;
+  // interrupt() sets `interrupted` and cancels the request whose number is `seq` at that
+  // moment. The flag stays set until a request consumes it, so an interrupt that arrives just
+  // before a request starts is not lost: that request returns "interrupted" at once.
   std::atomic<bool> interrupted{false};
-  std::atomic<bool> in_flight{false};
+  std::atomic<uint64_t> seq{0};
 
   void disconnect() {
     if (stream) {
@@ -128,8 +131,8 @@ Result<HttpResponse> HttpClient::request(const std::string& method, const std::s
                                          int64_t timeout_ms) {
   auto& impl = *impl_;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    impl.interrupted = false;
-    impl.in_flight = true;
+    ++impl.seq;
+    if (impl.interrupted.exchange(false)) return Error{ErrorCode::kUnavailable, "interrupted"};
     std::optional<Result<HttpResponse>> result;
     bool retryable = false;
     impl.ioc.restart();
@@ -140,9 +143,9 @@ Result<HttpResponse> HttpClient::request(const std::string& method, const std::s
       if (e && !result) result.emplace(Error{ErrorCode::kUnavailable, "request failed"});
     });
     impl.ioc.run();
-    impl.in_flight = false;
     if (result && result->ok()) return std::move(*result);
     impl.disconnect();
+    if (impl.interrupted.exchange(false)) return Error{ErrorCode::kUnavailable, "interrupted"};
     if (!retryable)
       return result ? result->error() : Error{ErrorCode::kUnavailable, "request did not complete"};
   }
@@ -150,9 +153,10 @@ Result<HttpResponse> HttpClient::request(const std::string& method, const std::s
 }
 
 void HttpClient::interrupt() {
+  uint64_t current = impl_->seq.load();
   impl_->interrupted = true;
-  asio::post(impl_->ioc, [impl = impl_.get()] {
-    if (impl->stream) {
+  asio::post(impl_->ioc, [impl = impl_.get(), current] {
+    if (impl->seq.load() == current && impl->stream) {
       boost::system::error_code ec;
       impl->stream->socket().cancel(ec);
       impl->stream->socket().shutdown(tcp::socket::shutdown_both, ec);

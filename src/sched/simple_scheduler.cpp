@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "common/units.h"
 #include "sched/fit.h"
@@ -77,6 +78,15 @@ std::string pending_reason(const JobRequest& req, const std::vector<NodeState>& 
   return fmt::format("{}waiting for resources", gang);
 }
 
+// Everything about a request that decides whether and where it fits.
+std::string shape_key(const JobRequest& r) {
+  std::string key =
+      fmt::format("{}/{}/{}/{}/{}/{}/{}/{}/", r.replicas, r.gpus, r.gpu_milli, r.gpu_memory_mib,
+                  r.gpu_model, r.cpu_milli, r.memory_mib, static_cast<int>(r.capacity_class));
+  for (const auto& [k, v] : r.node_selector) key += k + "=" + v + ",";
+  return key;
+}
+
 }  // namespace
 
 Plan SimpleScheduler::schedule(const Snapshot& snapshot) {
@@ -89,7 +99,15 @@ Plan SimpleScheduler::schedule(const Snapshot& snapshot) {
     if (a->created_at != b->created_at) return a->created_at < b->created_at;
     return a->job_id < b->job_id;
   });
+  // Nodes only fill up during a pass: once a request shape fails, every later job of the same
+  // shape fails for the same reason, so it is decided once (most queues have few shapes).
+  std::map<std::string, std::string> failed_shapes;
   for (const JobRequest* req : order) {
+    std::string shape = shape_key(*req);
+    if (auto it = failed_shapes.find(shape); it != failed_shapes.end()) {
+      plan.pending.push_back({req->job_id, it->second});
+      continue;
+    }
     std::vector<NodeState> trial;  // copy-on-write only for gangs, so a partial gang rolls back
     std::vector<NodeState>* target = &nodes;
     if (req->replicas > 1) {
@@ -102,6 +120,7 @@ Plan SimpleScheduler::schedule(const Snapshot& snapshot) {
       Candidate c = best_node(*req, *target);
       if (c.node < 0) {
         plan.pending.push_back({req->job_id, pending_reason(*req, *target, rank)});
+        failed_shapes[shape] = plan.pending.back().reason;
         ok = false;
         break;
       }

@@ -13,8 +13,7 @@ namespace gpucloud::server {
 
 std::string LogStore::path_for(const std::string& key) const {
   // key = <job>.<attempt>.<rank>; job ids are hex, so the key is a safe file name.
-  size_t dot = key.find('.');
-  return fmt::format("{}/{}/{}.log", dir_, key.substr(0, dot), key.substr(dot + 1));
+  return fmt::format("{}/{}.log", dir_, key);
 }
 
 int64_t LogStore::size(const std::string& key) {
@@ -30,8 +29,11 @@ Result<int64_t> LogStore::append(const std::string& key, int64_t offset, const s
   int64_t current = size(key);
   if (offset != current || data.empty()) return current;
   std::string path = path_for(key);
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  if (!dir_made_) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    dir_made_ = !ec;
+  }
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
   if (fd < 0) return internal(fmt::format("cannot open log {}: {}", path, std::strerror(errno)));
   size_t written = 0;

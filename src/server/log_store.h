@@ -11,7 +11,7 @@
 
 namespace gpucloud::server {
 
-/// Logs live in <dir>/<job>/<attempt>.<rank>.log. Appends are idempotent by offset.
+/// Logs live in <dir>/<job>.<attempt>.<rank>.log. Appends are idempotent by offset.
 class LogStore {
  public:
   explicit LogStore(std::string dir) : dir_(std::move(dir)) {}
@@ -33,6 +33,7 @@ class LogStore {
  private:
   std::string path_for(const std::string& key) const;
   std::string dir_;
+  bool dir_made_ = false;
   std::map<std::string, int64_t> sizes_;
   std::multimap<std::string, std::pair<uint64_t, std::function<void()>>> waiters_;
   uint64_t next_waiter_ = 1;

@@ -1,5 +1,6 @@
 // The jobs and nodes API: submit, list, show, cancel, logs, nodes.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
 
@@ -36,6 +37,7 @@ net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principa
   batch.audit.push_back({now, who.name, "job.submit", job.id,
                          fmt::format("tenant {} name {}", job.spec.tenant, job.spec.name)});
   if (auto st = commit(batch); !st.ok()) return error_response(st.error());
+  spdlog::debug("job {} submitted", job.id);
   auto response = json_response(201, job_to_json(job));
   jobs_.emplace(job.id, std::move(job));
   schedule_soon();

@@ -108,6 +108,8 @@ void Server::run_scheduler() {
   for (const auto& p : plan.pending)
     if (auto it = jobs_.find(p.job_id); it != jobs_.end()) it->second.pending_reason = p.reason;
   if (!commit(batch).ok()) return;
+  spdlog::debug("scheduler: placed {} of {} pending jobs", plan.placements.size(),
+                snapshot.pending.size());
   for (const auto& node_id : touched_nodes) bump_node(node_id);
   for (const auto& [node_id, key] : placed_keys)
     runtime_[node_id].placed_at[key] = runtime_[node_id].version;

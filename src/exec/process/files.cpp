@@ -48,13 +48,24 @@ static bool write_all(int fd, const char* data, size_t size) {
   return true;
 }
 
-Status write_file_atomic(const std::string& path, const std::string& content, int mode) {
+Status write_file_atomic(const std::string& path, const std::string& content, int mode,
+                         bool durable) {
+  if (!durable) {
+    // Written once, before anyone reads it: in place, without a temporary file to create and
+    // rename.
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0) return internal(errno_message("cannot create " + path));
+    bool ok = write_all(fd, content.data(), content.size());
+    ::close(fd);
+    if (!ok) return internal(errno_message("cannot write " + path));
+    return {};
+  }
   std::filesystem::path target(path);
   std::string dir = target.parent_path().empty() ? "." : target.parent_path().string();
   std::string tmp = dir + "/." + target.filename().string() + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return internal(errno_message("cannot create " + tmp));
-  if (!write_all(fd, content.data(), content.size()) || ::fsync(fd) != 0) {
+  if (!write_all(fd, content.data(), content.size()) || (durable && ::fsync(fd) != 0)) {
     auto err = internal(errno_message("cannot write " + tmp));
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -66,7 +77,7 @@ Status write_file_atomic(const std::string& path, const std::string& content, in
     ::unlink(tmp.c_str());
     return err;
   }
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int dfd = durable ? ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);

@@ -78,6 +78,11 @@ Result<std::unique_ptr<ProcessExecutor>> ProcessExecutor::create(
     if (n <= 0)
       return internal(errno_message("cannot read /proc/self/exe to find the shim binary"));
     cfg.shim_binary.assign(buf, static_cast<size_t>(n));
+    // Prefer the small gpucloud-shim installed beside this binary: it starts in a fraction of
+    // the time, and a shim is exec'd for every job.
+    std::string beside =
+        cfg.shim_binary.substr(0, cfg.shim_binary.rfind('/') + 1) + "gpucloud-shim";
+    if (::access(beside.c_str(), X_OK) == 0) cfg.shim_binary = beside;
   }
   if (::access(cfg.shim_binary.c_str(), X_OK) != 0) {
     return invalid(errno_message("shim_binary " + cfg.shim_binary + " cannot be executed"));
@@ -146,8 +151,8 @@ Result<ProcessRef> ProcessExecutor::start(const LaunchSpec& spec) {
   ref.cgroup = *cgroup;
 
   LaunchFile launch{spec.key, spec.argv, spec.env, spec.workdir, spec.cpus, ref.cgroup};
-  Status written =
-      write_file_atomic(ref.attempt_dir + "/" + kLaunchFile, launch_file_to_json(launch));
+  Status written = write_file_atomic(ref.attempt_dir + "/" + kLaunchFile,
+                                     launch_file_to_json(launch), 0640, false);
   if (!written.ok()) {
     remove_cgroup(ref.cgroup);
     return release(written.error());

@@ -166,7 +166,8 @@ int run_shim(const std::string& attempt_dir) {
   }
 
   g_job_pgid = pid;
-  Status pid_written = write_file_atomic(dir + "/" + kPidFile, std::to_string(pid) + "\n");
+  Status pid_written =
+      write_file_atomic(dir + "/" + kPidFile, std::to_string(pid) + "\n", 0640, false);
   if (!pid_written.ok())
     std::fprintf(stderr, "gpucloud shim: %s\n", pid_written.error().message.c_str());
   signal_ready();
