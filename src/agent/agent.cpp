@@ -200,6 +200,7 @@ void Agent::loop() {
       req = build_poll();
       credential = state_.credential;
       poll_in_flight_ = true;
+      inflight_has_news_ = !req.events.empty() || !req.logs.empty();
       dirty_ = false;
     }
     auto r = client_->request("POST", "/v1/agent/poll", poll_request_to_json(req).dump(),
@@ -430,8 +431,11 @@ void Agent::on_exit(const exec::ExitInfo& info) {
 
 void Agent::push_event(ReplicaEvent event) {
   event.seq = state_.next_seq++;
+  // An end frees resources for waiting jobs: it travels at once. A start can wait for the
+  // watcher's next round (or ride along with the next end).
+  bool urgent = event.type != "started";
   state_.unacked.push_back(std::move(event));
-  wake();
+  if (urgent) wake();
 }
 
 void Agent::wake() {
@@ -450,7 +454,7 @@ void Agent::watch() {
     std::vector<std::pair<std::string, int64_t>> to_stop;
     {
       std::unique_lock lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return !running_; });
+      cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return !running_; });
       if (!running_) break;
       TimeMs now = clock_.now_ms();
       bool grew = false;
@@ -463,7 +467,10 @@ void Agent::watch() {
           to_stop.push_back({key, r.allocation.grace_ms});
         }
       }
-      if (grew && poll_in_flight_ && !dirty_) wake();
+      // News that did not cut the held poll short by itself (output, starts) goes out within
+      // 50 ms; a poll that already carries news is answered at once anyway.
+      if ((grew || !state_.unacked.empty()) && poll_in_flight_ && !inflight_has_news_ && !dirty_)
+        wake();
     }
     for (const auto& [key, grace] : to_stop) (void)executor_->stop(key, grace);
   }

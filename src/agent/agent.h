@@ -74,7 +74,8 @@ class Agent {
   AgentState state_;
   int64_t applied_version_ = 0;
   bool poll_in_flight_ = false;
-  bool dirty_ = false;  // something to send
+  bool inflight_has_news_ = false;  // the poll in flight carries events or logs
+  bool dirty_ = false;              // something to send
   std::atomic<bool> running_{false};
   std::thread loop_thread_;
   std::thread watch_thread_;

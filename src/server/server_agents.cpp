@@ -149,6 +149,9 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
   rt.applied_version = poll->applied_version;
   reconcile_running(node.id, *poll, batch);
   (void)commit(batch);
+  // What the events freed is placed now, so this answer already carries the new allocations
+  // (instead of a second round trip once the scheduler has run).
+  if (schedule_pending_) run_scheduler();
   if (rt.waiter) {  // an older poll of this node is still held: answer it now
     auto old = std::move(rt.waiter);
     rt.waiter = nullptr;

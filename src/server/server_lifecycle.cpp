@@ -66,7 +66,9 @@ std::vector<sched::NodeState> Server::node_states() const {
 void Server::schedule_soon() {
   if (schedule_pending_) return;
   schedule_pending_ = true;
-  loop_.post([this] { run_scheduler(); });
+  loop_.post([this] {
+    if (schedule_pending_) run_scheduler();  // unless a poll ran it already
+  });
 }
 
 void Server::run_scheduler() {
