@@ -103,8 +103,7 @@ Status AgentState::save(const std::string& path) const {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return internal(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
   // No fsync: the rename is atomic, and the file must survive a crash of the agent (the page
-  // cache does), not of the machine, which takes the processes it describes with it; the exit
-  // statuses that must outlive a machine crash are fsync'ed by the shims (exit.json).
+  // cache does), not of the machine, which takes the processes it describes with it.
   bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ::close(fd);
   if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0)

@@ -24,7 +24,7 @@ struct LocalReplica {
 };
 
 /// Everything the agent persists. Written atomically (temp file, rename) but not fsync'ed: it
-/// survives agent crashes; after a machine crash the shims' exit.json files tell what ended.
+/// survives agent crashes; after a machine crash, replicas whose shims are gone are reported lost.
 struct AgentState {
   std::string node_id;
   std::string credential;

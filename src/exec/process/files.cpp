@@ -50,16 +50,6 @@ static bool write_all(int fd, const char* data, size_t size) {
 
 Status write_file_atomic(const std::string& path, const std::string& content, int mode,
                          bool durable) {
-  if (!durable) {
-    // Written once, before anyone reads it: in place, without a temporary file to create and
-    // rename.
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0) return internal(errno_message("cannot create " + path));
-    bool ok = write_all(fd, content.data(), content.size());
-    ::close(fd);
-    if (!ok) return internal(errno_message("cannot write " + path));
-    return {};
-  }
   std::filesystem::path target(path);
   std::string dir = target.parent_path().empty() ? "." : target.parent_path().string();
   std::string tmp = dir + "/." + target.filename().string() + ".tmp";
@@ -82,6 +72,15 @@ Status write_file_atomic(const std::string& path, const std::string& content, in
     ::fsync(dfd);
     ::close(dfd);
   }
+  return {};
+}
+
+Status write_file_in_place(const std::string& path, const std::string& content, int mode) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return internal(errno_message("cannot create " + path));
+  bool ok = write_all(fd, content.data(), content.size());
+  ::close(fd);
+  if (!ok) return internal(errno_message("cannot write " + path));
   return {};
 }
 

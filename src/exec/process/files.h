@@ -12,12 +12,14 @@ Result<std::string> read_file(const std::string& path);
 
 /// Writes `content` to `path` atomically: a temporary file beside it, fsync, rename, fsync of
 /// the directory. Readers see either the old file or the complete new one, even after a crash.
-/// With durable false the file is written in place without fsync: it survives a crash of the
-/// process that wrote it (the page cache does), not one of the machine, and must not be read
-/// before it is complete; for files that matter only while the processes they describe exist
-/// and that are written before anyone reads them (launch.json, pid).
+/// With durable false there is no fsync: the file survives a crash of the process that wrote
+/// it (the page cache does), not one of the machine.
 Status write_file_atomic(const std::string& path, const std::string& content, int mode = 0640,
                          bool durable = true);
+
+/// Writes a file in place, without fsync: for files written once before anyone reads them and
+/// that matter only while the processes they describe exist (launch.json, pid).
+Status write_file_in_place(const std::string& path, const std::string& content, int mode = 0640);
 
 /// Creates a directory and its missing parents with `mode` (like `mkdir -p`).
 Status make_dirs(const std::string& path, int mode);

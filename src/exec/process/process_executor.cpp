@@ -151,8 +151,8 @@ Result<ProcessRef> ProcessExecutor::start(const LaunchSpec& spec) {
   ref.cgroup = *cgroup;
 
   LaunchFile launch{spec.key, spec.argv, spec.env, spec.workdir, spec.cpus, ref.cgroup};
-  Status written = write_file_atomic(ref.attempt_dir + "/" + kLaunchFile,
-                                     launch_file_to_json(launch), 0640, false);
+  Status written =
+      write_file_in_place(ref.attempt_dir + "/" + kLaunchFile, launch_file_to_json(launch));
   if (!written.ok()) {
     remove_cgroup(ref.cgroup);
     return release(written.error());

@@ -61,7 +61,10 @@ int64_t now_unix_ms() {
 
 int record_exit(const std::string& dir, const ExitInfo& info) {
   Status written =
-      write_file_atomic(dir + "/" + kExitFile, exit_record_to_json(info, now_unix_ms()));
+      // Atomic but not fsync'ed, like the agent's own state: both must survive a crash of the
+      // agent, not of the machine, which ends the job too (it is then reported lost).
+      write_file_atomic(dir + "/" + kExitFile, exit_record_to_json(info, now_unix_ms()), 0640,
+                        false);
   if (!written.ok()) {
     std::fprintf(stderr, "gpucloud shim: %s\n", written.error().message.c_str());
     return 1;
