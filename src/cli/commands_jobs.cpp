@@ -124,7 +124,11 @@ std::string age(const json& job) {
   TimeMs now = std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::system_clock::now().time_since_epoch())
                    .count();
-  return format_duration_ms(std::max<TimeMs>(0, now - created));
+  int64_t s = std::max<TimeMs>(0, now - created) / 1000;
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m", s / 60);
+  if (s < 86400) return fmt::format("{}h", s / 3600);
+  return fmt::format("{}d", s / 86400);
 }
 
 }  // namespace

@@ -123,7 +123,7 @@ Result<int64_t> read_int(const json& v, const std::string& field, int64_t lo, in
   } else {
     return field_error(field, fmt::format("expected a whole number, got {}", describe(v)));
   }
-  if (n < lo) return field_error(field, fmt::format("{} is below the minimum {}{}", n, lo, hint));
+  if (n < lo) return field_error(field, fmt::format("{} is below the minimum {}", n, lo));
   if (n > hi) return field_error(field, fmt::format("{} is above the maximum {}{}", n, hi, hint));
   return n;
 }
