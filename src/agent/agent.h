@@ -45,6 +45,8 @@ class Agent {
   Status start();
   /// Stops the loop. Running jobs keep running (they belong to the node, not this process).
   void stop();
+  /// What this agent reports about its machine (GPUs, CPUs, memory, backend).
+  const NodeInfo& node_info() const { return node_info_; }
 
  private:
   Agent(const AgentConfig& config, const Clock& clock);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "agent/agent.h"
@@ -116,6 +117,17 @@ int cmd_dev(const DevOptions& o) {
     if (auto st = (*a)->start(); !st.ok()) return fail(st.error().message);
     agents.push_back(std::move(*a));
   }
+  {
+    const NodeInfo& info = agents.front()->node_info();
+    std::map<std::string, int> models;
+    for (const auto& g : info.gpus)
+      models[g.model + "-" + std::to_string((g.memory_mib + 512) / 1024) + "GB"]++;
+    for (const auto& [model, count] : models)
+      gpu_summary += fmt::format("{}{}x{}", gpu_summary.empty() ? "" : ",", count, model);
+    gpu_summary =
+        fmt::format("{} {}", gpu_summary.empty() ? "no GPUs" : gpu_summary, info.gpu_backend);
+    if (o.sim_nodes > 1) gpu_summary += " each";
+  }
 
   std::string bin = binary_hint();
   std::cout
@@ -134,7 +146,7 @@ int cmd_dev(const DevOptions& o) {
              "\n"
              "Stop with Ctrl-C; running jobs keep running and are re-adopted at the next start.\n",
              o.sim_nodes, o.sim_nodes == 1 ? "" : "s",
-             o.sim_gpus.empty() ? "auto-detected (see log)" : o.sim_gpus, (*server)->url(),
+             gpu_summary, (*server)->url(),
              (*server)->layout().admin_token(), o.data_dir, bin, bin, bin)
       << std::flush;
 
