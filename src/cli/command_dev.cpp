@@ -120,8 +120,7 @@ int cmd_dev(const DevOptions& o) {
   {
     const NodeInfo& info = agents.front()->node_info();
     std::map<std::string, int> models;
-    for (const auto& g : info.gpus)
-      models[g.model + "-" + std::to_string((g.memory_mib + 512) / 1024) + "GB"]++;
+    for (const auto& g : info.gpus) models[g.model]++;
     for (const auto& [model, count] : models)
       gpu_summary += fmt::format("{}{}x{}", gpu_summary.empty() ? "" : ",", count, model);
     gpu_summary =

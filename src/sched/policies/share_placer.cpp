@@ -1,0 +1,156 @@
+#include "sched/policies/share_placer.h"
+
+#include <climits>
+#include <numeric>
+
+namespace gpucloud::sched {
+
+namespace {
+
+bool same_scoring(const PodRequest& a, const PodRequest& b) {
+  return a.cpu_milli == b.cpu_milli && a.num_gpu == b.num_gpu && a.gpu_milli == b.gpu_milli &&
+         a.model_mask == b.model_mask;
+}
+
+}  // namespace
+
+SharePlacer::SharePlacer(std::vector<ShareNode> nodes, const WorkloadProfile& profile,
+                         Policy policy, uint64_t seed, ScoreNormalizers normalizers)
+    : nodes_(std::move(nodes)),
+      profile_(profile),
+      policy_(policy),
+      normalizers_(normalizers),
+      rng_(seed) {
+  std::vector<int> order(nodes_.size());
+  std::iota(order.begin(), order.end(), 0);
+  rng_.shuffle(order);
+  rank_.resize(nodes_.size());
+  for (size_t pos = 0; pos < order.size(); ++pos) rank_[order[pos]] = static_cast<int>(pos);
+  node_group_.reserve(nodes_.size());
+  for (const ShareNode& node : nodes_) {
+    int g = intern_group(NodeShape::of(node));
+    node_group_.push_back(g);
+    frag_sum_ += groups_[g].frag;
+    free_milli_ += node.free_gpu_milli();
+  }
+}
+
+int SharePlacer::intern_group(const NodeShape& shape) {
+  auto [it, added] = group_index_.try_emplace(shape, static_cast<int>(groups_.size()));
+  if (added) groups_.push_back({shape, node_fragmentation(shape, profile_), {}});
+  return it->second;
+}
+
+int SharePlacer::intern_request(const PodRequest& pod) {
+  uint64_t key = static_cast<uint64_t>(pod.cpu_milli) * 1000003u ^
+                 static_cast<uint64_t>(pod.num_gpu) << 40 ^
+                 static_cast<uint64_t>(pod.gpu_milli) << 20 ^ pod.model_mask * 0x9E3779B97F4A7C15ull;
+  auto& bucket = request_index_[key];
+  for (const auto& [known, id] : bucket)
+    if (same_scoring(known, pod)) return id;
+  bucket.emplace_back(pod, requests_);
+  return requests_++;
+}
+
+int SharePlacer::compute_score(const NodeShape& shape, const PodRequest& pod, double frag) const {
+  switch (policy_) {
+    case Policy::kRandom:
+      return 0;
+    case Policy::kDotProduct:
+      return dot_product_score(shape, pod, normalizers_);
+    case Policy::kClustering:
+      return clustering_score(shape, pod, normalizers_);
+    case Policy::kPacking:
+      return packing_score(shape, pod);
+    case Policy::kBestFit:
+      return best_fit_raw_score(shape, pod, normalizers_);
+    case Policy::kFgd:
+      return fgd_score(shape, pod, profile_, frag);
+  }
+  return 0;
+}
+
+int16_t SharePlacer::cached_score(int group, int request, const PodRequest& pod) {
+  std::vector<int16_t>& scores = groups_[group].scores;
+  if (static_cast<int>(scores.size()) <= request) scores.resize(request + 1, kUnknown);
+  int16_t& s = scores[request];
+  if (s == kUnknown) {
+    const NodeShape& shape = groups_[group].shape;
+    ShareNode probe;  // the shape as a node, for the CPU and GPU part of the fit check
+    probe.model = shape.model;
+    probe.num_gpus = shape.num_gpus;
+    probe.cpu_milli = shape.cpu_free;
+    probe.gpu_free = shape.gpu_free;
+    probe.memory_mib = pod.memory_mib;
+    PodRequest no_memory = pod;
+    no_memory.memory_mib = 0;
+    s = fits(probe, no_memory)
+            ? static_cast<int16_t>(compute_score(shape, pod, groups_[group].frag))
+            : kNoFit;
+  }
+  return s;
+}
+
+std::vector<int> SharePlacer::choose_gpus(const ShareNode& node, int group, const PodRequest& pod) {
+  if (pod_kind(pod) != PodKind::kShare) return default_gpu_choice(node, pod);
+  if (policy_ == Policy::kRandom) {
+    std::vector<int> fitting;
+    for (int i = 0; i < node.num_gpus; ++i)
+      if (node.gpu_free[i] >= pod.gpu_milli) fitting.push_back(i);
+    return {fitting[rng_.below(fitting.size())]};
+  }
+  if (policy_ != Policy::kFgd) return default_gpu_choice(node, pod);
+  NodeShape unsorted = NodeShape::of(node, /*sort=*/false);
+  int best = -1, best_score = -1;
+  for (int i = 0; i < node.num_gpus; ++i) {
+    int s = fgd_share_gpu_score(unsorted, i, pod, profile_, groups_[group].frag);
+    if (s > best_score) best = i, best_score = s;  // first GPU with the best score
+  }
+  return {best};
+}
+
+void SharePlacer::apply(int node, const PodRequest& pod, const std::vector<int>& gpus) {
+  ShareNode& n = nodes_[node];
+  int old_group = node_group_[node];
+  free_milli_ -= n.free_gpu_milli();
+  place_pod(n, pod, gpus);
+  free_milli_ += n.free_gpu_milli();
+  int new_group = intern_group(NodeShape::of(n));
+  node_group_[node] = new_group;
+  frag_sum_ += groups_[new_group].frag - groups_[old_group].frag;
+}
+
+std::optional<SharePlacement> SharePlacer::place(const PodRequest& pod) {
+  int request = intern_request(pod);
+  feasible_.clear();
+  int lo = INT_MAX, hi = INT_MIN;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const ShareNode& n = nodes_[i];
+    if (n.memory_used + pod.memory_mib > n.memory_mib) continue;
+    int16_t s = cached_score(node_group_[i], request, pod);
+    if (s == kNoFit) continue;
+    feasible_.emplace_back(static_cast<int>(i), s);
+    lo = std::min<int>(lo, s);
+    hi = std::max<int>(hi, s);
+  }
+  if (feasible_.empty()) return std::nullopt;
+  int chosen = -1;
+  if (policy_ == Policy::kRandom) {
+    chosen = feasible_[rng_.below(feasible_.size())].first;
+  } else {
+    int best = INT_MIN, best_rank = INT_MAX;
+    for (auto [node, raw] : feasible_) {
+      int s = policy_ == Policy::kBestFit ? normalize_min_max(raw, lo, hi) : raw;
+      if (s > best || (s == best && rank_[node] < best_rank)) {
+        best = s;
+        best_rank = rank_[node];
+        chosen = node;
+      }
+    }
+  }
+  SharePlacement placement{chosen, choose_gpus(nodes_[chosen], node_group_[chosen], pod)};
+  apply(chosen, pod, placement.gpus);
+  return placement;
+}
+
+}  // namespace gpucloud::sched
