@@ -51,6 +51,7 @@ Agent::Agent(const AgentConfig& config, const Clock& clock) : config_(config), c
 
 Agent::~Agent() {
   stop();
+  executor_.reset();  // its exit callbacks use the members below: end its thread first
 }
 
 Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Clock& clock) {
@@ -100,11 +101,12 @@ Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Cl
 
 Status Agent::start() {
   executor_->set_exit_callback([this](const exec::ExitInfo& info) { on_exit(info); });
+  std::vector<std::pair<std::string, int64_t>> to_stop;
   {
     std::lock_guard lock(mu_);
-    // Events are not saved: those of a previous agent process are derived again below (starts)
-    // or by the executor (ends). Numbers keep growing across restarts, so none is mistaken for
-    // one the server has already seen.
+    // Events are saved only along with other changes: those of a previous agent process are
+    // derived again below (starts) or by the executor (ends). Numbers keep growing across
+    // restarts, so none is mistaken for one the server has already seen.
     state_.next_seq = std::max(state_.next_seq, clock_.now_ms() * 1000);
     for (auto& [key, r] : state_.replicas) {
       if (!r.exited && r.process.shim_pid == 0) {
@@ -120,13 +122,20 @@ Status Agent::start() {
       }
       if (r.exited) continue;
       if (auto st = executor_->adopt(r.process); !st.ok()) {
-        spdlog::warn("agent: cannot re-adopt {}: {}", key, st.error().message);
-      } else {
-        spdlog::info("agent: re-adopted {} (shim pid {})", key, r.process.shim_pid);
-        push_event({0, key, "started", 0, 0, false, false, false, "", r.started_at});
+        spdlog::warn("agent: cannot re-adopt {}: {}; reporting it lost", key, st.error().message);
+        r.exited = true;
+        push_event({0, key, "exited", 0, 0, true, false, false,
+                    "cannot re-adopt: " + st.error().message, clock_.now_ms()});
+        continue;
       }
+      spdlog::info("agent: re-adopted {} (shim pid {})", key, r.process.shim_pid);
+      push_event({0, key, "started", 0, 0, false, false, false, "", r.started_at});
+      // A stop that was under way when the previous agent ended: its SIGKILL timer went with
+      // it, so stop again.
+      if (r.stop_sent) to_stop.push_back({key, r.allocation.grace_ms});
     }
   }
+  for (const auto& [key, grace] : to_stop) (void)executor_->stop(key, grace);
   running_ = true;
   for (int i = 0; i < kStarters; ++i) starters_.emplace_back([this] { starter(); });
   loop_thread_ = std::thread([this] { loop(); });
@@ -135,7 +144,10 @@ Status Agent::start() {
 }
 
 void Agent::stop() {
-  if (!running_.exchange(false)) return;
+  {
+    std::lock_guard lock(mu_);  // under the lock, so no waiter misses the change
+    if (!running_.exchange(false)) return;
+  }
   client_->interrupt();
   cv_.notify_all();
   if (loop_thread_.joinable()) loop_thread_.join();
@@ -163,13 +175,20 @@ Status Agent::register_node() {
     return internal(fmt::format("register: server answered {} with a non-JSON body", r->status));
   }
   if (r->status != 200) {
-    std::string msg = reply.contains("error") ? reply["error"].value("message", "") : r->body;
+    std::string msg = r->body.substr(0, 300);
+    if (reply.is_object() && reply.contains("error") && reply["error"].is_object() &&
+        reply["error"].contains("message") && reply["error"]["message"].is_string())
+      msg = reply["error"]["message"].get<std::string>();
     return Error{r->status == 401 ? ErrorCode::kUnauthenticated : ErrorCode::kUnavailable,
                  fmt::format("register: {} {}", r->status, msg)};
   }
+  if (!reply.is_object() || !reply.contains("node_id") || !reply["node_id"].is_string() ||
+      !reply.contains("credential") || !reply["credential"].is_string())
+    return Error{ErrorCode::kUnavailable,
+                 "register: the server's answer has no node_id and credential"};
   std::lock_guard lock(mu_);
-  state_.node_id = reply.at("node_id").get<std::string>();
-  state_.credential = reply.at("credential").get<std::string>();
+  state_.node_id = reply["node_id"].get<std::string>();
+  state_.credential = reply["credential"].get<std::string>();
   save();
   spdlog::info("agent {}: registered as node {} with {} {} GPUs", node_info_.name, state_.node_id,
                node_info_.gpus.size(), node_info_.gpu_backend);
@@ -257,7 +276,7 @@ PollRequest Agent::build_poll() {
   req.applied_version = applied_version_;
   req.hold_ms = config_.poll_hold_ms;
   int64_t budget = kMaxLogsPerPoll;
-  bool logs_behind = false;          // some output will still be unshipped after this poll
+  std::set<std::string> behind;      // replicas with output still unshipped after this poll
   std::set<std::string> unreported;  // replicas whose end the server has not recorded yet
   for (const auto& e : state_.unacked) unreported.insert(e.key);
   for (auto& [key, r] : state_.replicas) {
@@ -273,13 +292,17 @@ PollRequest Agent::build_poll() {
                                           std::min({kMaxLogChunk, size - r.log_shipped, budget}))
                              : "";
       budget -= static_cast<int64_t>(data.size());
-      if (r.log_shipped + static_cast<int64_t>(data.size()) < size) logs_behind = true;
+      if (r.log_shipped + static_cast<int64_t>(data.size()) < size) behind.insert(key);
       if (!data.empty()) req.logs.push_back({key, r.log_shipped, net::base64_encode(data)});
     }
   }
   // A replica's end travels only once its output has: the server then has the whole log when
-  // it reports the job ended. Until then the logs go alone, and the server answers at once.
-  if (!logs_behind) req.events.assign(state_.unacked.begin(), state_.unacked.end());
+  // it reports the job ended. Until then its logs go ahead, and the server answers at once.
+  // Events go in order (the server acknowledges them by seq): up to the first held-back end.
+  for (const auto& e : state_.unacked) {
+    if (e.type == "exited" && behind.count(e.key)) break;
+    req.events.push_back(e);
+  }
   if (!req.events.empty() || !req.logs.empty()) req.hold_ms = 0;
   return req;
 }
@@ -460,8 +483,8 @@ void Agent::watch() {
       bool grew = false;
       for (auto& [key, r] : state_.replicas) {
         if (!r.process.attempt_dir.empty() && file_size(log_path(r)) > r.log_shipped) grew = true;
-        if (!r.exited && !r.stop_sent && r.allocation.max_runtime_ms > 0 &&
-            now - r.started_at > r.allocation.max_runtime_ms) {
+        if (!r.exited && !r.stop_sent && !r.starting && r.started_at > 0 &&
+            r.allocation.max_runtime_ms > 0 && now - r.started_at > r.allocation.max_runtime_ms) {
           r.over_runtime = true;
           r.stop_sent = true;
           to_stop.push_back({key, r.allocation.grace_ms});

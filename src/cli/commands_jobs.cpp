@@ -268,11 +268,16 @@ int cmd_show(const std::string& id, bool as_json) {
 int cmd_logs(const std::string& id, bool follow, int rank) {
   auto api = ApiClient::from_environment();
   if (!api) return fail(api.error().message);
+  // Pin the attempt: a re-queued job's next attempt starts a new log, followed from its start.
+  auto job = api->call("GET", "/v1/jobs/" + id);
+  if (!job) return fail(job.error().message);
+  std::string job_id = job->value("id", id);
+  int attempt = job->value("attempt", 1);
   int64_t offset = 0;
   for (;;) {
     auto r = api->raw("GET",
-                      fmt::format("/v1/jobs/{}/logs?offset={}&rank={}{}", id, offset, rank,
-                                  follow ? "&follow=1&wait_ms=20000" : ""),
+                      fmt::format("/v1/jobs/{}/logs?offset={}&rank={}&attempt={}{}", job_id, offset,
+                                  rank, attempt, follow ? "&follow=1&wait_ms=20000" : ""),
                       follow ? 40'000 : 30'000);
     if (!r) return fail(r.error().message);
     if (r->status != 200) return fail(error_from_response(*r).message);
@@ -284,8 +289,17 @@ int cmd_logs(const std::string& id, bool follow, int rank) {
       if (strcasecmp(name.c_str(), "X-Gpucloud-Offset") == 0) next = std::stoll(value);
       if (strcasecmp(name.c_str(), "X-Gpucloud-Done") == 0) done = value == "1";
     }
-    if (done || (!follow && r->body.empty())) break;
     offset = next;
+    if (!follow && (done || r->body.empty())) break;
+    if (!done) continue;
+    // This attempt's output is complete. If the job went on with another attempt, follow it.
+    auto now = api->call("GET", "/v1/jobs/" + job_id);
+    if (!now) return fail(now.error().message);
+    int latest = now->value("attempt", attempt);
+    if (latest == attempt) break;
+    std::cerr << fmt::format("--- attempt {} ({}) ---\n", latest, now->value("message", ""));
+    attempt = latest;
+    offset = 0;
   }
   return 0;
 }

@@ -1,5 +1,6 @@
 #include "model/job.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace gpucloud {
@@ -41,6 +42,16 @@ const char* to_string(ReplicaState s) {
       return "exited";
   }
   return "assigned";
+}
+
+bool replica_failed(const ReplicaAssignment& r) {
+  return r.state == ReplicaState::kExited &&
+         (r.lost || r.exit_code.value_or(0) != 0 || r.end_reason == "max_runtime");
+}
+
+bool attempt_ending(const Job& job) {
+  return job.cancel_requested ||
+         std::any_of(job.replicas.begin(), job.replicas.end(), replica_failed);
 }
 
 namespace {

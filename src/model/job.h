@@ -65,6 +65,14 @@ struct Job {
   std::string submitted_by;  // the token's name
 };
 
+/// Whether a replica ended in a way that fails its attempt: lost, a non-zero exit, or stopped
+/// for exceeding max_runtime (even if it then exited 0).
+bool replica_failed(const ReplicaAssignment& r);
+
+/// Whether the current attempt is being wound down: cancelled, or a replica failed. Its other
+/// replicas are then stopped (and not started if they have not been yet).
+bool attempt_ending(const Job& job);
+
 /// The job's stable public JSON (docs/api.md): id, name, tenant, state, exit_code,
 /// pending_reason, attempt, replicas, created_at, started_at, finished_at, spec, message.
 nlohmann::json job_to_json(const Job& job);

@@ -14,11 +14,10 @@ struct HttpClient::Impl {
   std::optional<beast::tcp_stream> stream;
   beast::flat_buffer buffer;
   std::string host, port;
-  // interrupt() sets `interrupted` and cancels the request whose number is `seq` at that
-  // moment. The flag stays set until a request consumes it, so an interrupt that arrives just
-  // before a request starts is not lost: that request returns "interrupted" at once.
+  // interrupt() sets `interrupted` and cancels the request in flight. The flag stays set until
+  // a request consumes it, so an interrupt that arrives just before a request starts, or while
+  // it connects, is not lost: that request returns "interrupted".
   std::atomic<bool> interrupted{false};
-  std::atomic<uint64_t> seq{0};
 
   void disconnect() {
     if (stream) {
@@ -53,6 +52,8 @@ struct HttpClient::Impl {
         co_return Error{ErrorCode::kUnavailable,
                         fmt::format("cannot connect to {}:{}: {}", host, port, ec.message())};
       stream->socket().set_option(tcp::no_delay(true), ec);
+      if (interrupted)
+        co_return Error{ErrorCode::kUnavailable, "interrupted"};  // came while connecting
     }
     http::request<http::string_body> req{http::string_to_verb(method), target, 11};
     req.set(http::field::host, host);
@@ -131,7 +132,6 @@ Result<HttpResponse> HttpClient::request(const std::string& method, const std::s
                                          int64_t timeout_ms) {
   auto& impl = *impl_;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    ++impl.seq;
     if (impl.interrupted.exchange(false)) return Error{ErrorCode::kUnavailable, "interrupted"};
     std::optional<Result<HttpResponse>> result;
     bool retryable = false;
@@ -153,10 +153,11 @@ Result<HttpResponse> HttpClient::request(const std::string& method, const std::s
 }
 
 void HttpClient::interrupt() {
-  uint64_t current = impl_->seq.load();
+  // The flag first: a request that starts from now on sees it. The posted cancel reaches a
+  // request already in flight; once a request has consumed the flag, the cancel does nothing.
   impl_->interrupted = true;
-  asio::post(impl_->ioc, [impl = impl_.get(), current] {
-    if (impl->seq.load() == current && impl->stream) {
+  asio::post(impl_->ioc, [impl = impl_.get()] {
+    if (impl->interrupted && impl->stream) {
       boost::system::error_code ec;
       impl->stream->socket().cancel(ec);
       impl->stream->socket().shutdown(tcp::socket::shutdown_both, ec);

@@ -57,7 +57,11 @@ struct HttpServer::Impl {
           co_await acceptor->async_accept(asio::redirect_error(asio::use_awaitable, ec));
       if (ec) {
         if (ec == asio::error::operation_aborted || !acceptor->is_open()) co_return;
-        spdlog::warn("http: accept failed: {}", ec.message());
+        // Out of file descriptors, most likely: wait a little instead of spinning.
+        spdlog::warn("http: accept failed: {}; pausing accepts for 100 ms", ec.message());
+        asio::steady_timer pause(co_await asio::this_coro::executor,
+                                 std::chrono::milliseconds(100));
+        co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         continue;
       }
       socket.set_option(tcp::no_delay(true), ec);

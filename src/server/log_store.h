@@ -29,6 +29,8 @@ class LogStore {
   void cancel_waiter(const std::string& key, uint64_t id);
   /// Wakes every waiter of key (when its replica ends, so followers see the end).
   void wake(const std::string& key);
+  /// Forgets the cached size of a log that will not grow any more (the file stays).
+  void forget(const std::string& key) { sizes_.erase(key); }
 
  private:
   std::string path_for(const std::string& key) const;

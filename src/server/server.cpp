@@ -116,6 +116,17 @@ Status Server::load_state() {
     runtime_[node.id].version = ++version_clock_;
     nodes_.emplace(node.id, std::move(node));
   }
+  // What this process never saw happen is taken to have happened at load time: agents that
+  // apply the first desired set of this server process have seen every placement and stop.
+  for (const auto& [id, job] : jobs_) {
+    for (const auto& r : job.replicas) {
+      if (r.state == ReplicaState::kExited || !runtime_.count(r.node_id)) continue;
+      auto& rt = runtime_[r.node_id];
+      std::string key = replica_key(job.id, job.attempt, r.rank);
+      rt.placed_at[key] = rt.version;
+      if (attempt_ending(job)) rt.removed_at[key] = rt.version;
+    }
+  }
   spdlog::info("loaded {} active jobs and {} nodes from {}", jobs_.size(), nodes_.size(),
                layout_.database());
   return {};
@@ -159,7 +170,13 @@ void Server::handle(net::HttpRequest&& req, net::Responder respond) {
                             "or the admin.token file in the data dir)"}));
     return;
   }
-  route(req, *who, respond);
+  try {
+    route(req, *who, respond);
+  } catch (const std::exception& e) {
+    // A bug, not the caller's fault: answer with a JSON error instead of dropping the connection.
+    spdlog::error("{} {}: unexpected error: {}", req.method, req.path, e.what());
+    respond(error_response(internal(std::string("unexpected error: ") + e.what())));
+  }
 }
 
 void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& respond) {
@@ -196,7 +213,7 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
   }
   if (p == "/v1/nodes") {
     if (m != "GET") return method_not_allowed("GET");
-    return respond(list_nodes());
+    return respond(list_nodes(who));
   }
   const std::string jobs_prefix = "/v1/jobs/";
   if (p.rfind(jobs_prefix, 0) == 0) {
@@ -228,7 +245,15 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
 
 Status Server::commit(store::WriteBatch& batch) {
   Status st = store_->commit(batch);
-  if (!st.ok()) spdlog::error("store commit failed: {}", st.error().message);
+  if (!st.ok()) {
+    // The in-memory state is ahead of the store now, and answers (acknowledged events, new
+    // allocations) may follow from it. Stop rather than acknowledge what is not durable: a
+    // restart reloads the store, and agents re-report what happened.
+    spdlog::critical(
+        "store commit failed: {}; stopping so that the state is reloaded from the store",
+        st.error().message);
+    std::_Exit(70);
+  }
   batch = {};
   for (const auto& id : finished_) jobs_.erase(id);
   finished_.clear();

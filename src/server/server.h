@@ -65,6 +65,7 @@ class Server {
     int64_t acked_seq = 0;        // highest event seq recorded
     net::Responder waiter;        // the held poll, if any
     uint64_t waiter_timer = 0;
+    uint64_t hold_seq = 0;  // numbers held polls, so a stale hold timer answers nothing
     std::map<std::string, int64_t> removed_at;  // key -> version at which it left the desired set
     std::map<std::string, int64_t> placed_at;  // key -> version at which it entered the desired set
     nlohmann::json* telemetry = nullptr;
@@ -84,7 +85,7 @@ class Server {
   net::HttpResponse cancel_job(const std::string& id, const Principal& who);
   void job_logs(const net::HttpRequest& req, const std::string& id, const Principal& who,
                 net::Responder respond);
-  net::HttpResponse list_nodes();
+  net::HttpResponse list_nodes(const Principal& who);
 
   // Agents (server_agents.cpp)
   net::HttpResponse register_node(const net::HttpRequest& req, const Principal& who);
@@ -108,6 +109,8 @@ class Server {
   void end_job(Job& job, JobState state, std::optional<int> exit_code, std::string message,
                store::WriteBatch& batch);
   void stop_replicas(Job& job);
+  /// Drops the per-replica bookkeeping of the job's current attempt (it has ended).
+  void forget_attempt(const Job& job);
   Status commit(store::WriteBatch& batch);
 
   ServerConfig config_;

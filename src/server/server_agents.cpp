@@ -16,6 +16,14 @@ using json = nlohmann::json;
 namespace {
 
 // Splits "<job>.<attempt>.<rank>".
+bool parse_key(const std::string& key, std::string& job_id, int& attempt, int& rank);
+
+// A key as replica_key() writes it, and nothing else (keys become file names).
+bool parse_canonical_key(const std::string& key, std::string& job_id, int& attempt, int& rank) {
+  return parse_key(key, job_id, attempt, rank) && attempt >= 1 && rank >= 0 &&
+         looks_like_id_prefix(job_id) && key == replica_key(job_id, attempt, rank);
+}
+
 bool parse_key(const std::string& key, std::string& job_id, int& attempt, int& rank) {
   size_t a = key.find('.');
   size_t b = key.find('.', a == std::string::npos ? a : a + 1);
@@ -43,6 +51,9 @@ net::HttpResponse Server::register_node(const net::HttpRequest& req, const Princ
   auto info = node_info_from_json(body->at("node"));
   if (!info) return error_response(info.error());
   TimeMs now = clock_.now_ms();
+  for (const char* field : {"node_id", "credential"})
+    if (body->contains(field) && !body->at(field).is_string())
+      return error_response(invalid(fmt::format("register: {} must be a string", field)));
   std::string node_id = body->value("node_id", "");
   std::string credential = body->value("credential", "");
   store::NodeRecord* existing = nullptr;
@@ -89,8 +100,25 @@ net::HttpResponse Server::register_node(const net::HttpRequest& req, const Princ
   nodes_[record.id] = record;
   auto& rt = runtime_[record.id];
   if (rt.version == 0) rt.version = ++version_clock_;
-  if (!existing || fresh_credential)
-    rt.acked_seq = 0;  // a new agent state numbers its events from 1
+  if (existing && fresh_credential) {
+    // An agent that lost its state file cannot re-adopt what its predecessor ran: those
+    // replicas are lost (their processes may be orphaned on the machine; the node's operator
+    // must clean them up), and must not be handed to the new agent to start a second time.
+    std::set<std::string> touched;
+    for (auto& [job_id, job] : jobs_)
+      for (auto& r : job.replicas)
+        if (r.node_id == record.id && r.state != ReplicaState::kExited) {
+          r.state = ReplicaState::kExited;
+          r.lost = true;
+          r.message = fmt::format("the agent on {} restarted without its state", record.info.name);
+          touched.insert(job_id);
+        }
+    store::WriteBatch lost;
+    for (const auto& job_id : touched)
+      if (auto it = jobs_.find(job_id); it != jobs_.end()) settle_attempt(it->second, lost);
+    (void)commit(lost);
+    rt.acked_seq = 0;  // the new agent numbers its events afresh
+  }
   spdlog::info("node {} ({}) registered with {} GPUs", record.info.name, record.id,
                record.info.gpus.size());
   schedule_soon();
@@ -126,7 +154,7 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
   for (const auto& chunk : poll->logs) {
     std::string job_id;
     int attempt = 0, rank = 0;
-    if (!parse_key(chunk.key, job_id, attempt, rank)) continue;
+    if (!parse_canonical_key(chunk.key, job_id, attempt, rank)) continue;
     auto data = net::base64_decode(chunk.data_base64);
     auto job_it = jobs_.find(job_id);
     bool ours = job_it != jobs_.end() && job_it->second.attempt == attempt &&
@@ -164,9 +192,10 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
     return respond(poll_response(node.id, offsets));
   rt.waiter = std::move(respond);
   std::string node_id = node.id;
-  rt.waiter_timer = loop_.run_after(hold, [this, node_id] {
+  uint64_t hold_id = ++rt.hold_seq;
+  rt.waiter_timer = loop_.run_after(hold, [this, node_id, hold_id] {
     auto& r = runtime_[node_id];
-    if (!r.waiter) return;
+    if (!r.waiter || r.hold_seq != hold_id) return;  // answered already; a newer poll waits
     auto w = std::move(r.waiter);
     r.waiter = nullptr;
     w(poll_response(node_id, {}));
@@ -177,7 +206,7 @@ void Server::apply_event(const std::string& node_id, const ReplicaEvent& ev,
                          store::WriteBatch& batch) {
   std::string job_id;
   int attempt = 0, rank = 0;
-  if (!parse_key(ev.key, job_id, attempt, rank)) return;
+  if (!parse_canonical_key(ev.key, job_id, attempt, rank)) return;
   auto it = jobs_.find(job_id);
   if (it == jobs_.end() || it->second.attempt != attempt) {
     spdlog::debug("ignoring event {} for {}: not the job's current attempt", ev.type, ev.key);
@@ -219,31 +248,29 @@ void Server::reconcile_running(const std::string& node_id, const PollRequest& po
                                store::WriteBatch& batch) {
   std::set<std::string> running(poll.running.begin(), poll.running.end());
   auto& rt = runtime_[node_id];
-  std::vector<std::string> touched;
+  std::set<std::string> touched;  // a job once, however many of its replicas changed
   for (auto& [id, job] : jobs_) {
     for (auto& replica : job.replicas) {
       if (replica.node_id != node_id || replica.state == ReplicaState::kExited) continue;
       std::string key = replica_key(job.id, job.attempt, replica.rank);
       if (running.count(key)) continue;
-      bool stopping =
-          job.cancel_requested ||
-          std::any_of(job.replicas.begin(), job.replicas.end(), [](const ReplicaAssignment& r) {
-            return r.state == ReplicaState::kExited && (r.lost || r.exit_code.value_or(0) != 0);
-          });
+      bool stopping = attempt_ending(job);
       auto placed = rt.placed_at.find(key);
       int64_t placed_version = placed == rt.placed_at.end() ? 0 : placed->second;
       auto removed = rt.removed_at.find(key);
       if (stopping && removed != rt.removed_at.end() && poll.applied_version >= removed->second) {
         replica.state = ReplicaState::kExited;
         replica.message = "stopped before it started";
-        touched.push_back(id);
+        logs_.wake(key);
+        touched.insert(id);
       } else if (!stopping && placed_version != 0 && poll.applied_version >= placed_version) {
         replica.state = ReplicaState::kExited;
         replica.lost = true;
         replica.message =
             fmt::format("the agent on {} no longer has the process and recorded no exit",
                         nodes_.at(node_id).info.name);
-        touched.push_back(id);
+        logs_.wake(key);
+        touched.insert(id);
       }
     }
   }
@@ -257,11 +284,7 @@ std::vector<Allocation> Server::desired_for(const std::string& node_id) {
   std::vector<Allocation> out;
   for (const auto& [id, job] : jobs_) {
     if (job.cancel_requested) continue;
-    bool ending =
-        std::any_of(job.replicas.begin(), job.replicas.end(), [](const ReplicaAssignment& r) {
-          return r.state == ReplicaState::kExited && (r.lost || r.exit_code.value_or(0) != 0);
-        });
-    if (ending) continue;
+    if (attempt_ending(job)) continue;
     for (const auto& r : job.replicas) {
       if (r.node_id != node_id || r.state == ReplicaState::kExited) continue;
       Allocation a;
@@ -322,7 +345,7 @@ void Server::check_node_liveness() {
       spdlog::warn("node {} is down; its attempts are lost", node.info.name);
       batch.nodes.push_back(node);
       batch.audit.push_back({now, "server", "node.down", id, ""});
-      std::vector<std::string> touched;
+      std::set<std::string> touched;  // a job once, however many of its replicas changed
       for (auto& [job_id, job] : jobs_)
         for (auto& r : job.replicas)
           if (r.node_id == id && r.state != ReplicaState::kExited) {
@@ -330,7 +353,7 @@ void Server::check_node_liveness() {
             r.lost = true;
             r.message = fmt::format("node {} went down (no contact for {} s)", node.info.name,
                                     silent / 1000);
-            touched.push_back(job_id);
+            touched.insert(job_id);
           }
       for (const auto& job_id : touched)
         if (auto it = jobs_.find(job_id); it != jobs_.end()) settle_attempt(it->second, batch);

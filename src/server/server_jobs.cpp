@@ -180,7 +180,12 @@ void Server::job_logs(const net::HttpRequest& req, const std::string& id, const 
     respond(std::move(r));
   };
   bool has_data = logs_.size(key) > from;
-  bool live = jobs_.count(job_id) && *attempt == current_attempt;
+  bool live = false;
+  if (auto it = jobs_.find(job_id); it != jobs_.end() && *attempt == current_attempt) {
+    const auto& replicas = it->second.replicas;
+    live = replicas.empty() || *rank >= static_cast<int64_t>(replicas.size()) ||
+           replicas[*rank].state != ReplicaState::kExited;
+  }
   if (!follow || has_data || !live || *wait_ms == 0) return answer(respond);
   auto shared = std::make_shared<net::Responder>(std::move(respond));
   auto fired = std::make_shared<bool>(false);
@@ -196,15 +201,17 @@ void Server::job_logs(const net::HttpRequest& req, const std::string& id, const 
   });
 }
 
-net::HttpResponse Server::list_nodes() {
+net::HttpResponse Server::list_nodes(const Principal& who) {
   json out = json::array();
   auto states = node_states();
   std::map<std::string, std::vector<std::string>> gpu_jobs;  // "<node>/<index>" -> job ids
-  for (const auto& [id, job] : jobs_)
+  for (const auto& [id, job] : jobs_) {
+    if (!who.may_act_for(job.spec.tenant)) continue;  // other tenants' jobs stay invisible
     for (const auto& r : job.replicas)
       if (r.state != ReplicaState::kExited)
         for (const auto& g : r.gpus)
           gpu_jobs[r.node_id + "/" + std::to_string(g.index)].push_back(job.id);
+  }
   for (const auto& st : states) {
     const auto& rec = nodes_.at(st.id);
     json gpus = json::array();

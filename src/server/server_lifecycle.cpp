@@ -7,15 +7,6 @@
 
 namespace gpucloud::server {
 
-namespace {
-
-bool replica_failed(const ReplicaAssignment& r) {
-  return r.state == ReplicaState::kExited &&
-         (r.lost || r.exit_code.value_or(0) != 0 || r.end_reason == "max_runtime");
-}
-
-}  // namespace
-
 std::vector<sched::NodeState> Server::node_states() const {
   std::vector<sched::NodeState> out;
   std::map<std::string, size_t> position;
@@ -131,6 +122,7 @@ void Server::stop_replicas(Job& job) {
 }
 
 void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
+  if (job.replicas.empty() || is_terminal(job.state)) return;  // already settled
   bool all_exited =
       std::all_of(job.replicas.begin(), job.replicas.end(),
                   [](const ReplicaAssignment& r) { return r.state == ReplicaState::kExited; });
@@ -153,7 +145,7 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
   const auto policy = job.spec.restart.policy;
   const bool restarts_left = restarts_used < job.spec.restart.max;
   auto requeue = [&](const std::string& why) {
-    for (const auto& r : job.replicas) logs_.wake(replica_key(job.id, job.attempt, r.rank));
+    forget_attempt(job);
     job.message =
         fmt::format("attempt {} {}; re-queued as attempt {}", job.attempt, why, job.attempt + 1);
     job.attempt += 1;
@@ -197,6 +189,18 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
   }
 }
 
+void Server::forget_attempt(const Job& job) {
+  for (const auto& r : job.replicas) {
+    std::string key = replica_key(job.id, job.attempt, r.rank);
+    logs_.wake(key);  // followers see the end
+    logs_.forget(key);
+    if (auto it = runtime_.find(r.node_id); it != runtime_.end()) {
+      it->second.placed_at.erase(key);
+      it->second.removed_at.erase(key);
+    }
+  }
+}
+
 void Server::end_job(Job& job, JobState state, std::optional<int> exit_code, std::string message,
                      store::WriteBatch& batch) {
   job.state = state;
@@ -207,7 +211,7 @@ void Server::end_job(Job& job, JobState state, std::optional<int> exit_code, std
   batch.jobs.push_back(job);
   batch.audit.push_back({job.finished_at, "server", "job.end", job.id,
                          std::string(to_string(state)) + " " + job.message});
-  for (const auto& r : job.replicas) logs_.wake(replica_key(job.id, job.attempt, r.rank));
+  forget_attempt(job);
   finished_.push_back(job.id);
   schedule_soon();  // its resources are free for the jobs that wait
   spdlog::info("job {} {}{}", job.id, to_string(state),
