@@ -105,6 +105,23 @@ int run_cli(int argc, char** argv) {
   nodes_cmd->add_flag("--json", as_json, "print a JSON array of nodes");
   nodes_cmd->callback([&] { code = cmd_nodes(as_json); });
 
+  SimFgdOptions fgd;
+  auto* sim_cmd = app.add_subcommand("sim", "simulate placement on real GPU-cluster traces");
+  sim_cmd->require_subcommand(1);
+  auto* fgd_cmd = sim_cmd->add_subcommand(
+      "fgd", "the FGD allocation experiment: policies x seeds, unallocated GPUs vs. load");
+  fgd_cmd->add_option("--nodes", fgd.nodes, "node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
+      ->required();
+  fgd_cmd->add_option("--pods", fgd.pods, "pod list CSV (Alibaba openb_pod_list_*.csv)")
+      ->required();
+  fgd_cmd->add_option("--policy", fgd.policy, "a policy name, or all")->capture_default_str();
+  fgd_cmd->add_option("--seeds", fgd.seeds, "seeds, e.g. 42-51 or 1,2,3")->capture_default_str();
+  fgd_cmd->add_option("--inflation", fgd.inflation, "arrivals up to this x GPU capacity")
+      ->capture_default_str();
+  fgd_cmd->add_flag("--json", fgd.json, "print JSON instead of the table");
+  fgd_cmd->add_option("--plot", fgd.plot, "write an SVG of allocation vs. load to this file");
+  fgd_cmd->callback([&] { code = cmd_sim_fgd(fgd); });
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

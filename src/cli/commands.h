@@ -31,6 +31,16 @@ struct DevOptions {
   int64_t poll_hold_ms = 5000;
 };
 
+/// `gpucloud sim fgd`: the FGD allocation experiment (shared/fgd-experiment.md).
+struct SimFgdOptions {
+  std::string nodes, pods;
+  std::string policy = "all";
+  std::string seeds = "42-51";
+  double inflation = 1.3;
+  bool json = false;
+  std::string plot;  // SVG path; empty: no plot
+};
+
 int cmd_run(const RunOptions& o);
 int cmd_submit(const std::string& file, bool wait);
 int cmd_ps(bool all, bool json);
@@ -39,6 +49,7 @@ int cmd_logs(const std::string& id, bool follow, int rank);
 int cmd_cancel(const std::string& id);
 int cmd_nodes(bool json);
 int cmd_dev(const DevOptions& o);
+int cmd_sim_fgd(const SimFgdOptions& o);
 
 /// Prints "error: message" to stderr and returns kExitError.
 int fail(const std::string& message);

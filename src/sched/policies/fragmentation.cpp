@@ -6,8 +6,7 @@
 
 namespace gpucloud::sched {
 
-WorkloadProfile WorkloadProfile::from_pods(const std::vector<PodRequest>& pods,
-                                           double coverage) {
+WorkloadProfile WorkloadProfile::from_pods(const std::vector<PodRequest>& pods, double coverage) {
   using Key = std::tuple<int64_t, int, int, uint64_t>;  // cpu, num_gpu, gpu_milli, mask
   std::map<Key, int> counts;
   for (const PodRequest& p : pods) {

@@ -17,7 +17,9 @@ constexpr std::array<std::pair<Policy, std::string_view>, 6> kNames{{
     {Policy::kFgd, "fgd"},
 }};
 
-double as_double(int64_t v) { return static_cast<double>(v); }
+double as_double(int64_t v) {
+  return static_cast<double>(v);
+}
 
 int fgd_from_delta(double f_before, double f_after) {
   double x = (f_before - f_after) / 1000.0;
@@ -88,8 +90,8 @@ int packing_score(const NodeShape& node, const PodRequest& pod) {
 
 int best_fit_raw_score(const NodeShape& node, const PodRequest& pod, const ScoreNormalizers& n) {
   double cpu = 0.5 * as_double(node.cpu_free - pod.cpu_milli) / as_double(n.max_cpu_milli);
-  double gpu = 0.5 * as_double(node.free_gpu_milli() - pod.total_gpu_milli()) /
-               as_double(n.max_gpu_milli);
+  double gpu =
+      0.5 * as_double(node.free_gpu_milli() - pod.total_gpu_milli()) / as_double(n.max_gpu_milli);
   return static_cast<int>(100.0 * (1.0 - (cpu + gpu)));
 }
 

@@ -42,9 +42,9 @@ int SharePlacer::intern_group(const NodeShape& shape) {
 }
 
 int SharePlacer::intern_request(const PodRequest& pod) {
-  uint64_t key = static_cast<uint64_t>(pod.cpu_milli) * 1000003u ^
-                 static_cast<uint64_t>(pod.num_gpu) << 40 ^
-                 static_cast<uint64_t>(pod.gpu_milli) << 20 ^ pod.model_mask * 0x9E3779B97F4A7C15ull;
+  uint64_t key =
+      static_cast<uint64_t>(pod.cpu_milli) * 1000003u ^ static_cast<uint64_t>(pod.num_gpu) << 40 ^
+      static_cast<uint64_t>(pod.gpu_milli) << 20 ^ pod.model_mask * 0x9E3779B97F4A7C15ull;
   auto& bucket = request_index_[key];
   for (const auto& [known, id] : bucket)
     if (same_scoring(known, pod)) return id;

@@ -1,0 +1,54 @@
+// A small CSV reader for trace files: a header line, then one record per line, fields without
+// quotes. Every error names the file, the line and the column (1-based character position).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace gpucloud::sim {
+
+/// One field of a record and where it starts in the file.
+struct CsvField {
+  std::string_view text;
+  int column = 1;  // 1-based character position in its line
+};
+
+/// A parsed CSV file: its header and records, with positions for error messages.
+class CsvTable {
+ public:
+  /// Reads and splits a file. Fails if it cannot be read or has no header.
+  static Result<CsvTable> read_file(const std::string& path);
+  /// Splits text already in memory; `file` is the name used in messages.
+  static Result<CsvTable> parse(std::string text, std::string file);
+
+  /// The index of a header column, or an error naming the file and the columns it has.
+  Result<int> column(std::string_view name) const;
+  /// Records (lines after the header, blank lines skipped).
+  size_t size() const { return records_.size(); }
+  /// The line number (1-based) of record r.
+  int line(size_t r) const { return records_[r].line; }
+  /// The text of field c of record r.
+  std::string_view text(size_t r, int c) const { return records_[r].fields[c].text; }
+  /// A non-negative integer field, or an error with file:line:column and the column's name.
+  Result<int64_t> non_negative(size_t r, int c) const;
+  /// "file:line:column: " for field c of record r, the prefix of every message about it.
+  std::string where(size_t r, int c) const;
+  /// The file name used in messages.
+  const std::string& file() const { return file_; }
+
+ private:
+  struct Record {
+    int line = 0;
+    std::vector<CsvField> fields;
+  };
+  std::string file_;
+  std::string text_;
+  std::vector<std::string> header_;
+  std::vector<Record> records_;
+};
+
+}  // namespace gpucloud::sim

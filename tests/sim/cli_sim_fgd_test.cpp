@@ -1,0 +1,86 @@
+// Runs the real `gpucloud sim fgd` binary on tests/data and checks its output.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Output {
+  int status = -1;
+  std::string text;
+};
+
+Output run(const std::string& args) {
+  std::string cmd = std::string(GPUCLOUD_BINARY) + " sim fgd " + args + " 2>&1";
+  Output out;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return out;
+  std::array<char, 4096> buf;
+  size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.text.append(buf.data(), n);
+  out.status = WEXITSTATUS(pclose(pipe));
+  return out;
+}
+
+const std::string kData = TEST_DATA_DIR;
+const std::string kInputs =
+    "--nodes " + kData + "/alibaba_nodes_small.csv --pods " + kData + "/alibaba_pods_small.csv";
+
+TEST(CliSimFgdTest, JsonHasOneResultPerPolicyWithAllLoads) {
+  Output out = run(kInputs + " --policy all --seeds 42-44 --json");
+  ASSERT_EQ(out.status, 0) << out.text;
+  auto j = nlohmann::json::parse(out.text);
+  ASSERT_EQ(j["results"].size(), 6u);
+  std::vector<std::string> names;
+  for (const auto& r : j["results"]) {
+    names.push_back(r["policy"]);
+    for (const char* k : {"95", "100", "130"}) EXPECT_TRUE(r["unallocated_pct"][k].is_number());
+    for (const char* k : {"0", "95", "100", "130"}) {
+      EXPECT_TRUE(r["frag_ratio_pct"][k].is_number());
+      EXPECT_TRUE(r["frag_milli_pct"][k].is_number());
+    }
+    EXPECT_GE(r["seconds"].get<double>(), 0);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"random", "dot-product", "clustering", "packing",
+                                             "best-fit", "fgd"}));
+  Output again = run(kInputs + " --policy all --seeds 42-44 --json");
+  auto k = nlohmann::json::parse(again.text);
+  for (size_t i = 0; i < 6; ++i)
+    EXPECT_EQ(j["results"][i]["unallocated_pct"], k["results"][i]["unallocated_pct"]);
+}
+
+TEST(CliSimFgdTest, TableAndPlot) {
+  auto svg = std::filesystem::temp_directory_path() / "gpucloud_sim_fgd_test.svg";
+  Output out = run(kInputs + " --policy fgd --seeds 1-2 --plot " + svg.string());
+  ASSERT_EQ(out.status, 0) << out.text;
+  EXPECT_NE(out.text.find("ours"), std::string::npos);
+  EXPECT_NE(out.text.find("published"), std::string::npos);
+  std::ifstream in(svg);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("<svg"), std::string::npos);
+  EXPECT_NE(text.find("arrival load"), std::string::npos);
+  EXPECT_NE(text.find("fgd"), std::string::npos);
+  std::filesystem::remove(svg);
+}
+
+TEST(CliSimFgdTest, BadInputSaysWhereAndFails) {
+  auto bad = std::filesystem::temp_directory_path() / "gpucloud_sim_fgd_bad_pods.csv";
+  {
+    std::ofstream out(bad);
+    out << "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\np0,1000,10,1,x5,\n";
+  }
+  Output out = run("--nodes " + kData + "/alibaba_nodes_small.csv --pods " + bad.string());
+  EXPECT_NE(out.status, 0);
+  EXPECT_NE(out.text.find(bad.string() + ":2:14: column 'gpu_milli': 'x5' is not a whole number"),
+            std::string::npos)
+      << out.text;
+  EXPECT_NE(run(kInputs + " --policy nope").status, 0);
+  EXPECT_NE(run(kInputs + " --seeds 5-1").status, 0);
+  std::filesystem::remove(bad);
+}
+
+}  // namespace
