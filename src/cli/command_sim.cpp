@@ -64,12 +64,17 @@ Result<std::vector<sched::Policy>> parse_policies(const std::string& name) {
 }  // namespace
 
 int cmd_sim_fgd(const SimFgdOptions& o) {
+  // Bad flags exit with kExitUsage, like every other command; bad files with kExitError.
+  auto usage = [](const std::string& message) {
+    fail(message);
+    return kExitUsage;
+  };
   auto seeds = parse_seeds(o.seeds);
-  if (!seeds.ok()) return fail(seeds.error().message);
+  if (!seeds.ok()) return usage(seeds.error().message);
   auto policies = parse_policies(o.policy);
-  if (!policies.ok()) return fail(policies.error().message);
+  if (!policies.ok()) return usage(policies.error().message);
   if (!(o.inflation > 0 && o.inflation <= 10))
-    return fail(
+    return usage(
         fmt::format("--inflation: {} must be above 0 and at most 10 (1.3: 130 %)", o.inflation));
   auto cluster = sim::load_alibaba_nodes(o.nodes);
   if (!cluster.ok()) return fail(cluster.error().message);

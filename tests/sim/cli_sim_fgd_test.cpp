@@ -84,3 +84,19 @@ TEST(CliSimFgdTest, BadInputSaysWhereAndFails) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliSimFgdTest, BadFlagsAreUsageErrors) {
+  std::string files =
+      "--nodes " + kData + "/alibaba_nodes_small.csv --pods " + kData + "/alibaba_pods_small.csv";
+  Output out = run(files + " --policy bogus");
+  EXPECT_EQ(out.status, 2) << out.text;
+  EXPECT_NE(out.text.find("unknown policy 'bogus'"), std::string::npos) << out.text;
+  out = run(files + " --inflation -1");
+  EXPECT_EQ(out.status, 2) << out.text;
+  out = run(files + " --seeds abc");
+  EXPECT_EQ(out.status, 2) << out.text;
+}
+
+}  // namespace
