@@ -26,18 +26,9 @@ Result<AgentState> AgentState::load(const std::string& path) {
     state.credential = j.value("credential", "");
     state.next_seq = j.value("next_seq", int64_t{1});
     for (const auto& e : j.value("unacked", json::array())) {
-      ReplicaEvent ev;
-      ev.seq = e.at("seq").get<int64_t>();
-      ev.key = e.at("key").get<std::string>();
-      ev.type = e.at("type").get<std::string>();
-      ev.exit_code = e.value("exit_code", 0);
-      ev.signal = e.value("signal", 0);
-      ev.lost = e.value("lost", false);
-      ev.failed_to_start = e.value("failed_to_start", false);
-      ev.over_runtime = e.value("over_runtime", false);
-      ev.message = e.value("message", "");
-      ev.at = e.value("at", TimeMs{0});
-      state.unacked.push_back(ev);
+      auto ev = replica_event_from_json(e);
+      if (!ev) return ev.error();
+      state.unacked.push_back(std::move(*ev));
     }
     for (const auto& r : j.value("replicas", json::array())) {
       LocalReplica lr;
@@ -82,17 +73,7 @@ Status AgentState::save(const std::string& path) const {
                              {"over_runtime", r.over_runtime},
                              {"log_shipped", r.log_shipped}});
   json events = json::array();
-  for (const auto& e : unacked)
-    events.push_back({{"seq", e.seq},
-                      {"key", e.key},
-                      {"type", e.type},
-                      {"exit_code", e.exit_code},
-                      {"signal", e.signal},
-                      {"lost", e.lost},
-                      {"failed_to_start", e.failed_to_start},
-                      {"over_runtime", e.over_runtime},
-                      {"message", e.message},
-                      {"at", e.at}});
+  for (const auto& e : unacked) events.push_back(replica_event_to_json(e));
   json j = {{"node_id", node_id},
             {"credential", credential},
             {"next_seq", next_seq},

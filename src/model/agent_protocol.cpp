@@ -55,19 +55,41 @@ Result<Allocation> allocation_from_json(const json& j) {
   }
 }
 
+json replica_event_to_json(const ReplicaEvent& e) {
+  return {{"seq", e.seq},
+          {"key", e.key},
+          {"type", e.type},
+          {"exit_code", e.exit_code},
+          {"signal", e.signal},
+          {"lost", e.lost},
+          {"failed_to_start", e.failed_to_start},
+          {"over_runtime", e.over_runtime},
+          {"message", e.message},
+          {"at", e.at}};
+}
+
+Result<ReplicaEvent> replica_event_from_json(const json& e) {
+  try {
+    ReplicaEvent ev;
+    ev.seq = e.at("seq").get<int64_t>();
+    ev.key = e.at("key").get<std::string>();
+    ev.type = e.at("type").get<std::string>();
+    ev.exit_code = e.value("exit_code", 0);
+    ev.signal = e.value("signal", 0);
+    ev.lost = e.value("lost", false);
+    ev.failed_to_start = e.value("failed_to_start", false);
+    ev.over_runtime = e.value("over_runtime", false);
+    ev.message = e.value("message", "");
+    ev.at = e.value("at", TimeMs{0});
+    return ev;
+  } catch (const json::exception& ex) {
+    return invalid(std::string("malformed event: ") + ex.what());
+  }
+}
+
 json poll_request_to_json(const PollRequest& r) {
   json events = json::array();
-  for (const auto& e : r.events)
-    events.push_back({{"seq", e.seq},
-                      {"key", e.key},
-                      {"type", e.type},
-                      {"exit_code", e.exit_code},
-                      {"signal", e.signal},
-                      {"lost", e.lost},
-                      {"failed_to_start", e.failed_to_start},
-                      {"over_runtime", e.over_runtime},
-                      {"message", e.message},
-                      {"at", e.at}});
+  for (const auto& e : r.events) events.push_back(replica_event_to_json(e));
   json logs = json::array();
   for (const auto& l : r.logs)
     logs.push_back({{"key", l.key}, {"offset", l.offset}, {"data", l.data_base64}});
@@ -91,18 +113,9 @@ Result<PollRequest> poll_request_from_json(const json& j) {
     if (r.running.size() > 10'000 || events.size() > 10'000 || logs.size() > 10'000)
       return invalid("poll carries more than 10,000 running keys, events or log chunks");
     for (const auto& e : events) {
-      ReplicaEvent ev;
-      ev.seq = e.at("seq").get<int64_t>();
-      ev.key = e.at("key").get<std::string>();
-      ev.type = e.at("type").get<std::string>();
-      ev.exit_code = e.value("exit_code", 0);
-      ev.signal = e.value("signal", 0);
-      ev.lost = e.value("lost", false);
-      ev.failed_to_start = e.value("failed_to_start", false);
-      ev.over_runtime = e.value("over_runtime", false);
-      ev.message = e.value("message", "");
-      ev.at = e.value("at", TimeMs{0});
-      r.events.push_back(std::move(ev));
+      auto ev = replica_event_from_json(e);
+      if (!ev) return ev.error();
+      r.events.push_back(std::move(*ev));
     }
     for (const auto& l : logs)
       r.logs.push_back({l.at("key").get<std::string>(), l.at("offset").get<int64_t>(),

@@ -74,6 +74,8 @@ struct PollResponse {
 
 nlohmann::json allocation_to_json(const Allocation& a);
 Result<Allocation> allocation_from_json(const nlohmann::json& j);
+nlohmann::json replica_event_to_json(const ReplicaEvent& e);
+Result<ReplicaEvent> replica_event_from_json(const nlohmann::json& j);
 nlohmann::json poll_request_to_json(const PollRequest& r);
 /// Parses a poll request; bounded: at most 10,000 keys, events and log chunks.
 Result<PollRequest> poll_request_from_json(const nlohmann::json& j);
