@@ -2,11 +2,15 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <spawn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 namespace gpucloud::exec {
@@ -163,6 +167,118 @@ void exec_job(const PreparedJob& job, int error_fd) {
              " is not an executable file; add a #! line or run it through its interpreter");
   }
   fail(error_fd, 126, reason("cannot execute '" + command + "'" + where));
+}
+
+namespace {
+
+StartFailure failure(int code, const std::string& message, const std::string& output_log) {
+  int fd = ::open(output_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (fd >= 0) {
+    write_all(fd, "gpucloud: " + message + "\n");
+    ::close(fd);
+  }
+  return {code, message};
+}
+
+std::optional<std::string> workdir_problem(const std::string& workdir) {
+  struct stat st {};
+  if (::stat(workdir.c_str(), &st) != 0) {
+    if (errno == ENOENT) return "workdir " + workdir + " does not exist";
+    if (errno == ENOTDIR) return "workdir " + workdir + " is not a directory";
+    if (errno == EACCES) return "workdir " + workdir + " is not accessible (permission denied)";
+    return reason("cannot enter workdir " + workdir);
+  }
+  if (!S_ISDIR(st.st_mode)) return "workdir " + workdir + " is not a directory";
+  if (::access(workdir.c_str(), X_OK) != 0)
+    return "workdir " + workdir + " is not accessible (permission denied)";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::variant<pid_t, StartFailure> spawn_job(const PreparedJob& job) {
+  const std::string& log = job.output_log;
+  if (!job.cpus.empty()) {
+    int max_cpu = 0;
+    for (int cpu : job.cpus) max_cpu = std::max(max_cpu, cpu);
+    cpu_set_t* set = CPU_ALLOC(max_cpu + 1);
+    size_t size = CPU_ALLOC_SIZE(max_cpu + 1);
+    CPU_ZERO_S(size, set);
+    std::string list;
+    for (int cpu : job.cpus) {
+      CPU_SET_S(cpu, size, set);
+      list += (list.empty() ? "" : ",") + std::to_string(cpu);
+    }
+    int rc = ::sched_setaffinity(0, size, set);  // the shim's own: the job inherits it
+    int saved = errno;
+    CPU_FREE(set);
+    if (rc != 0) {
+      errno = saved;
+      if (saved == EINVAL)
+        return failure(1,
+                       "cannot pin the job to cpus " + list + ": none of them is online here (" +
+                           std::to_string(::sysconf(_SC_NPROCESSORS_ONLN)) + " CPUs online)",
+                       log);
+      return failure(1, reason("cannot pin the job to cpus " + list), log);
+    }
+  }
+  if (auto problem = workdir_problem(job.workdir)) return failure(1, *problem, log);
+
+  // The command: the first candidate in PATH order that is an executable file (like execvp,
+  // one without permission is skipped but remembered for the message).
+  const std::string& command = job.argv_storage.at(0);
+  std::string found, not_executable;
+  for (const auto& candidate : job.candidates) {
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
+    if (::access(candidate.c_str(), X_OK) == 0) {
+      found = candidate;
+      break;
+    }
+    if (not_executable.empty()) not_executable = candidate;
+  }
+  if (found.empty()) {
+    if (!not_executable.empty()) {
+      std::string where = not_executable == command ? "" : " (" + not_executable + ")";
+      return failure(
+          126, "command '" + command + "'" + where + " is not executable (permission denied)", log);
+    }
+    if (job.search_path.empty()) return failure(127, "command '" + command + "' not found", log);
+    return failure(127, "command '" + command + "' not found in PATH " + job.search_path, log);
+  }
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0640);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawn_file_actions_addchdir_np(&actions, job.workdir.c_str());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = 0;
+  int rc = ::posix_spawn(&pid, found.c_str(), &actions, &attr, job.argv.data(), job.envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc == 0) return pid;
+  std::string where = found == command ? "" : " (" + found + ")";
+  if (rc == ENOEXEC)
+    return failure(
+        126,
+        "command '" + command + "'" + where +
+            " is not an executable file; add a #! line or run it through its interpreter",
+        log);
+  if (rc == EACCES)
+    return failure(
+        126, "command '" + command + "'" + where + " is not executable (permission denied)", log);
+  errno = rc;
+  return failure(126, reason("cannot execute '" + command + "'" + where), log);
 }
 
 }  // namespace gpucloud::exec

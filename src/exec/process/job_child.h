@@ -1,7 +1,10 @@
 // The job side of the shim: what runs between fork() and exec of the user's command.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "exec/process/launch_file.h"
@@ -33,5 +36,18 @@ PreparedJob prepare_job(const LaunchFile& launch, const std::string& attempt_dir
 /// so the parent reads EOF on success) and exits with that code: 127 when the command is not
 /// found, 126 when it cannot be executed, 1 for any other setup failure.
 [[noreturn]] void exec_job(const PreparedJob& job, int error_fd);
+
+/// Why a job could not be started: the exit code to record (as exec_job uses them) and a message.
+struct StartFailure {
+  int code = 1;
+  std::string message;
+};
+
+/// Starts the job with posix_spawn (no copy of the shim's address space, unlike fork), for jobs
+/// without a cgroup: the shim first pins itself to job.cpus (the child inherits it), checks the
+/// workdir and finds the command in the job's PATH, then spawns it in a new session with the
+/// output redirected, the workdir set and default signal dispositions. Returns the job's pid,
+/// or the failure (also appended to the output log, like exec_job does).
+std::variant<pid_t, StartFailure> spawn_job(const PreparedJob& job);
 
 }  // namespace gpucloud::exec

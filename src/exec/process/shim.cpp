@@ -119,6 +119,26 @@ int wait_for(pid_t pid) {
   return status;
 }
 
+// Records the pid, tells the agent the job is running, waits for its end and records it.
+int supervise(const std::string& dir, pid_t pid) {
+  g_job_pgid = pid;
+  Status pid_written =
+      write_file_atomic(dir + "/" + kPidFile, std::to_string(pid) + "\n", 0640, false);
+  if (!pid_written.ok())
+    std::fprintf(stderr, "gpucloud shim: %s\n", pid_written.error().message.c_str());
+  signal_ready();
+
+  int status = wait_for(pid);
+  g_job_pgid = 0;
+  if (status < 0) {
+    ExitInfo info;
+    info.exit_code = 255;
+    info.message = errno_message("the shim could not wait for the job");
+    return record_exit(dir, info);
+  }
+  return record_exit(dir, exit_from_status(status));
+}
+
 }  // namespace
 
 int run_shim(const std::string& attempt_dir) {
@@ -142,12 +162,24 @@ int run_shim(const std::string& attempt_dir) {
   }
   PreparedJob job = prepare_job(*launch, dir);
 
+  pid_t pid = 0;
+  if (job.cgroup_procs.empty()) {
+    // The common case: posix_spawn, which does not copy the shim's address space. A job with
+    // a memory cgroup takes the fork path below, where the child joins the cgroup before exec,
+    // so not one page of it is charged elsewhere.
+    auto spawned = spawn_job(job);
+    if (auto* failed = std::get_if<StartFailure>(&spawned))
+      return record_failed_start(dir, failed->code, failed->message);
+    pid = std::get<pid_t>(spawned);
+    return supervise(dir, pid);
+  }
+
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
     record_failed_start(dir, 1, errno_message("the shim cannot create a pipe"));
     return 2;
   }
-  pid_t pid = ::fork();
+  pid = ::fork();
   if (pid < 0) {
     record_failed_start(dir, 1, errno_message("the shim cannot fork"));
     return 2;
@@ -168,22 +200,7 @@ int run_shim(const std::string& attempt_dir) {
     return record_failed_start(dir, code, message);
   }
 
-  g_job_pgid = pid;
-  Status pid_written =
-      write_file_atomic(dir + "/" + kPidFile, std::to_string(pid) + "\n", 0640, false);
-  if (!pid_written.ok())
-    std::fprintf(stderr, "gpucloud shim: %s\n", pid_written.error().message.c_str());
-  signal_ready();
-
-  int status = wait_for(pid);
-  g_job_pgid = 0;
-  if (status < 0) {
-    ExitInfo info;
-    info.exit_code = 255;
-    info.message = errno_message("the shim could not wait for the job");
-    return record_exit(dir, info);
-  }
-  return record_exit(dir, exit_from_status(status));
+  return supervise(dir, pid);
 }
 
 }  // namespace gpucloud::exec
