@@ -122,8 +122,8 @@ int wait_for(pid_t pid) {
 // Records the pid, tells the agent the job is running, waits for its end and records it.
 int supervise(const std::string& dir, pid_t pid) {
   g_job_pgid = pid;
-  Status pid_written =
-      write_file_atomic(dir + "/" + kPidFile, std::to_string(pid) + "\n", 0640, false);
+  // In place: the agent reads it only after signal_ready() below, or long after (re-adoption).
+  Status pid_written = write_file_in_place(dir + "/" + kPidFile, std::to_string(pid) + "\n");
   if (!pid_written.ok())
     std::fprintf(stderr, "gpucloud shim: %s\n", pid_written.error().message.c_str());
   signal_ready();
