@@ -8,20 +8,53 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 namespace gpucloud::agent {
 
 using json = nlohmann::json;
 
-Result<AgentState> AgentState::load(const std::string& path) {
-  AgentState state;
+namespace {
+
+std::string read_all(const std::string& path, bool& exists) {
   std::ifstream in(path);
-  if (!in) return state;
+  exists = static_cast<bool>(in);
   std::stringstream text;
-  text << in.rdbuf();
+  if (exists) text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+Result<AgentState> AgentState::load(const std::string& path) {
+  // Two slots, written alternately: a save torn by a crash leaves the other one whole.
+  std::optional<json> best;
+  int64_t best_generation = -1;
+  bool any = false;
+  for (const char* slot : {".0", ".1"}) {
+    bool exists = false;
+    std::string text = read_all(path + slot, exists);
+    any |= exists;
+    if (!exists) continue;
+    try {
+      json j = json::parse(text);
+      int64_t generation = j.value("generation", int64_t{0});
+      if (generation > best_generation) best = std::move(j), best_generation = generation;
+    } catch (const json::exception&) {
+      // A torn write: the other slot has the state before it.
+    }
+  }
+  AgentState state;
+  if (!any) return state;
+  if (!best)
+    return internal(
+        fmt::format("agent state {}.0 and {}.1 are both unreadable; move them away to start "
+                    "afresh (running jobs will then be reported lost)",
+                    path, path));
+  const json& j = *best;
   try {
-    json j = json::parse(text.str());
+    state.generation = best_generation;
     state.node_id = j.value("node_id", "");
     state.credential = j.value("credential", "");
     state.next_seq = j.value("next_seq", int64_t{1});
@@ -57,7 +90,7 @@ Result<AgentState> AgentState::load(const std::string& path) {
   return state;
 }
 
-Status AgentState::save(const std::string& path) const {
+Status AgentState::save(const std::string& path) {
   json replicas_json = json::array();
   for (const auto& [key, r] : replicas)
     replicas_json.push_back({{"allocation", allocation_to_json(r.allocation)},
@@ -74,21 +107,21 @@ Status AgentState::save(const std::string& path) const {
                              {"log_shipped", r.log_shipped}});
   json events = json::array();
   for (const auto& e : unacked) events.push_back(replica_event_to_json(e));
-  json j = {{"node_id", node_id},
-            {"credential", credential},
-            {"next_seq", next_seq},
-            {"unacked", events},
-            {"replicas", replicas_json}};
+  ++generation;
+  json j = {{"generation", generation}, {"node_id", node_id}, {"credential", credential},
+            {"next_seq", next_seq},     {"unacked", events},  {"replicas", replicas_json}};
   std::string text = j.dump();
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return internal(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
-  // No fsync: the rename is atomic, and the file must survive a crash of the agent (the page
-  // cache does), not of the machine, which takes the processes it describes with it.
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  // In place, into the slot not holding the latest state: no file is created or renamed per
+  // save. No fsync: the state must survive a crash of the agent (the page cache does), not of
+  // the machine, which takes the processes it describes with it.
+  std::string slot = path + (generation % 2 == 0 ? ".0" : ".1");
+  int fd = ::open(slot.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return internal(fmt::format("cannot write {}: {}", slot, std::strerror(errno)));
+  bool ok = ::pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()) &&
+            ::ftruncate(fd, static_cast<off_t>(text.size())) == 0;
+  int saved = errno;
   ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0)
-    return internal(fmt::format("cannot save {}: {}", path, std::strerror(errno)));
+  if (!ok) return internal(fmt::format("cannot save {}: {}", slot, std::strerror(saved)));
   return {};
 }
 

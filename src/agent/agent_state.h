@@ -23,9 +23,12 @@ struct LocalReplica {
   bool starting = false;    // queued or being started (not persisted: a restart reports it lost)
 };
 
-/// Everything the agent persists. Written atomically (temp file, rename) but not fsync'ed: it
-/// survives agent crashes; after a machine crash, replicas whose shims are gone are reported lost.
+/// Everything the agent persists, in two files <path>.0 and <path>.1 written alternately in
+/// place (the newest whole one wins on load, so a save torn by a crash loses only itself). Not
+/// fsync'ed: it survives agent crashes; after a machine crash, replicas whose shims are gone are
+/// reported lost.
 struct AgentState {
+  int64_t generation = 0;  // counts saves; picks the newer slot
   std::string node_id;
   std::string credential;
   int64_t next_seq = 1;
@@ -34,8 +37,8 @@ struct AgentState {
 
   /// Loads the state file; a missing file gives an empty state.
   static Result<AgentState> load(const std::string& path);
-  /// Saves durably.
-  Status save(const std::string& path) const;
+  /// Saves into the older slot.
+  Status save(const std::string& path);
 };
 
 }  // namespace gpucloud::agent

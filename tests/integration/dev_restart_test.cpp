@@ -22,9 +22,15 @@ int read_int(const std::string& path) {
 
 // The shim and job pids of a running replica, from the agent's files.
 std::pair<int, int> pids_of(const DevCluster& c, const std::string& job_id) {
-  std::string agent_dir = c.data_dir() + "/agents/dev-0";
-  std::ifstream in(agent_dir + "/agent-state.json");
-  json state = json::parse(in);
+  // The agent's state is in two slots; the one with the higher generation is current.
+  std::string base = c.data_dir() + "/agents/dev-0/agent-state.json";
+  json state;
+  for (const char* slot : {".0", ".1"}) {
+    std::ifstream in(base + slot);
+    if (!in) continue;
+    json j = json::parse(in, nullptr, false);
+    if (!j.is_discarded() && (state.is_null() || j["generation"] > state["generation"])) state = j;
+  }
   for (const auto& r : state["replicas"])
     if (r["allocation"]["job_id"] == job_id)
       return {r["process"]["shim_pid"].get<int>(),
