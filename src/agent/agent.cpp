@@ -272,6 +272,18 @@ void Agent::loop() {
 
 PollRequest Agent::build_poll() {
   PollRequest req;
+  // GPU readings ride along at most every 5 s (reading NVML is not free).
+  TimeMs now = clock_.now_ms();
+  if (now - last_readings_at_ >= 5000) {
+    last_readings_at_ = now;
+    if (auto readings = gpus_->telemetry(); readings.ok()) {
+      for (const auto& t : *readings)
+        req.gpus.push_back(
+            {t.index, t.utilization_pct, t.memory_used_mib, t.temperature_c, t.power_w});
+    } else {
+      spdlog::warn("agent {}: GPU readings: {}", node_info_.name, readings.error().message);
+    }
+  }
   req.node_id = state_.node_id;
   req.applied_version = applied_version_;
   req.hold_ms = config_.poll_hold_ms;

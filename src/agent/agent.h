@@ -75,6 +75,7 @@ class Agent {
   std::condition_variable cv_;
   AgentState state_;
   int64_t applied_version_ = 0;
+  TimeMs last_readings_at_ = 0;
   bool poll_in_flight_ = false;
   bool inflight_has_news_ = false;  // the poll in flight carries events or logs
   bool dirty_ = false;              // something to send

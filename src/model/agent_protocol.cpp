@@ -96,7 +96,16 @@ json poll_request_to_json(const PollRequest& r) {
   json out = {{"node_id", r.node_id}, {"applied_version", r.applied_version},
               {"running", r.running}, {"events", events},
               {"logs", logs},         {"hold_ms", r.hold_ms}};
-  if (r.telemetry) out["telemetry"] = *r.telemetry;
+  if (!r.gpus.empty()) {
+    json gpus = json::array();
+    for (const auto& g : r.gpus)
+      gpus.push_back({{"index", g.index},
+                      {"utilization_pct", g.utilization_pct},
+                      {"memory_used_mib", g.memory_used_mib},
+                      {"temperature_c", g.temperature_c},
+                      {"power_w", g.power_w}});
+    out["gpus"] = gpus;
+  }
   return out;
 }
 
@@ -120,6 +129,14 @@ Result<PollRequest> poll_request_from_json(const json& j) {
     for (const auto& l : logs)
       r.logs.push_back({l.at("key").get<std::string>(), l.at("offset").get<int64_t>(),
                         l.at("data").get<std::string>()});
+    if (j.contains("gpus")) {
+      const auto& gpus = j.at("gpus");
+      if (gpus.size() > 64) return invalid("poll carries readings of more than 64 GPUs");
+      for (const auto& g : gpus)
+        r.gpus.push_back({g.at("index").get<int>(), g.value("utilization_pct", 0),
+                          g.value("memory_used_mib", int64_t{0}), g.value("temperature_c", 0),
+                          g.value("power_w", 0)});
+    }
     return r;
   } catch (const json::exception& e) {
     return invalid(std::string("malformed poll request: ") + e.what());

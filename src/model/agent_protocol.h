@@ -55,14 +55,23 @@ struct LogChunk {
   std::string data_base64;
 };
 
+/// A GPU's current readings, as the agent's GPU backend reports them.
+struct GpuReading {
+  int index = 0;
+  int utilization_pct = 0;
+  int64_t memory_used_mib = 0;
+  int temperature_c = 0;
+  int power_w = 0;
+};
+
 struct PollRequest {
   std::string node_id;
   int64_t applied_version = 0;       // the desired version the agent has acted on
   std::vector<std::string> running;  // keys of every replica process the agent has now
   std::vector<ReplicaEvent> events;
   std::vector<LogChunk> logs;
-  int64_t hold_ms = 5000;               // how long the server may hold the poll
-  nlohmann::json* telemetry = nullptr;  // not owned; optional
+  int64_t hold_ms = 5000;        // how long the server may hold the poll
+  std::vector<GpuReading> gpus;  // latest readings; empty when unchanged or unavailable
 };
 
 struct PollResponse {

@@ -68,7 +68,7 @@ class Server {
     uint64_t hold_seq = 0;  // numbers held polls, so a stale hold timer answers nothing
     std::map<std::string, int64_t> removed_at;  // key -> version at which it left the desired set
     std::map<std::string, int64_t> placed_at;  // key -> version at which it entered the desired set
-    nlohmann::json* telemetry = nullptr;
+    std::vector<GpuReading> readings;          // the GPUs' latest readings (not persisted)
   };
 
   Status bootstrap_tokens();

@@ -175,6 +175,7 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
     rt.acked_seq = ev.seq;
   }
   rt.applied_version = poll->applied_version;
+  if (!poll->gpus.empty()) rt.readings = poll->gpus;
   reconcile_running(node.id, *poll, batch);
   (void)commit(batch);
   // What the events freed is placed now, so this answer already carries the new allocations

@@ -228,6 +228,14 @@ net::HttpResponse Server::list_nodes(const Principal& who) {
                       {"mig", json::array()},
                       {"used_milli", st.gpus[i].used_milli},
                       {"jobs", gpu_jobs[st.id + "/" + std::to_string(g.index)]}});
+      for (const auto& reading : runtime_[st.id].readings)
+        if (reading.index == g.index) {
+          auto& out_gpu = gpus.back();
+          out_gpu["utilization_pct"] = reading.utilization_pct;
+          out_gpu["memory_used_mib"] = reading.memory_used_mib;
+          out_gpu["temperature_c"] = reading.temperature_c;
+          out_gpu["power_w"] = reading.power_w;
+        }
       for (const auto& m : g.mig)
         gpus.back()["mig"].push_back(
             {{"uuid", m.uuid}, {"profile", m.profile}, {"memory_mib", m.memory_mib}});

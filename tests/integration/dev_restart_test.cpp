@@ -104,6 +104,14 @@ TEST(DevNvml, AgentUsesTheNvmlBackendWhenTheLibraryLoads) {
   EXPECT_FALSE(nodes[0]["driver_version"].get<std::string>().empty());
   ASSERT_FALSE(nodes[0]["gpus"].empty());
   EXPECT_EQ(nodes[0]["gpus"][0]["model"], "A100");
+  // The driver's readings travel with the agent's polls (the fake reports 30 + index °C and
+  // 60 + 10 × index W).
+  ASSERT_TRUE(wait_until([&] {
+    nodes = json::parse(c.cli({"nodes", "--json"}).out);
+    return nodes[0]["gpus"][1].contains("temperature_c");
+  }));
+  EXPECT_EQ(nodes[0]["gpus"][1]["temperature_c"], 31);
+  EXPECT_EQ(nodes[0]["gpus"][1]["power_w"], 70);
   auto r = c.cli({"run", "--gpus", "1", "--wait", "--", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string id = r.out.substr(0, r.out.find('\n'));

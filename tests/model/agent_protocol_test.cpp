@@ -64,14 +64,18 @@ TEST(PollRequest, RoundTrips) {
   EXPECT_EQ(back->logs[0].data_base64, "aGVsbG8K");
 }
 
-TEST(PollRequest, CarriesTelemetryWhenGiven) {
-  json telemetry = {{"gpus", {{{"index", 0}, {"util", 97}}}}};
+TEST(PollRequest, CarriesGpuReadingsWhenGiven) {
   PollRequest r;
   r.node_id = "n";
-  r.telemetry = &telemetry;
-  EXPECT_EQ(poll_request_to_json(r)["telemetry"], telemetry);
-  r.telemetry = nullptr;
-  EXPECT_FALSE(poll_request_to_json(r).contains("telemetry"));
+  EXPECT_FALSE(poll_request_to_json(r).contains("gpus"));
+  r.gpus = {{0, 97, 40'000, 65, 350}, {1, 3, 100, 40, 90}};
+  auto back = poll_request_from_json(json::parse(poll_request_to_json(r).dump()));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_EQ(back->gpus.size(), 2u);
+  EXPECT_EQ(back->gpus[0].utilization_pct, 97);
+  EXPECT_EQ(back->gpus[0].memory_used_mib, 40'000);
+  EXPECT_EQ(back->gpus[1].temperature_c, 40);
+  EXPECT_EQ(back->gpus[1].power_w, 90);
 }
 
 TEST(PollRequest, RejectsOversizedLists) {
