@@ -48,15 +48,16 @@ Result<std::vector<uint64_t>> parse_seeds(const std::string& text) {
 
 Result<std::vector<sched::Policy>> parse_policies(const std::string& name) {
   if (name == "all") {
-    // The six policies of the FGD paper's table. gpucloud's own `default` policy comes with the
-    // scheduler issue (#3): append it here when sched provides it.
-    return sched::fgd_experiment_policies();
+    // The six policies of the FGD paper's table, then gpucloud's own `default`.
+    std::vector<sched::Policy> all = sched::fgd_experiment_policies();
+    all.push_back(sched::Policy::kDefault);
+    return all;
   }
   auto p = sched::parse_policy(name);
   if (!p)
     return invalid(fmt::format(
         "--policy: unknown policy '{}'; use random, dot-product, clustering, packing, best-fit, "
-        "fgd or all",
+        "fgd, default or all",
         name));
   return std::vector<sched::Policy>{*p};
 }

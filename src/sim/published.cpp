@@ -17,6 +17,8 @@ std::optional<std::map<int, double>> published_unallocated(sched::Policy policy)
       return std::map<int, double>{{95, 7.14}, {100, 7.09}, {130, 6.89}};
     case Policy::kFgd:
       return std::map<int, double>{{95, 5.09}, {100, 4.77}, {130, 4.60}};
+    case Policy::kDefault:  // ours: nothing published
+      return std::nullopt;
   }
   return std::nullopt;
 }

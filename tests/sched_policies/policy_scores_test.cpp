@@ -17,7 +17,9 @@ const ScoreNormalizers kNorm;  // MaxCpu 128000, MaxGpu 8000
 
 TEST(PolicyScoresTest, NamesRoundTrip) {
   for (Policy p : fgd_experiment_policies()) EXPECT_EQ(parse_policy(policy_name(p)), p);
-  EXPECT_FALSE(parse_policy("default").has_value());
+  EXPECT_EQ(parse_policy("default"), Policy::kDefault);
+  EXPECT_EQ(policy_name(Policy::kDefault), "default");
+  EXPECT_FALSE(parse_policy("fgd2").has_value());
   EXPECT_EQ(fgd_experiment_policies().size(), 6u);
 }
 

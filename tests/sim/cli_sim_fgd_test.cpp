@@ -34,7 +34,7 @@ TEST(CliSimFgdTest, JsonHasOneResultPerPolicyWithAllLoads) {
   Output out = run(kInputs + " --policy all --seeds 42-44 --json");
   ASSERT_EQ(out.status, 0) << out.text;
   auto j = nlohmann::json::parse(out.text);
-  ASSERT_EQ(j["results"].size(), 6u);
+  ASSERT_EQ(j["results"].size(), 7u);
   std::vector<std::string> names;
   for (const auto& r : j["results"]) {
     names.push_back(r["policy"]);
@@ -46,10 +46,10 @@ TEST(CliSimFgdTest, JsonHasOneResultPerPolicyWithAllLoads) {
     EXPECT_GE(r["seconds"].get<double>(), 0);
   }
   EXPECT_EQ(names, (std::vector<std::string>{"random", "dot-product", "clustering", "packing",
-                                             "best-fit", "fgd"}));
+                                             "best-fit", "fgd", "default"}));
   Output again = run(kInputs + " --policy all --seeds 42-44 --json");
   auto k = nlohmann::json::parse(again.text);
-  for (size_t i = 0; i < 6; ++i)
+  for (size_t i = 0; i < 7; ++i)
     EXPECT_EQ(j["results"][i]["unallocated_pct"], k["results"][i]["unallocated_pct"]);
 }
 

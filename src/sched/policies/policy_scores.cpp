@@ -8,13 +8,14 @@ namespace gpucloud::sched {
 
 namespace {
 
-constexpr std::array<std::pair<Policy, std::string_view>, 6> kNames{{
+constexpr std::array<std::pair<Policy, std::string_view>, 7> kNames{{
     {Policy::kRandom, "random"},
     {Policy::kDotProduct, "dot-product"},
     {Policy::kClustering, "clustering"},
     {Policy::kPacking, "packing"},
     {Policy::kBestFit, "best-fit"},
     {Policy::kFgd, "fgd"},
+    {Policy::kDefault, "default"},
 }};
 
 double as_double(int64_t v) {

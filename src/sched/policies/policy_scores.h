@@ -11,11 +11,13 @@
 
 namespace gpucloud::sched {
 
-/// The placement policies of the FGD experiment. (`default`, gpucloud's own policy, belongs
-/// to the scheduler issue and is not defined here.)
-enum class Policy { kRandom, kDotProduct, kClustering, kPacking, kBestFit, kFgd };
+/// The placement policies of the FGD experiment.
+/// The six published policies of the FGD experiment, and gpucloud's own `default`
+/// (default_policy.h).
+enum class Policy { kRandom, kDotProduct, kClustering, kPacking, kBestFit, kFgd, kDefault };
 
-/// The policy's command-line name: random, dot-product, clustering, packing, best-fit, fgd.
+/// The policy's command-line name: random, dot-product, clustering, packing, best-fit, fgd,
+/// default.
 std::string_view policy_name(Policy policy);
 
 /// The policy with that name, or nothing.

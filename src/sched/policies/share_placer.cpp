@@ -3,6 +3,8 @@
 #include <climits>
 #include <numeric>
 
+#include "sched/policies/default_policy.h"
+
 namespace gpucloud::sched {
 
 namespace {
@@ -21,6 +23,7 @@ SharePlacer::SharePlacer(std::vector<ShareNode> nodes, const WorkloadProfile& pr
       policy_(policy),
       normalizers_(normalizers),
       rng_(seed) {
+  if (policy_ == Policy::kDefault) gpu_per_cpu_ = gpu_milli_per_cpu_milli(profile_);
   std::vector<int> order(nodes_.size());
   std::iota(order.begin(), order.end(), 0);
   rng_.shuffle(order);
@@ -52,7 +55,8 @@ int SharePlacer::intern_request(const PodRequest& pod) {
   return requests_++;
 }
 
-int SharePlacer::compute_score(const NodeShape& shape, const PodRequest& pod, double frag) const {
+double SharePlacer::compute_score(const NodeShape& shape, const PodRequest& pod,
+                                  double frag) const {
   switch (policy_) {
     case Policy::kRandom:
       return 0;
@@ -66,14 +70,16 @@ int SharePlacer::compute_score(const NodeShape& shape, const PodRequest& pod, do
       return best_fit_raw_score(shape, pod, normalizers_);
     case Policy::kFgd:
       return fgd_score(shape, pod, profile_, frag);
+    case Policy::kDefault:
+      return default_score(shape, pod, profile_, frag, gpu_per_cpu_);
   }
   return 0;
 }
 
-int16_t SharePlacer::cached_score(int group, int request, const PodRequest& pod) {
-  std::vector<int16_t>& scores = groups_[group].scores;
+double SharePlacer::cached_score(int group, int request, const PodRequest& pod) {
+  std::vector<double>& scores = groups_[group].scores;
   if (static_cast<int>(scores.size()) <= request) scores.resize(request + 1, kUnknown);
-  int16_t& s = scores[request];
+  double& s = scores[request];
   if (s == kUnknown) {
     const NodeShape& shape = groups_[group].shape;
     ShareNode probe;  // the shape as a node, for the CPU and GPU part of the fit check
@@ -84,9 +90,7 @@ int16_t SharePlacer::cached_score(int group, int request, const PodRequest& pod)
     probe.memory_mib = pod.memory_mib;
     PodRequest no_memory = pod;
     no_memory.memory_mib = 0;
-    s = fits(probe, no_memory)
-            ? static_cast<int16_t>(compute_score(shape, pod, groups_[group].frag))
-            : kNoFit;
+    s = fits(probe, no_memory) ? compute_score(shape, pod, groups_[group].frag) : kNoFit;
   }
   return s;
 }
@@ -99,6 +103,8 @@ std::vector<int> SharePlacer::choose_gpus(const ShareNode& node, int group, cons
       if (node.gpu_free[i] >= pod.gpu_milli) fitting.push_back(i);
     return {fitting[rng_.below(fitting.size())]};
   }
+  if (policy_ == Policy::kDefault)
+    return {default_share_gpu(node, pod, profile_, groups_[group].frag, gpu_per_cpu_)};
   if (policy_ != Policy::kFgd) return default_gpu_choice(node, pod);
   NodeShape unsorted = NodeShape::of(node, /*sort=*/false);
   int best = -1, best_score = -1;
@@ -123,24 +129,26 @@ void SharePlacer::apply(int node, const PodRequest& pod, const std::vector<int>&
 std::optional<SharePlacement> SharePlacer::place(const PodRequest& pod) {
   int request = intern_request(pod);
   feasible_.clear();
-  int lo = INT_MAX, hi = INT_MIN;
+  int lo = INT_MAX, hi = INT_MIN;  // for BestFit's normalisation (integer scores)
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const ShareNode& n = nodes_[i];
     if (n.memory_used + pod.memory_mib > n.memory_mib) continue;
-    int16_t s = cached_score(node_group_[i], request, pod);
+    double s = cached_score(node_group_[i], request, pod);
     if (s == kNoFit) continue;
     feasible_.emplace_back(static_cast<int>(i), s);
-    lo = std::min<int>(lo, s);
-    hi = std::max<int>(hi, s);
+    lo = std::min(lo, static_cast<int>(s));
+    hi = std::max(hi, static_cast<int>(s));
   }
   if (feasible_.empty()) return std::nullopt;
   int chosen = -1;
   if (policy_ == Policy::kRandom) {
     chosen = feasible_[rng_.below(feasible_.size())].first;
   } else {
-    int best = INT_MIN, best_rank = INT_MAX;
+    double best = kUnknown;
+    int best_rank = INT_MAX;
     for (auto [node, raw] : feasible_) {
-      int s = policy_ == Policy::kBestFit ? normalize_min_max(raw, lo, hi) : raw;
+      double s =
+          policy_ == Policy::kBestFit ? normalize_min_max(static_cast<int>(raw), lo, hi) : raw;
       if (s > best || (s == best && rank_[node] < best_rank)) {
         best = s;
         best_rank = rank_[node];

@@ -47,15 +47,15 @@ class SharePlacer {
   struct Group {
     NodeShape shape;
     double frag = 0;
-    std::vector<int16_t> scores;  // per request type; kUnknown until computed
+    std::vector<double> scores;  // per request type; kUnknown until computed
   };
-  static constexpr int16_t kUnknown = INT16_MIN;
-  static constexpr int16_t kNoFit = INT16_MIN + 1;
+  static constexpr double kUnknown = -1e300;
+  static constexpr double kNoFit = -1e299;
 
   int intern_group(const NodeShape& shape);
   int intern_request(const PodRequest& pod);
-  int16_t cached_score(int group, int request, const PodRequest& pod);
-  int compute_score(const NodeShape& shape, const PodRequest& pod, double frag) const;
+  double cached_score(int group, int request, const PodRequest& pod);
+  double compute_score(const NodeShape& shape, const PodRequest& pod, double frag) const;
   std::vector<int> choose_gpus(const ShareNode& node, int group, const PodRequest& pod);
   void apply(int node, const PodRequest& pod, const std::vector<int>& gpus);
 
@@ -63,6 +63,7 @@ class SharePlacer {
   const WorkloadProfile& profile_;
   Policy policy_;
   ScoreNormalizers normalizers_;
+  double gpu_per_cpu_ = 0;  // the default policy's CPU-to-GPU ratio of the profile
   SeededRng rng_;
   std::vector<int> rank_;
   std::vector<int> node_group_;
@@ -70,7 +71,7 @@ class SharePlacer {
   std::unordered_map<NodeShape, int, NodeShapeHash> group_index_;
   std::unordered_map<uint64_t, std::vector<std::pair<PodRequest, int>>> request_index_;
   int requests_ = 0;
-  std::vector<std::pair<int, int>> feasible_;  // (node, score), reused between calls
+  std::vector<std::pair<int, double>> feasible_;  // (node, score), reused between calls
   double frag_sum_ = 0;
   int64_t free_milli_ = 0;
 };
