@@ -1,9 +1,13 @@
 #include "server/server.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -42,7 +46,9 @@ Server::Server(const ServerConfig& config, const Clock& clock, net::EventLoop& l
       logs_(layout_.logs()),
       ids_(static_cast<uint64_t>(clock.now_ms()) ^ static_cast<uint64_t>(::getpid())) {}
 
-Server::~Server() = default;
+Server::~Server() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the data dir
+}
 
 Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config, const Clock& clock,
                                                net::EventLoop& loop) {
@@ -52,6 +58,25 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config, const
     return internal(fmt::format("cannot create data dir {}: {}", config.data_dir, ec.message()));
   ::chmod(config.data_dir.c_str(), 0700);
   std::unique_ptr<Server> server(new Server(config, clock, loop));
+  // One server per data dir: a second one would keep its own view of the same store.
+  std::string lock_path = server->layout_.root + "/server.lock";
+  server->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (server->lock_fd_ < 0)
+    return internal(fmt::format("cannot open {}: {}", lock_path, std::strerror(errno)));
+  if (::flock(server->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    std::ifstream in(lock_path);
+    std::string holder;
+    std::getline(in, holder);
+    return Error{
+        ErrorCode::kConflict,
+        fmt::format("data dir {} is in use by another gpucloud server{}; stop it, or give this one "
+                    "another --data-dir",
+                    config.data_dir, holder.empty() ? "" : " (pid " + holder + ")")};
+  }
+  if (::ftruncate(server->lock_fd_, 0) == 0) {
+    std::string pid = std::to_string(::getpid()) + "\n";
+    (void)!::pwrite(server->lock_fd_, pid.data(), pid.size(), 0);
+  }
   auto store = store::open_sqlite_store(server->layout_.database());
   if (!store) return store.error();
   server->store_ = std::move(*store);

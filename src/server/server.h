@@ -129,6 +129,7 @@ class Server {
   std::map<std::string, store::NodeRecord> nodes_;
   std::unordered_map<std::string, NodeRuntime> runtime_;
   int64_t version_clock_ = 0;
+  int lock_fd_ = -1;  // holds an exclusive flock on <data-dir>/server.lock
   bool schedule_pending_ = false;
   std::vector<std::string> finished_;  // ended jobs to drop from jobs_ after the next commit
 };

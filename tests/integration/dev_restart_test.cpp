@@ -120,3 +120,21 @@ TEST(DevNvml, AgentUsesTheNvmlBackendWhenTheLibraryLoads) {
 
 }  // namespace
 }  // namespace gpucloud::testing
+
+namespace gpucloud::testing {
+namespace {
+
+TEST(DevDataDir, ASecondServerOnTheSameDataDirIsRefused) {
+  DevCluster c;
+  auto second = run_command(
+      {GPUCLOUD_BINARY, "dev", "--listen", "127.0.0.1:0", "--data-dir", c.data_dir()}, {}, "", 10);
+  EXPECT_EQ(second.exit_code, 1);
+  EXPECT_NE((second.out + second.err).find("is in use by another gpucloud server"),
+            std::string::npos)
+      << second.out << second.err;
+  // The first one is unharmed.
+  EXPECT_EQ(c.cli({"run", "--wait", "--", "true"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace gpucloud::testing
