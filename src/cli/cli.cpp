@@ -41,6 +41,8 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   dev_cmd->add_option("--poll-hold-ms", dev.poll_hold_ms, "longest an agent's long-poll is held")
       ->capture_default_str();
+  dev_cmd->add_option("--config", dev.config_file,
+                      "tenants and tokens (docs/config.md); reloaded on SIGHUP");
   dev_cmd->callback([&] { code = cmd_dev(dev); });
 
   RunOptions run;
@@ -104,6 +106,10 @@ int run_cli(int argc, char** argv) {
   auto* nodes_cmd = app.add_subcommand("nodes", "list nodes and their GPUs, free and used");
   nodes_cmd->add_flag("--json", as_json, "print a JSON array of nodes");
   nodes_cmd->callback([&] { code = cmd_nodes(as_json); });
+
+  auto* tenants_cmd = app.add_subcommand("tenants", "list tenants: quota, GPUs in use, jobs");
+  tenants_cmd->add_flag("--json", as_json, "print a JSON array of tenants");
+  tenants_cmd->callback([&] { code = cmd_tenants(as_json); });
 
   SimFgdOptions fgd;
   auto* sim_cmd = app.add_subcommand("sim", "simulate placement on real GPU-cluster traces");

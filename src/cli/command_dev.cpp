@@ -83,6 +83,7 @@ int cmd_dev(const DevOptions& o) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   SystemClock clock;
@@ -93,6 +94,7 @@ int cmd_dev(const DevOptions& o) {
   config.listen_port = listen->second;
   config.policy = o.policy;
   config.poll_hold_ms = o.poll_hold_ms;
+  config.config_file = o.config_file;
   auto server = server::Server::create(config, clock, loop);
   if (!server) return fail(server.error().message);
   auto port = (*server)->start();
@@ -144,16 +146,22 @@ int cmd_dev(const DevOptions& o) {
              "  {} logs <job id>\n"
              "\n"
              "Stop with Ctrl-C; running jobs keep running and are re-adopted at the next start.\n",
-             o.sim_nodes, o.sim_nodes == 1 ? "" : "s",
-             gpu_summary, (*server)->url(),
+             o.sim_nodes, o.sim_nodes == 1 ? "" : "s", gpu_summary, (*server)->url(),
              (*server)->layout().admin_token(), o.data_dir, bin, bin, bin)
       << std::flush;
 
-  std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    spdlog::info("received signal {}; stopping", sig);
-    loop.stop();
+  std::thread signal_thread([&, srv = server->get()] {
+    for (;;) {
+      int sig = 0;
+      sigwait(&signals, &sig);
+      if (sig == SIGHUP) {  // reload the config file on the server's own thread
+        loop.post([srv] { (void)srv->reload_config(); });
+        continue;
+      }
+      spdlog::info("received signal {}; stopping", sig);
+      loop.stop();
+      return;
+    }
   });
   loop.run();
   for (auto& a : agents) a->stop();

@@ -28,6 +28,7 @@ struct DevOptions {
   std::string sim_cpus = "16";
   std::string sim_mem = "128GiB";
   std::string policy = "simple";
+  std::string config_file;
   int64_t poll_hold_ms = 5000;
 };
 
@@ -48,6 +49,7 @@ int cmd_show(const std::string& id, bool json);
 int cmd_logs(const std::string& id, bool follow, int rank);
 int cmd_cancel(const std::string& id);
 int cmd_nodes(bool json);
+int cmd_tenants(bool json);
 int cmd_dev(const DevOptions& o);
 int cmd_sim_fgd(const SimFgdOptions& o);
 

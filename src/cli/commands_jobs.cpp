@@ -357,4 +357,31 @@ int cmd_nodes(bool as_json) {
   return 0;
 }
 
+int cmd_tenants(bool as_json) {
+  auto api = ApiClient::from_environment();
+  if (!api) return fail(api.error().message);
+  auto r = api->call("GET", "/v1/tenants");
+  if (!r) return fail(r.error().message);
+  const json& tenants = (*r)["tenants"];
+  if (as_json) {
+    std::cout << tenants.dump(2) << "\n";
+    return 0;
+  }
+  auto counts = [](const json& m) {
+    std::string out;
+    for (const auto& [model, n] : m.items())
+      out += (out.empty() ? "" : ",") + fmt::format("{}:{:g}", model, n.get<double>());
+    return out.empty() ? std::string("-") : out;
+  };
+  Table t(
+      {"TENANT", "WEIGHT", "COHORT", "QUOTA", "BORROW LIMIT", "GPUS IN USE", "PENDING", "RUNNING"});
+  for (const auto& x : tenants)
+    t.add({x.value("name", ""), fmt::format("{:g}", x.value("weight", 1.0)),
+           x.value("cohort", "").empty() ? "-" : x.value("cohort", ""), counts(x["quota"]),
+           counts(x["borrowing_limit"]), counts(x["gpus_in_use"]),
+           std::to_string(x.value("pending_jobs", 0)), std::to_string(x.value("running_jobs", 0))});
+  t.print(std::cout);
+  return 0;
+}
+
 }  // namespace gpucloud::cli

@@ -87,6 +87,11 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config, const
   server->scheduler_ = std::move(*scheduler);
   // Desired-state versions only grow, also across restarts.
   server->version_clock_ = clock.now_ms() * 1000;
+  if (!config.config_file.empty()) {
+    auto loaded = load_server_config(config.config_file);
+    if (!loaded) return loaded.error();
+    server->file_config_ = std::move(*loaded);
+  }
   GPUCLOUD_TRY(server->bootstrap_tokens());
   GPUCLOUD_TRY(server->load_state());
   return server;
@@ -123,7 +128,29 @@ Status Server::bootstrap_tokens() {
   GPUCLOUD_TRY(store_->commit(batch));
   tokens = store_->load_tokens();
   if (!tokens) return tokens.error();
-  auth_.set_tokens(*tokens);
+  store_tokens_ = std::move(*tokens);
+  apply_tokens();
+  return {};
+}
+
+void Server::apply_tokens() {
+  std::vector<store::TokenRecord> all = store_tokens_;
+  all.insert(all.end(), file_config_.tokens.begin(), file_config_.tokens.end());
+  auth_.set_tokens(all);
+}
+
+Status Server::reload_config() {
+  if (config_.config_file.empty()) return {};
+  auto loaded = load_server_config(config_.config_file);
+  if (!loaded) {
+    spdlog::error("config not reloaded, the previous one stays in force: {}",
+                  loaded.error().message);
+    return loaded.error();
+  }
+  file_config_ = std::move(*loaded);
+  apply_tokens();
+  spdlog::info("config {}: {} tenants, {} tokens", config_.config_file, file_config_.tenants.size(),
+               file_config_.tokens.size());
   return {};
 }
 
@@ -235,6 +262,10 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
     if (m == "POST") return respond(submit_job(req, who));
     if (m == "GET") return respond(list_jobs(req, who));
     return method_not_allowed("GET, POST");
+  }
+  if (p == "/v1/tenants") {
+    if (m != "GET") return method_not_allowed("GET");
+    return respond(list_tenants(who));
   }
   if (p == "/v1/nodes") {
     if (m != "GET") return method_not_allowed("GET");

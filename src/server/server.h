@@ -17,6 +17,7 @@
 #include "net/http_server.h"
 #include "sched/scheduler.h"
 #include "server/auth.h"
+#include "server/config.h"
 #include "server/log_store.h"
 #include "store/state_store.h"
 
@@ -30,6 +31,7 @@ struct ServerConfig {
   int64_t unreachable_after_ms = 15'000;  // no poll for this long: node unreachable
   int64_t down_after_ms = 60'000;         // no poll for this long: node down, its attempts lost
   std::string policy = "simple";
+  std::string config_file;  // tenants and tokens (docs/config.md); "" = none
 };
 
 /// Paths of the files a server keeps in its data dir.
@@ -54,6 +56,9 @@ class Server {
   /// The base URL clients use, e.g. http://127.0.0.1:8080 (valid after start()).
   const std::string& url() const { return url_; }
   const DataDirLayout& layout() const { return layout_; }
+  /// Reads the config file again (on SIGHUP). On an error the old config stays in force.
+  /// Must run on the server's loop.
+  Status reload_config();
 
  private:
   Server(const ServerConfig& config, const Clock& clock, net::EventLoop& loop);
@@ -86,6 +91,8 @@ class Server {
   void job_logs(const net::HttpRequest& req, const std::string& id, const Principal& who,
                 net::Responder respond);
   net::HttpResponse list_nodes(const Principal& who);
+  net::HttpResponse list_tenants(const Principal& who);
+  void apply_tokens();
 
   // Agents (server_agents.cpp)
   net::HttpResponse register_node(const net::HttpRequest& req, const Principal& who);
@@ -129,7 +136,10 @@ class Server {
   std::map<std::string, store::NodeRecord> nodes_;
   std::unordered_map<std::string, NodeRuntime> runtime_;
   int64_t version_clock_ = 0;
-  int lock_fd_ = -1;  // holds an exclusive flock on <data-dir>/server.lock
+  int lock_fd_ = -1;
+  ServerFileConfig file_config_;
+  std::vector<store::TokenRecord> store_tokens_;  // admin and agent-join (from the store)  // holds
+                                                  // an exclusive flock on <data-dir>/server.lock
   bool schedule_pending_ = false;
   std::vector<std::string> finished_;  // ended jobs to drop from jobs_ after the next commit
 };

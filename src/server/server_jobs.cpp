@@ -17,6 +17,10 @@ net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principa
   if (!body) return error_response(body.error());
   auto spec = job_spec_from_json(*body);
   if (!spec) return error_response(spec.error());
+  // A member who named no tenant submits for its first one.
+  if (spec->tenant == "default" && !who.may_act_for("default") && !who.tenants.empty() &&
+      !body->contains("tenant"))
+    spec->tenant = who.tenants.front();
   if (!who.may_act_for(spec->tenant))
     return error_response({ErrorCode::kPermissionDenied,
                            fmt::format("tenant: token '{}' may not submit jobs for tenant '{}'",
@@ -257,6 +261,44 @@ net::HttpResponse Server::list_nodes(const Principal& who) {
                    {"gpus", gpus}});
   }
   return json_response(200, {{"nodes", out}});
+}
+
+net::HttpResponse Server::list_tenants(const Principal& who) {
+  // GPUs in use per tenant and model, from the replicas that hold resources now.
+  std::map<std::string, std::map<std::string, double>> used;
+  std::map<std::string, std::pair<int, int>> counts;  // pending, running
+  for (const auto& [id, job] : jobs_) {
+    auto& c = counts[job.spec.tenant];
+    (job.state == JobState::kRunning ? c.second : c.first) += 1;
+    for (const auto& r : job.replicas) {
+      if (r.state == ReplicaState::kExited) continue;
+      auto node = nodes_.find(r.node_id);
+      for (const auto& g : r.gpus) {
+        std::string model = "GPU";
+        if (node != nodes_.end())
+          for (const auto& gpu : node->second.info.gpus)
+            if (gpu.index == g.index) model = gpu.model;
+        used[job.spec.tenant][model] += g.milli / 1000.0;
+      }
+    }
+  }
+  std::vector<TenantConfig> tenants = file_config_.tenants;
+  if (std::none_of(tenants.begin(), tenants.end(),
+                   [](const TenantConfig& t) { return t.name == "default"; }))
+    tenants.insert(tenants.begin(), TenantConfig{"default", 1, "", {}, {}});
+  json out = json::array();
+  for (const auto& t : tenants) {
+    if (!who.may_act_for(t.name)) continue;
+    out.push_back({{"name", t.name},
+                   {"weight", t.weight},
+                   {"cohort", t.cohort},
+                   {"quota", t.quota},
+                   {"borrowing_limit", t.borrowing_limit},
+                   {"gpus_in_use", used[t.name]},
+                   {"pending_jobs", counts[t.name].first},
+                   {"running_jobs", counts[t.name].second}});
+  }
+  return json_response(200, {{"tenants", out}});
 }
 
 }  // namespace gpucloud::server

@@ -1,0 +1,167 @@
+#include "server/config.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "model/yaml_json.h"
+
+namespace gpucloud::server {
+
+using json = nlohmann::json;
+
+namespace {
+
+bool valid_name(const std::string& s) {
+  if (s.empty() || s.size() > 63) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+          c == '_' || c == '.'))
+      return false;
+  return true;
+}
+
+bool is_sha256_hex(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+// Checks that an object has only the given keys.
+Status known_keys(const json& j, const std::string& where,
+                  std::initializer_list<const char*> keys) {
+  if (!j.is_object()) return invalid(fmt::format("{}: expected a mapping", where));
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (const char* k : keys) known |= key == k;
+    if (!known) {
+      std::string list;
+      for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
+      return invalid(fmt::format("{}.{}: unknown field; expected {}", where, key, list));
+    }
+  }
+  return {};
+}
+
+Result<std::map<std::string, int>> gpu_counts(const json& j, const std::string& where) {
+  std::map<std::string, int> out;
+  if (!j.is_object())
+    return invalid(
+        fmt::format("{}: expected a mapping of GPU model to count, e.g. {{A100: 16}}", where));
+  for (const auto& [model, count] : j.items()) {
+    if (!count.is_number_integer() || count.get<int64_t>() < 0 || count.get<int64_t>() > 1'000'000)
+      return invalid(
+          fmt::format("{}.{}: expected a whole number of GPUs 0..1000000", where, model));
+    out[model] = count.get<int>();
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<ServerFileConfig> load_server_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return invalid(fmt::format("{}: cannot read the config file", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  auto doc = yaml_to_json(text.str(), path);
+  if (!doc) return doc.error();
+  auto fail = [&](const Error& e) { return invalid(fmt::format("{}: {}", path, e.message)); };
+  if (doc->is_null()) return ServerFileConfig{};
+  if (auto st = known_keys(*doc, "config", {"tenants", "tokens"}); !st.ok())
+    return fail(st.error());
+  ServerFileConfig config;
+  std::set<std::string> tenant_names;
+  if (doc->contains("tenants")) {
+    const json& tenants = (*doc)["tenants"];
+    if (!tenants.is_array()) return fail(invalid("tenants: expected a list"));
+    for (size_t i = 0; i < tenants.size(); ++i) {
+      const json& t = tenants[i];
+      std::string where = fmt::format("tenants[{}]", i);
+      if (auto st = known_keys(t, where, {"name", "weight", "cohort", "quota", "borrowing_limit"});
+          !st.ok())
+        return fail(st.error());
+      TenantConfig tc;
+      if (!t.contains("name") || !t["name"].is_string() ||
+          !valid_name(t["name"].get<std::string>()))
+        return fail(
+            invalid(where + ".name: expected a name of 1..63 letters, digits, '-', '_' or '.'"));
+      tc.name = t["name"].get<std::string>();
+      if (!tenant_names.insert(tc.name).second)
+        return fail(invalid(fmt::format("{}.name: '{}' is listed twice", where, tc.name)));
+      if (t.contains("weight")) {
+        if (!t["weight"].is_number() || !(t["weight"].get<double>() > 0) ||
+            t["weight"].get<double>() > 1000)
+          return fail(invalid(where + ".weight: expected a number in (0, 1000]"));
+        tc.weight = t["weight"].get<double>();
+      }
+      if (t.contains("cohort")) {
+        if (!t["cohort"].is_string() || !valid_name(t["cohort"].get<std::string>()))
+          return fail(invalid(where + ".cohort: expected a name"));
+        tc.cohort = t["cohort"].get<std::string>();
+      }
+      for (const char* field : {"quota", "borrowing_limit"}) {
+        if (!t.contains(field)) continue;
+        auto counts = gpu_counts(t[field], where + "." + field);
+        if (!counts) return fail(counts.error());
+        (std::string(field) == "quota" ? tc.quota : tc.borrowing_limit) = std::move(*counts);
+      }
+      config.tenants.push_back(std::move(tc));
+    }
+  }
+  if (doc->contains("tokens")) {
+    const json& tokens = (*doc)["tokens"];
+    if (!tokens.is_array()) return fail(invalid("tokens: expected a list"));
+    std::set<std::string> names, hashes;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      const json& t = tokens[i];
+      std::string where = fmt::format("tokens[{}]", i);
+      if (auto st = known_keys(t, where, {"name", "sha256", "role", "tenants"}); !st.ok())
+        return fail(st.error());
+      store::TokenRecord tr;
+      if (!t.contains("name") || !t["name"].is_string() ||
+          !valid_name(t["name"].get<std::string>()))
+        return fail(
+            invalid(where + ".name: expected a name of 1..63 letters, digits, '-', '_' or '.'"));
+      tr.name = t["name"].get<std::string>();
+      if (!names.insert(tr.name).second)
+        return fail(invalid(fmt::format("{}.name: '{}' is listed twice", where, tr.name)));
+      if (!t.contains("sha256") || !t["sha256"].is_string() ||
+          !is_sha256_hex(t["sha256"].get<std::string>()))
+        return fail(invalid(where +
+                            ".sha256: expected the token's SHA-256 as 64 lower-case hex digits "
+                            "(printf %s \"$TOKEN\" | sha256sum)"));
+      tr.sha256 = t["sha256"].get<std::string>();
+      if (!hashes.insert(tr.sha256).second)
+        return fail(invalid(where + ".sha256: the same token is listed twice"));
+      std::string role =
+          t.contains("role") && t["role"].is_string() ? t["role"].get<std::string>() : "";
+      if (role != "admin" && role != "member")
+        return fail(invalid(fmt::format("{}.role: '{}' is not admin or member", where, role)));
+      tr.role = role;
+      if (t.contains("tenants")) {
+        if (!t["tenants"].is_array())
+          return fail(invalid(where + ".tenants: expected a list of tenant names"));
+        for (const auto& name : t["tenants"]) {
+          if (!name.is_string())
+            return fail(invalid(where + ".tenants: expected a list of tenant names"));
+          std::string n = name.get<std::string>();
+          if (n != "default" && !tenant_names.count(n))
+            return fail(
+                invalid(fmt::format("{}.tenants: '{}' is not a tenant of this file", where, n)));
+          tr.tenants.push_back(n);
+        }
+      }
+      if (role == "member" && tr.tenants.empty())
+        return fail(invalid(where + ".tenants: a member needs at least one tenant"));
+      config.tokens.push_back(std::move(tr));
+    }
+  }
+  return config;
+}
+
+}  // namespace gpucloud::server

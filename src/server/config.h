@@ -1,0 +1,32 @@
+// The server's configuration file (--config FILE): tenants and API tokens, until tenant
+// management has its own API. docs/config.md documents it; it is reloaded on SIGHUP.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "store/state_store.h"
+
+namespace gpucloud::server {
+
+/// A tenant: a team or project that owns jobs.
+struct TenantConfig {
+  std::string name;
+  double weight = 1;                           // fair-share weight
+  std::string cohort;                          // tenants that may borrow each other's quota
+  std::map<std::string, int> quota;            // nominal GPUs per GPU model
+  std::map<std::string, int> borrowing_limit;  // GPUs per model it may borrow in its cohort
+};
+
+struct ServerFileConfig {
+  std::vector<TenantConfig> tenants;
+  std::vector<store::TokenRecord> tokens;  // sha256, name, role (admin | member), tenants
+};
+
+/// Reads and validates a config file. Errors name the file, the entry and the fix, e.g.
+/// "gpucloud.yaml: tokens[1].role: 'root' is not admin or member".
+Result<ServerFileConfig> load_server_config(const std::string& path);
+
+}  // namespace gpucloud::server
