@@ -43,6 +43,14 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   dev_cmd->add_option("--config", dev.config_file,
                       "tenants and tokens (docs/config.md); reloaded on SIGHUP");
+  dev_cmd
+      ->add_option("--unreachable-after", dev.unreachable_after,
+                   "a silent node is unreachable after this long")
+      ->capture_default_str();
+  dev_cmd
+      ->add_option("--down-after", dev.down_after,
+                   "a silent node is down (its attempts lost) after this long")
+      ->capture_default_str();
   dev_cmd->callback([&] { code = cmd_dev(dev); });
 
   RunOptions run;

@@ -95,6 +95,16 @@ int cmd_dev(const DevOptions& o) {
   config.policy = o.policy;
   config.poll_hold_ms = o.poll_hold_ms;
   config.config_file = o.config_file;
+  auto unreachable = parse_duration_ms(o.unreachable_after);
+  auto down = parse_duration_ms(o.down_after);
+  if (!unreachable || !down || *unreachable < 1000 || *down <= *unreachable)
+    return std::cerr << fmt::format(
+               "error: --unreachable-after '{}' and --down-after '{}' must be durations "
+               "with 1s <= unreachable-after < down-after\n",
+               o.unreachable_after, o.down_after),
+           kExitUsage;
+  config.unreachable_after_ms = *unreachable;
+  config.down_after_ms = *down;
   auto server = server::Server::create(config, clock, loop);
   if (!server) return fail(server.error().message);
   auto port = (*server)->start();

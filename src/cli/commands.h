@@ -29,6 +29,8 @@ struct DevOptions {
   std::string sim_mem = "128GiB";
   std::string policy = "simple";
   std::string config_file;
+  std::string unreachable_after = "15s";  // no poll for this long: node unreachable
+  std::string down_after = "60s";         // no poll for this long: node down, attempts lost
   int64_t poll_hold_ms = 5000;
 };
 
