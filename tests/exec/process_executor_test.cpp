@@ -76,6 +76,19 @@ TEST_F(ProcessExecutorTest, WorkdirIsHonoured) {
             std::filesystem::canonical(workdir).string() + "\n");
 }
 
+TEST_F(ProcessExecutorTest, ARelativeCommandRunsFromTheWorkdir) {
+  std::string workdir = tmp_.path() + "/project";
+  std::filesystem::create_directories(workdir + "/scripts");
+  std::string script = workdir + "/scripts/train.sh";
+  std::ofstream(script) << "#!/bin/sh\necho trained in $(pwd -P)\n";
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  LaunchSpec s = spec("relative", {"./scripts/train.sh"});
+  s.workdir = workdir;
+  ASSERT_EQ(run(s).exit_code, 0) << slurp(s.attempt_dir + "/output.log");
+  EXPECT_EQ(slurp(s.attempt_dir + "/output.log"),
+            "trained in " + std::filesystem::canonical(workdir).string() + "\n");
+}
+
 TEST_F(ProcessExecutorTest, MissingWorkdirFailsToStart) {
   LaunchSpec s = spec("no-workdir", {"true"});
   s.workdir = tmp_.path() + "/missing";

@@ -228,7 +228,10 @@ std::variant<pid_t, StartFailure> spawn_job(const PreparedJob& job) {
   // one without permission is skipped but remembered for the message).
   const std::string& command = job.argv_storage.at(0);
   std::string found, not_executable;
-  for (const auto& candidate : job.candidates) {
+  for (const auto& name : job.candidates) {
+    // Relative paths (./train.sh, or a relative PATH entry) are relative to the workdir, where
+    // the job starts; the shim itself runs in /.
+    std::string candidate = name.front() == '/' ? name : job.workdir + "/" + name;
     struct stat st {};
     if (::stat(candidate.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
     if (::access(candidate.c_str(), X_OK) == 0) {
@@ -267,6 +270,16 @@ std::variant<pid_t, StartFailure> spawn_job(const PreparedJob& job) {
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc == 0) return pid;
+  // A file action failed, or something changed since the checks above: say which.
+  if (auto problem = workdir_problem(job.workdir)) return failure(1, *problem, log);
+  if (int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640); fd < 0) {
+    return failure(1, reason("cannot open " + log), log);
+  } else {
+    ::close(fd);
+  }
+  if (::access(found.c_str(), F_OK) != 0)
+    return failure(
+        127, "command '" + command + "' (" + found + ") disappeared before it could start", log);
   std::string where = found == command ? "" : " (" + found + ")";
   if (rc == ENOEXEC)
     return failure(
