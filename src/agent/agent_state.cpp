@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <vector>
 
 namespace gpucloud::agent {
 
@@ -27,34 +29,13 @@ std::string read_all(const std::string& path, bool& exists) {
 
 }  // namespace
 
-Result<AgentState> AgentState::load(const std::string& path) {
-  // Two slots, written alternately: a save torn by a crash leaves the other one whole.
-  std::optional<json> best;
-  int64_t best_generation = -1;
-  bool any = false;
-  for (const char* slot : {".0", ".1"}) {
-    bool exists = false;
-    std::string text = read_all(path + slot, exists);
-    any |= exists;
-    if (!exists) continue;
-    try {
-      json j = json::parse(text);
-      int64_t generation = j.value("generation", int64_t{0});
-      if (generation > best_generation) best = std::move(j), best_generation = generation;
-    } catch (const json::exception&) {
-      // A torn write: the other slot has the state before it.
-    }
-  }
+namespace {
+
+// The fields of one saved state.
+Result<AgentState> state_from_json(const json& j, const std::string& path) {
   AgentState state;
-  if (!any) return state;
-  if (!best)
-    return internal(
-        fmt::format("agent state {}.0 and {}.1 are both unreadable; move them away to start "
-                    "afresh (running jobs will then be reported lost)",
-                    path, path));
-  const json& j = *best;
   try {
-    state.generation = best_generation;
+    state.generation = j.value("generation", int64_t{0});
     state.node_id = j.value("node_id", "");
     state.credential = j.value("credential", "");
     state.next_seq = j.value("next_seq", int64_t{1});
@@ -90,6 +71,50 @@ Result<AgentState> AgentState::load(const std::string& path) {
   return state;
 }
 
+}  // namespace
+
+Result<AgentState> AgentState::load(const std::string& path) {
+  // Two slots, written alternately: a save torn by a crash leaves the other one whole. A
+  // single file without slots (an agent before slots existed) is read as generation 0.
+  std::vector<std::pair<int64_t, json>> candidates;
+  bool any = false;
+  for (const std::string& file : {path + ".0", path + ".1"}) {
+    bool exists = false;
+    std::string text = read_all(file, exists);
+    any |= exists;
+    if (!exists) continue;
+    try {
+      json j = json::parse(text);
+      candidates.emplace_back(j.value("generation", int64_t{0}), std::move(j));
+    } catch (const json::exception&) {
+      // A torn write: the other slot has the state before it.
+    }
+  }
+  if (!any) {
+    bool exists = false;
+    std::string text = read_all(path, exists);
+    if (!exists) return AgentState{};
+    try {
+      candidates.emplace_back(0, json::parse(text));
+    } catch (const json::exception& e) {
+      return internal(
+          fmt::format("agent state file {} is corrupt ({}); move it away to start afresh "
+                      "(running jobs will then be reported lost)",
+                      path, e.what()));
+    }
+  }
+  std::sort(candidates.begin(), candidates.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [generation, j] : candidates) {
+    auto state = state_from_json(j, path);
+    if (state.ok()) return state;
+  }
+  return internal(
+      fmt::format("agent state {}.0 and {}.1 are both unreadable; move them away to start "
+                  "afresh (running jobs will then be reported lost)",
+                  path, path));
+}
+
 Status AgentState::save(const std::string& path) {
   json replicas_json = json::array();
   for (const auto& [key, r] : replicas)
@@ -107,14 +132,14 @@ Status AgentState::save(const std::string& path) {
                              {"log_shipped", r.log_shipped}});
   json events = json::array();
   for (const auto& e : unacked) events.push_back(replica_event_to_json(e));
-  ++generation;
-  json j = {{"generation", generation}, {"node_id", node_id}, {"credential", credential},
-            {"next_seq", next_seq},     {"unacked", events},  {"replicas", replicas_json}};
+  const int64_t next = generation + 1;
+  json j = {{"generation", next},   {"node_id", node_id}, {"credential", credential},
+            {"next_seq", next_seq}, {"unacked", events},  {"replicas", replicas_json}};
   std::string text = j.dump();
   // In place, into the slot not holding the latest state: no file is created or renamed per
   // save. No fsync: the state must survive a crash of the agent (the page cache does), not of
   // the machine, which takes the processes it describes with it.
-  std::string slot = path + (generation % 2 == 0 ? ".0" : ".1");
+  std::string slot = path + (next % 2 == 0 ? ".0" : ".1");
   int fd = ::open(slot.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return internal(fmt::format("cannot write {}: {}", slot, std::strerror(errno)));
   bool ok = ::pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()) &&
@@ -122,6 +147,7 @@ Status AgentState::save(const std::string& path) {
   int saved = errno;
   ::close(fd);
   if (!ok) return internal(fmt::format("cannot save {}: {}", slot, std::strerror(saved)));
+  generation = next;  // only now: a failed save is retried into the same slot, never the good one
   return {};
 }
 

@@ -80,6 +80,25 @@ TEST_F(AgentStateTest, ASaveTornByACrashLeavesThePreviousState) {
   EXPECT_EQ(back->node_id, "before");
 }
 
+TEST_F(AgentStateTest, AFileFromBeforeSlotsIsReadAndMovedIntoASlot) {
+  std::ofstream(path_)
+      << R"({"node_id":"old-node","credential":"c","next_seq":7,"unacked":[],"replicas":[]})";
+  auto back = AgentState::load(path_);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->node_id, "old-node");
+  ASSERT_TRUE(back->save(path_).ok());
+  EXPECT_EQ(AgentState::load(path_)->node_id, "old-node");
+}
+
+TEST_F(AgentStateTest, ANewestSlotWithBadFieldsFallsBackToTheOther) {
+  AgentState s = sample("good");
+  ASSERT_TRUE(s.save(path_).ok());  // generation 1 -> slot .1
+  std::ofstream(path_ + ".0") << R"({"generation": 9, "replicas": [{"allocation": 5}]})";
+  auto back = AgentState::load(path_);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->node_id, "good");
+}
+
 TEST_F(AgentStateTest, BothSlotsUnreadableIsAClearError) {
   std::ofstream(path_ + ".0") << "{not json";
   std::ofstream(path_ + ".1") << "";
