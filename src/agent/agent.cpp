@@ -212,11 +212,25 @@ void Agent::loop() {
       registered = true;
       backoff_ms = 100;
     }
+    // GPU readings ride along at most every 5 s; read outside the lock (NVML is not free).
+    std::vector<GpuReading> readings;
+    TimeMs now = clock_.now_ms();
+    if (now - last_readings_at_ >= 5000) {
+      last_readings_at_ = now;
+      if (auto r = gpus_->telemetry(); r.ok()) {
+        for (const auto& t : *r)
+          readings.push_back(
+              {t.index, t.utilization_pct, t.memory_used_mib, t.temperature_c, t.power_w});
+      } else {
+        spdlog::warn("agent {}: GPU readings: {}", node_info_.name, r.error().message);
+      }
+    }
     PollRequest req;
     std::string credential;
     {
       std::lock_guard lock(mu_);
       req = build_poll();
+      req.gpus = std::move(readings);
       credential = state_.credential;
       poll_in_flight_ = true;
       inflight_has_news_ = !req.events.empty() || !req.logs.empty();
@@ -272,18 +286,6 @@ void Agent::loop() {
 
 PollRequest Agent::build_poll() {
   PollRequest req;
-  // GPU readings ride along at most every 5 s (reading NVML is not free).
-  TimeMs now = clock_.now_ms();
-  if (now - last_readings_at_ >= 5000) {
-    last_readings_at_ = now;
-    if (auto readings = gpus_->telemetry(); readings.ok()) {
-      for (const auto& t : *readings)
-        req.gpus.push_back(
-            {t.index, t.utilization_pct, t.memory_used_mib, t.temperature_c, t.power_w});
-    } else {
-      spdlog::warn("agent {}: GPU readings: {}", node_info_.name, readings.error().message);
-    }
-  }
   req.node_id = state_.node_id;
   req.applied_version = applied_version_;
   req.hold_ms = config_.poll_hold_ms;

@@ -129,7 +129,20 @@ Status Server::bootstrap_tokens() {
   tokens = store_->load_tokens();
   if (!tokens) return tokens.error();
   store_tokens_ = std::move(*tokens);
+  GPUCLOUD_TRY(check_config_tokens(file_config_));
   apply_tokens();
+  return {};
+}
+
+Status Server::check_config_tokens(const ServerFileConfig& config) const {
+  // A config token must be a token of its own: one that reuses a token the server made
+  // (admin.token, agent.token) would silently change that token's role.
+  for (const auto& t : config.tokens)
+    for (const auto& s : store_tokens_)
+      if (t.sha256 == s.sha256)
+        return invalid(
+            fmt::format("{}: token '{}' is the server's own token '{}'; give it its own token",
+                        config_.config_file, t.name, s.name));
   return {};
 }
 
@@ -142,6 +155,9 @@ void Server::apply_tokens() {
 Status Server::reload_config() {
   if (config_.config_file.empty()) return {};
   auto loaded = load_server_config(config_.config_file);
+  if (loaded) {
+    if (auto st = check_config_tokens(*loaded); !st.ok()) loaded = st.error();
+  }
   if (!loaded) {
     spdlog::error("config not reloaded, the previous one stays in force: {}",
                   loaded.error().message);

@@ -93,6 +93,7 @@ class Server {
   net::HttpResponse list_nodes(const Principal& who);
   net::HttpResponse list_tenants(const Principal& who);
   void apply_tokens();
+  Status check_config_tokens(const ServerFileConfig& config) const;
 
   // Agents (server_agents.cpp)
   net::HttpResponse register_node(const net::HttpRequest& req, const Principal& who);
@@ -136,10 +137,9 @@ class Server {
   std::map<std::string, store::NodeRecord> nodes_;
   std::unordered_map<std::string, NodeRuntime> runtime_;
   int64_t version_clock_ = 0;
-  int lock_fd_ = -1;
+  int lock_fd_ = -1;  // holds an exclusive flock on <data-dir>/server.lock
   ServerFileConfig file_config_;
-  std::vector<store::TokenRecord> store_tokens_;  // admin and agent-join (from the store)  // holds
-                                                  // an exclusive flock on <data-dir>/server.lock
+  std::vector<store::TokenRecord> store_tokens_;  // admin and agent-join (from the store)
   bool schedule_pending_ = false;
   std::vector<std::string> finished_;  // ended jobs to drop from jobs_ after the next commit
 };

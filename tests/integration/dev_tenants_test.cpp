@@ -66,6 +66,7 @@ TEST_F(DevTenants, AMemberWorksOnlyInItsOwnTenants) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string id = r.out.substr(0, r.out.find('\n'));
   EXPECT_EQ(cluster_->job(id)["tenant"], "vision");  // a member's first tenant by default
+  ASSERT_TRUE(wait_until([&] { return cluster_->job(id)["state"] == "running"; }));
   // Bob sees nothing of it: not in ps, not by id, cannot cancel it.
   EXPECT_EQ(as(kBob, {"ps", "--all", "--json"}).out.find(id), std::string::npos);
   auto show = as(kBob, {"show", id});
@@ -106,10 +107,14 @@ TEST_F(DevTenants, ConfigIsReloadedOnSighup) {
   std::ofstream(config_) << config_text(true);
   kill(cluster_->pid(), SIGHUP);
   EXPECT_TRUE(wait_until([&] { return as(kDave, {"ps"}).exit_code == 0; }));
-  // A broken file is refused and the previous config stays in force.
+  // A broken file is refused (the server says so in its log) and the previous config stays.
   std::ofstream(config_) << "tokens:\n  - {name: x, role: root, sha256: abc}\n";
   kill(cluster_->pid(), SIGHUP);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(wait_until([&] {
+    std::ifstream log(cluster_->work_dir() + "/dev.log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    return text.find("config not reloaded") != std::string::npos;
+  }));
   EXPECT_EQ(as(kDave, {"ps"}).exit_code, 0);
   std::ofstream(config_) << config_text(false);
 }
