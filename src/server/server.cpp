@@ -243,7 +243,8 @@ void Server::handle(net::HttpRequest&& req, net::Responder respond) {
   } catch (const std::exception& e) {
     // A bug, not the caller's fault: answer with a JSON error instead of dropping the connection.
     spdlog::error("{} {}: unexpected error: {}", req.method, req.path, e.what());
-    respond(error_response(internal(std::string("unexpected error: ") + e.what())));
+    if (respond)  // not when a handler took it over (poll, logs) before throwing
+      respond(error_response(internal(std::string("unexpected error: ") + e.what())));
   }
 }
 

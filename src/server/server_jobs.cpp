@@ -92,7 +92,8 @@ Result<Job> Server::find_visible_job(const std::string& id_or_prefix, const Prin
     for (auto it2 = jobs_.lower_bound(id_or_prefix);
          it2 != jobs_.end() && it2->first.rfind(id_or_prefix, 0) == 0; ++it2)
       matches.push_back(it2->second);
-    auto stored = store_->find_jobs_by_prefix(id_or_prefix, 3);
+    // Enough to find the caller's own job among other tenants' jobs with the same prefix.
+    auto stored = store_->find_jobs_by_prefix(id_or_prefix, 50);
     if (!stored) return stored.error();
     for (auto& j : *stored)
       if (!jobs_.count(j.id)) matches.push_back(std::move(j));
