@@ -13,6 +13,8 @@
 #include <optional>
 #include <sstream>
 
+#include "exec/process/spawn_attr.h"
+
 namespace gpucloud::exec {
 namespace {
 
@@ -49,7 +51,8 @@ void reset_signals() {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
-void set_affinity(const std::vector<int>& cpus, int error_fd) {
+// Pins the calling process to cpus; on failure, says why.
+std::optional<std::string> pin_to_cpus(const std::vector<int>& cpus) {
   int max_cpu = 0;
   for (int cpu : cpus) max_cpu = std::max(max_cpu, cpu);
   cpu_set_t* set = CPU_ALLOC(max_cpu + 1);
@@ -60,29 +63,38 @@ void set_affinity(const std::vector<int>& cpus, int error_fd) {
     CPU_SET_S(cpu, size, set);
     list += (list.empty() ? "" : ",") + std::to_string(cpu);
   }
-  if (::sched_setaffinity(0, size, set) != 0) {
-    if (errno == EINVAL) {
-      fail(error_fd, 1,
-           "cannot pin the job to cpus " + list + ": none of them is online here (" +
-               std::to_string(::sysconf(_SC_NPROCESSORS_ONLN)) + " CPUs online)");
-    }
-    fail(error_fd, 1, reason("cannot pin the job to cpus " + list));
-  }
+  int rc = ::sched_setaffinity(0, size, set);
+  int saved = errno;
   CPU_FREE(set);
+  if (rc == 0) return std::nullopt;
+  errno = saved;
+  if (saved == EINVAL)
+    return "cannot pin the job to cpus " + list + ": none of them is online here (" +
+           std::to_string(::sysconf(_SC_NPROCESSORS_ONLN)) + " CPUs online)";
+  return reason("cannot pin the job to cpus " + list);
+}
+
+void set_affinity(const std::vector<int>& cpus, int error_fd) {
+  if (auto problem = pin_to_cpus(cpus)) fail(error_fd, 1, *problem);
+}
+
+// What is wrong with a workdir that could not be entered, from the errno of the attempt.
+std::string workdir_message(const std::string& workdir, int err) {
+  switch (err) {
+    case ENOENT:
+      return "workdir " + workdir + " does not exist";
+    case ENOTDIR:
+      return "workdir " + workdir + " is not a directory";
+    case EACCES:
+      return "workdir " + workdir + " is not accessible (permission denied)";
+    default:
+      errno = err;
+      return reason("cannot enter workdir " + workdir);
+  }
 }
 
 void enter_workdir(const std::string& workdir, int error_fd) {
-  if (::chdir(workdir.c_str()) == 0) return;
-  switch (errno) {
-    case ENOENT:
-      fail(error_fd, 1, "workdir " + workdir + " does not exist");
-    case ENOTDIR:
-      fail(error_fd, 1, "workdir " + workdir + " is not a directory");
-    case EACCES:
-      fail(error_fd, 1, "workdir " + workdir + " is not accessible (permission denied)");
-    default:
-      fail(error_fd, 1, reason("cannot enter workdir " + workdir));
-  }
+  if (::chdir(workdir.c_str()) != 0) fail(error_fd, 1, workdir_message(workdir, errno));
 }
 
 }  // namespace
@@ -182,15 +194,9 @@ StartFailure failure(int code, const std::string& message, const std::string& ou
 
 std::optional<std::string> workdir_problem(const std::string& workdir) {
   struct stat st {};
-  if (::stat(workdir.c_str(), &st) != 0) {
-    if (errno == ENOENT) return "workdir " + workdir + " does not exist";
-    if (errno == ENOTDIR) return "workdir " + workdir + " is not a directory";
-    if (errno == EACCES) return "workdir " + workdir + " is not accessible (permission denied)";
-    return reason("cannot enter workdir " + workdir);
-  }
-  if (!S_ISDIR(st.st_mode)) return "workdir " + workdir + " is not a directory";
-  if (::access(workdir.c_str(), X_OK) != 0)
-    return "workdir " + workdir + " is not accessible (permission denied)";
+  if (::stat(workdir.c_str(), &st) != 0) return workdir_message(workdir, errno);
+  if (!S_ISDIR(st.st_mode)) return workdir_message(workdir, ENOTDIR);
+  if (::access(workdir.c_str(), X_OK) != 0) return workdir_message(workdir, EACCES);
   return std::nullopt;
 }
 
@@ -198,29 +204,8 @@ std::optional<std::string> workdir_problem(const std::string& workdir) {
 
 std::variant<pid_t, StartFailure> spawn_job(const PreparedJob& job) {
   const std::string& log = job.output_log;
-  if (!job.cpus.empty()) {
-    int max_cpu = 0;
-    for (int cpu : job.cpus) max_cpu = std::max(max_cpu, cpu);
-    cpu_set_t* set = CPU_ALLOC(max_cpu + 1);
-    size_t size = CPU_ALLOC_SIZE(max_cpu + 1);
-    CPU_ZERO_S(size, set);
-    std::string list;
-    for (int cpu : job.cpus) {
-      CPU_SET_S(cpu, size, set);
-      list += (list.empty() ? "" : ",") + std::to_string(cpu);
-    }
-    int rc = ::sched_setaffinity(0, size, set);  // the shim's own: the job inherits it
-    int saved = errno;
-    CPU_FREE(set);
-    if (rc != 0) {
-      errno = saved;
-      if (saved == EINVAL)
-        return failure(1,
-                       "cannot pin the job to cpus " + list + ": none of them is online here (" +
-                           std::to_string(::sysconf(_SC_NPROCESSORS_ONLN)) + " CPUs online)",
-                       log);
-      return failure(1, reason("cannot pin the job to cpus " + list), log);
-    }
+  if (!job.cpus.empty()) {  // the shim pins itself: the job inherits it
+    if (auto problem = pin_to_cpus(job.cpus)) return failure(1, *problem, log);
   }
   if (auto problem = workdir_problem(job.workdir)) return failure(1, *problem, log);
 
@@ -257,14 +242,7 @@ std::variant<pid_t, StartFailure> spawn_job(const PreparedJob& job) {
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   posix_spawn_file_actions_addchdir_np(&actions, job.workdir.c_str());
   posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  init_new_session_spawnattr(attr);
   pid_t pid = 0;
   int rc = ::posix_spawn(&pid, found.c_str(), &actions, &attr, job.argv.data(), job.envp.data());
   posix_spawn_file_actions_destroy(&actions);

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "exec/process/files.h"
+#include "exec/process/spawn_attr.h"
 
 extern char** environ;
 
@@ -33,15 +34,8 @@ Result<SpawnedShim> spawn_shim(const std::string& shim_binary, const std::string
   posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
   // Its own session: the shim must not share the agent's process group or terminal.
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  init_new_session_spawnattr(attr);
 
   std::string arg0 = shim_binary, arg1 = "shim", arg2 = attempt_dir;
   char* argv[] = {arg0.data(), arg1.data(), arg2.data(), nullptr};
