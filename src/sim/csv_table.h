@@ -37,6 +37,8 @@ class CsvTable {
   Result<int64_t> non_negative(size_t r, int c) const;
   /// "file:line:column: " for field c of record r, the prefix of every message about it.
   std::string where(size_t r, int c) const;
+  /// The name of column c, as the header writes it.
+  const std::string& header(int c) const { return header_[static_cast<size_t>(c)]; }
   /// The file name used in messages.
   const std::string& file() const { return file_; }
 
