@@ -136,6 +136,28 @@ int run_cli(int argc, char** argv) {
   fgd_cmd->add_option("--plot", fgd.plot, "write an SVG of allocation vs. load to this file");
   fgd_cmd->callback([&] { code = cmd_sim_fgd(fgd); });
 
+  SimGenOptions gen;
+  auto* gen_cmd = sim_cmd->add_subcommand(
+      "gen", "write a synthetic canonical trace to stdout: Poisson arrivals, sampled shapes");
+  gen_cmd
+      ->add_option("--trace-like", gen.trace_like,
+                   "trace whose request shapes to sample (canonical CSV or Alibaba pod list)")
+      ->required();
+  gen_cmd->add_option("--jobs", gen.jobs, "number of jobs")->capture_default_str();
+  gen_cmd->add_option("--rate", gen.rate, "mean arrivals per second")->capture_default_str();
+  gen_cmd->add_option("--seed", gen.seed, "random seed")->capture_default_str();
+  gen_cmd
+      ->add_option("--tenants", gen.tenants,
+                   "spread jobs over tenant-1..tenant-K (0: keep the sampled job's tenant)")
+      ->capture_default_str();
+  gen_cmd
+      ->add_option("--duration-median", gen.duration_median_s,
+                   "median job duration in seconds (log-normal)")
+      ->capture_default_str();
+  gen_cmd->add_option("--duration-sigma", gen.duration_sigma, "sigma of ln(duration) (log-normal)")
+      ->capture_default_str();
+  gen_cmd->callback([&] { code = cmd_sim_gen(gen); });
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

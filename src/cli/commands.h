@@ -44,6 +44,27 @@ struct SimFgdOptions {
   std::string plot;  // SVG path; empty: no plot
 };
 
+/// `gpucloud sim gen`: a synthetic canonical trace on stdout (docs/sim.md, "sim gen").
+struct SimGenOptions {
+  std::string trace_like;  // a canonical trace or an Alibaba pod list: the request shapes
+  int64_t jobs = 1000;
+  double rate = 1;
+  uint64_t seed = 42;
+  int tenants = 0;
+  double duration_median_s = 600;
+  double duration_sigma = 1.9;
+};
+
+/// `gpucloud sim replay`: a trace replayed through the scheduler (docs/sim.md, "sim replay").
+struct SimReplayOptions {
+  std::string cluster, trace;
+  std::string policy = "default";
+  uint64_t seed = 42;
+  bool json = false;
+  std::string plot;    // SVG path; empty: no plot
+  std::string prices;  // price catalog path; empty: no cost
+};
+
 int cmd_run(const RunOptions& o);
 int cmd_submit(const std::string& file, bool wait);
 int cmd_ps(bool all, bool json);
@@ -54,6 +75,8 @@ int cmd_nodes(bool json);
 int cmd_tenants(bool json);
 int cmd_dev(const DevOptions& o);
 int cmd_sim_fgd(const SimFgdOptions& o);
+int cmd_sim_gen(const SimGenOptions& o);
+int cmd_sim_replay(const SimReplayOptions& o);
 
 /// Prints "error: message" to stderr and returns kExitError.
 int fail(const std::string& message);

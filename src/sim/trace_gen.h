@@ -1,0 +1,35 @@
+// The synthetic trace generator of `gpucloud sim gen` (docs/sim.md, "sim gen"): Poisson
+// arrivals, request shapes drawn from a given trace, log-normal durations. Deterministic per
+// seed on every platform (mt19937_64 and hand-written distributions).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/result.h"
+#include "sim/trace.h"
+
+namespace gpucloud::sim {
+
+/// What to generate.
+struct GenOptions {
+  int64_t jobs = 1000;
+  double rate_per_s = 1;  // mean arrivals per second (exponential gaps)
+  uint64_t seed = 42;
+  int tenants = 0;  // > 0: tenant-1..tenant-K uniformly; 0: the sampled job's tenant
+  // Log-normal durations: ln(duration_s) ~ Normal(ln(median_s), sigma). The defaults are fitted
+  // to openb_pod_list_default.csv (mean of ln duration 6.33, i.e. a median of 561 s; sd 1.94).
+  double duration_median_s = 600;
+  double duration_sigma = 1.9;
+};
+
+/// Checks the options' ranges; the message names the flag.
+Status validate_gen_options(const GenOptions& o);
+
+/// Generates o.jobs jobs named gen-000001...: the first arrives after one exponential gap from
+/// time 0, each takes the request shape (replicas, GPUs, share, model, CPU, memory, priority,
+/// capacity class, max runtime) of a job drawn uniformly from `shapes`, and a duration of at
+/// least 1 s. `shapes` must not be empty.
+std::vector<TraceJob> generate_trace(const std::vector<TraceJob>& shapes, const GenOptions& o);
+
+}  // namespace gpucloud::sim
