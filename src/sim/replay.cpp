@@ -1,0 +1,222 @@
+#include "sim/replay.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <tuple>
+#include <unordered_map>
+
+#include "model/gpu_model.h"
+#include "sched/scheduler.h"
+#include "sim/frag_tracker.h"
+
+namespace gpucloud::sim {
+
+namespace {
+
+sched::JobRequest to_request(const TraceJob& j) {
+  sched::JobRequest r;
+  r.job_id = j.id;
+  r.tenant = j.tenant;
+  r.replicas = j.replicas;
+  r.gpus = j.gpus;
+  r.gpu_milli = j.gpu_milli;
+  r.gpu_model = j.gpu_model;
+  r.cpu_milli = j.cpu_milli;
+  r.memory_mib = j.memory_mib;
+  r.capacity_class = j.capacity_class;
+  r.priority = j.priority;
+  r.created_at = j.submit_ms;
+  r.max_runtime_ms = j.max_runtime_ms;
+  return r;
+}
+
+/// The shape of a request, to check each distinct shape against the cluster once.
+using ShapeKey = std::tuple<int, int, int, std::string, int64_t, int64_t, int>;
+
+ShapeKey shape_key(const TraceJob& j) {
+  return {j.replicas,
+          j.gpus,
+          j.gpu_milli,
+          j.gpu_model,
+          j.cpu_milli,
+          j.memory_mib,
+          static_cast<int>(j.capacity_class)};
+}
+
+/// Where the job's problem is: its gpu_model cell when no node has such a model.
+std::string never_fit_message(const TraceJob& j, const std::vector<sched::NodeState>& nodes,
+                              const std::string& reason) {
+  if (j.gpus > 0 && !j.gpu_model.empty()) {
+    bool any = false;
+    for (const sched::NodeState& n : nodes)
+      for (const sched::GpuState& g : n.gpus)
+        any = any || gpu_model_matches(j.gpu_model, g.model, g.memory_mib);
+    if (!any)
+      return fmt::format("{}job {}: gpu_model '{}': no node has this GPU model", j.where_model,
+                         j.id, j.gpu_model);
+  }
+  return fmt::format("{}job {}: {}", j.where_gpus, j.id, reason);
+}
+
+/// The replay's mutable state.
+class Replayer {
+ public:
+  Replayer(const SimCluster& cluster, const std::vector<TraceJob>& jobs, sched::Scheduler& s,
+           ReplayResult& out)
+      : jobs_(jobs), sched_(s), out_(out), frag_(cluster, jobs), state_(jobs.size()) {
+    for (size_t i = 0; i < jobs.size(); ++i) index_[jobs[i].id] = i;
+  }
+
+  void run(const std::vector<size_t>& order) {
+    size_t next = 0;
+    while (next < order.size() || !ends_.empty()) {
+      int64_t t = INT64_MAX;
+      if (next < order.size()) t = jobs_[order[next]].submit_ms;
+      if (!ends_.empty()) t = std::min(t, std::get<0>(ends_.top()));
+      while (!ends_.empty() && std::get<0>(ends_.top()) <= t) {
+        auto [end, job, attempt] = ends_.top();
+        ends_.pop();
+        if (attempt != state_[job].attempt) continue;  // preempted meanwhile
+        stop(job, t);
+        out_.jobs[job].end_ms = t;
+      }
+      while (next < order.size() && jobs_[order[next]].submit_ms <= t) submit(order[next++], t);
+      if (sched_.pending_count() > 0) schedule(t);
+      record(t);
+    }
+  }
+
+ private:
+  struct JobState {
+    int attempt = 0;
+    int64_t pending_since = 0;
+    int64_t started_at = 0;
+    sched::Placement placement;
+  };
+
+  void submit(size_t job, int64_t t) {
+    state_[job].pending_since = t;
+    (void)sched_.submit(to_request(jobs_[job]));
+  }
+
+  void schedule(int64_t t) {
+    for (int round = 0; round < 16; ++round) {
+      sched::Plan plan = sched_.schedule(t);
+      ++out_.schedule_calls;
+      for (sched::Placement& p : plan.placements) start(std::move(p), t);
+      for (const sched::Preemption& p : plan.preemptions) {
+        auto it = index_.find(p.job_id);
+        if (it == index_.end()) continue;
+        size_t job = it->second;
+        ++out_.preemptions;
+        stop(job, t);
+        ++state_[job].attempt;  // its scheduled end no longer counts
+        submit(job, t);
+      }
+      if (plan.preemptions.empty()) break;
+    }
+  }
+
+  void start(sched::Placement p, int64_t t) {
+    auto it = index_.find(p.job_id);
+    if (it == index_.end()) return;
+    size_t job = it->second;
+    const TraceJob& j = jobs_[job];
+    JobState& s = state_[job];
+    JobOutcome& o = out_.jobs[job];
+    o.waited_ms += t - s.pending_since;
+    if (o.first_start_ms < 0) o.first_start_ms = t;
+    ++o.attempts;
+    int64_t run = j.duration_ms;
+    o.stopped_at_max_runtime = j.max_runtime_ms > 0 && run > j.max_runtime_ms;
+    if (o.stopped_at_max_runtime) run = j.max_runtime_ms;
+    for (const sched::ReplicaPlacement& r : p.replicas) frag_.apply(r, +1);
+    s.started_at = t;
+    s.placement = std::move(p);
+    ends_.emplace(t + run, job, s.attempt);
+  }
+
+  /// The job leaves the cluster at t (finished, stopped or preempted): its GPU-hours count.
+  void stop(size_t job, int64_t t) {
+    JobState& s = state_[job];
+    sched_.finish(jobs_[job].id);
+    double hours = static_cast<double>(t - s.started_at) / 3'600'000.0;
+    auto& by_model = out_.gpu_hours[jobs_[job].tenant];
+    for (const sched::ReplicaPlacement& r : s.placement.replicas) {
+      frag_.apply(r, -1);
+      for (const GpuShare& g : r.gpus)
+        by_model[frag_.gpu_model(r.node_id, g.index)] += hours * g.milli / 1000.0;
+    }
+    s.placement = {};
+  }
+
+  void record(int64_t t) {
+    TimePoint p{t, frag_.used_gpu_milli(), static_cast<int64_t>(sched_.pending_count()),
+                static_cast<int64_t>(sched_.running_count()), frag_.total_frag_milli()};
+    if (!out_.timeline.empty() && out_.timeline.back().t_ms == t)
+      out_.timeline.back() = p;
+    else
+      out_.timeline.push_back(p);
+  }
+
+  const std::vector<TraceJob>& jobs_;
+  sched::Scheduler& sched_;
+  ReplayResult& out_;
+  FragTracker frag_;
+  std::vector<JobState> state_;
+  std::unordered_map<std::string, size_t> index_;
+  using End = std::tuple<int64_t, size_t, int>;  // end time, job, attempt
+  std::priority_queue<End, std::vector<End>, std::greater<>> ends_;
+};
+
+}  // namespace
+
+Result<ReplayResult> run_replay(const SimCluster& cluster, const Trace& trace,
+                                const ReplayOptions& options) {
+  sched::PolicySettings settings;
+  settings.policy = options.policy;
+  settings.seed = options.seed;
+  auto scheduler = sched::create_scheduler(settings);
+  if (!scheduler.ok()) return scheduler.error();
+  ReplayResult out;
+  out.policy = options.policy;
+  out.nodes = cluster.nodes.size();
+  out.gpus = cluster.gpus();
+
+  // Jobs that can never fit are reported with where they were read, not replayed.
+  std::map<ShapeKey, std::string> checked;  // shape -> "" (fits) or the reason
+  std::vector<TraceJob> jobs;
+  jobs.reserve(trace.jobs.size());
+  for (const TraceJob& j : trace.jobs) {
+    auto [it, fresh] = checked.try_emplace(shape_key(j));
+    if (fresh) {
+      Status s = sched::check_satisfiable(to_request(j), cluster.nodes);
+      it->second = s.ok() ? "" : s.error().message;
+    }
+    if (!it->second.empty()) {
+      out.never_fit.push_back({j.id, never_fit_message(j, cluster.nodes, it->second)});
+      continue;
+    }
+    jobs.push_back(j);
+    JobOutcome o;
+    o.id = j.id;
+    o.tenant = j.tenant;
+    o.submit_ms = j.submit_ms;
+    out.jobs.push_back(std::move(o));
+  }
+
+  for (const sched::NodeState& n : cluster.nodes) (*scheduler)->upsert_node(n);
+  (*scheduler)->set_tenants({});
+  std::vector<size_t> order(jobs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return jobs[a].submit_ms < jobs[b].submit_ms; });
+  Replayer replayer(cluster, jobs, **scheduler, out);
+  replayer.run(order);
+  return out;
+}
+
+}  // namespace gpucloud::sim

@@ -1,0 +1,75 @@
+// What a replay (sim/replay.h) records, and the statistics the reports take from it. Kept apart
+// from the event loop so that reports, JSON and plots need no scheduler.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gpucloud::sim {
+
+/// One job of the trace as the replay saw it.
+struct JobOutcome {
+  std::string id;
+  std::string tenant;
+  int64_t submit_ms = 0;
+  int64_t first_start_ms = -1;  // -1: never started
+  int64_t end_ms = -1;          // -1: did not finish (never placed before the trace ran out)
+  int64_t waited_ms = 0;        // time spent pending, over all attempts
+  int attempts = 0;             // starts; more than 1 after preemptions
+  bool stopped_at_max_runtime = false;
+};
+
+/// The cluster between one event and the next (a step function of virtual time).
+struct TimePoint {
+  int64_t t_ms = 0;
+  int64_t used_gpu_milli = 0;
+  int64_t queued = 0;     // jobs pending
+  int64_t running = 0;    // jobs running
+  double frag_milli = 0;  // FGD's fragmentation ΣF(node) over the nodes, in GPU milli
+};
+
+/// A job that can never run on the cluster, with where it was read and why.
+struct NeverFitJob {
+  std::string id;
+  std::string message;  // "file:line:column: ..."
+};
+
+/// Everything a replay records.
+struct ReplayResult {
+  std::string policy;
+  size_t nodes = 0;
+  int64_t gpus = 0;
+  std::vector<JobOutcome> jobs;  // the jobs that could fit, in trace order
+  std::vector<NeverFitJob> never_fit;
+  std::vector<TimePoint> timeline;  // ascending t; a point holds until the next one
+  int64_t preemptions = 0;
+  int64_t schedule_calls = 0;
+  // GPU-hours used per tenant and GPU model (a share counts its fraction; preempted runs count).
+  std::map<std::string, std::map<std::string, double>> gpu_hours;
+};
+
+/// Mean and nearest-rank percentiles of a sample, in seconds (all 0 for an empty sample).
+struct Distribution {
+  size_t count = 0;
+  double mean_s = 0, p50_s = 0, p95_s = 0, p99_s = 0, max_s = 0;
+};
+
+/// The distribution of values given in milliseconds.
+Distribution distribution_ms(std::vector<int64_t> values_ms);
+
+/// Time-weighted means over the timeline (from its first point to its last).
+struct TimelineMeans {
+  double gpu_alloc_pct = 0;  // used GPU milli as % of capacity
+  double peak_gpu_alloc_pct = 0;
+  double frag_ratio_pct = 0;  // 100·ΣF / free GPU milli (0 while nothing is free)
+  double frag_milli_pct = 0;  // 100·ΣF / capacity
+  double queued = 0;
+  int64_t peak_queued = 0;
+};
+
+/// The timeline's time-weighted means for a cluster of `gpus` GPUs.
+TimelineMeans timeline_means(const std::vector<TimePoint>& timeline, int64_t gpus);
+
+}  // namespace gpucloud::sim

@@ -1,0 +1,103 @@
+// Runs the real `gpucloud sim replay` binary on small files and checks what a user sees.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Output {
+  int status = -1;
+  std::string text;
+};
+
+Output run(const std::string& args) {
+  std::string cmd = std::string(GPUCLOUD_BINARY) + " sim replay " + args + " 2>&1";
+  Output out;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return out;
+  std::array<char, 4096> buf;
+  size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.text.append(buf.data(), n);
+  out.status = WEXITSTATUS(pclose(pipe));
+  return out;
+}
+
+class CliSimReplayTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpucloud_sim_replay_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    write("cluster.csv",
+          "name,gpus,gpu_model,gpu_memory_mib,cpu_milli,memory_mib,labels\n"
+          "n1,2,A100,81920,32000,262144,zone=a\nn2,1,T4,16384,8000,65536,zone=b\n");
+    write("trace.csv",
+          "id,tenant,submit_s,duration_s,gpus,gpu_model\n"
+          "a,red,0,3600,2,A100\nb,blue,60,1800,1,\nc,blue,120,600,8,\n");
+    write("prices.csv", "gpu_model,usd_per_gpu_hour\nA100,2\nT4,0.5\n");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(CliSimReplayTest, JsonReportPlotAndCost) {
+  Output out = run("--cluster " + path("cluster.csv") + " --trace " + path("trace.csv") +
+                   " --json --prices " + path("prices.csv") + " --plot " + path("r.svg"));
+  ASSERT_EQ(out.status, 0) << out.text;
+  auto j = nlohmann::json::parse(out.text);
+  EXPECT_EQ(j["policy"], "default");
+  EXPECT_EQ(j["cluster"]["gpus"], 3);
+  EXPECT_EQ(j["jobs"]["completed"], 2);
+  EXPECT_EQ(j["never_fit"]["count"], 1);
+  EXPECT_NE(
+      j["never_fit"]["examples"][0]["message"].get<std::string>().find(path("trace.csv") + ":4:"),
+      std::string::npos)
+      << j.dump(2);
+  EXPECT_DOUBLE_EQ(j["queueing_delay_s"]["max"].get<double>(), 0);  // b fits on the T4
+  double red = 0, blue = 0;
+  for (const auto& t : j["tenants"]) (t["tenant"] == "red" ? red : blue) = t["usd"].get<double>();
+  EXPECT_NEAR(red, 2 * 2.0, 1e-9);     // 2 A100 for an hour
+  EXPECT_NEAR(blue, 0.5 * 0.5, 1e-9);  // 1 T4 for half an hour
+  std::ifstream in(path("r.svg"));
+  std::string svg((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(svg.find("jobs queued"), std::string::npos);
+  EXPECT_NE(svg.find("virtual time"), std::string::npos);
+}
+
+TEST_F(CliSimReplayTest, TextReport) {
+  Output out = run("--cluster " + path("cluster.csv") + " --trace " + path("trace.csv") +
+                   " --policy best-fit");
+  ASSERT_EQ(out.status, 0) << out.text;
+  EXPECT_NE(out.text.find("policy best-fit"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("queueing delay"), std::string::npos);
+  EXPECT_NE(out.text.find("1 jobs can never fit"), std::string::npos);
+}
+
+TEST_F(CliSimReplayTest, BadInputFailsWithWhereAndWhat) {
+  Output policy = run("--cluster " + path("cluster.csv") + " --trace " + path("trace.csv") +
+                      " --policy fastest");
+  EXPECT_EQ(policy.status, 2);
+  EXPECT_NE(policy.text.find("fastest"), std::string::npos) << policy.text;
+  write("bad.csv", "id,submit_s,duration_s\na,0,-1\n");
+  Output neg = run("--cluster " + path("cluster.csv") + " --trace " + path("bad.csv"));
+  EXPECT_EQ(neg.status, 1);
+  EXPECT_NE(neg.text.find(path("bad.csv") + ":2:5: column 'duration_s': -1 is negative"),
+            std::string::npos)
+      << neg.text;
+  write("few_prices.csv", "gpu_model,usd_per_gpu_hour\nA100,2\n");
+  Output prices = run("--cluster " + path("cluster.csv") + " --trace " + path("trace.csv") +
+                      " --prices " + path("few_prices.csv"));
+  EXPECT_EQ(prices.status, 1);
+  EXPECT_NE(prices.text.find("no price for GPU model 'T4'"), std::string::npos) << prices.text;
+}
+
+}  // namespace

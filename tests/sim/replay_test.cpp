@@ -1,0 +1,111 @@
+// The replay on tiny hand-made clusters, where each job's queueing delay is known.
+#include "sim/replay.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "sim/replay_report.h"
+
+namespace gpucloud::sim {
+namespace {
+
+SimCluster one_node(int gpus, std::map<std::string, std::string> labels = {}) {
+  SimCluster c;
+  c.nodes.push_back(make_node("n1", gpus, "A100", 81920, 32000, 262144));
+  c.nodes[0].labels = std::move(labels);
+  return c;
+}
+
+Trace trace(const std::string& rows) {
+  auto t = CsvTable::parse(
+      "id,tenant,submit_s,duration_s,max_runtime_s,gpus,gpu_milli,gpu_model,priority,"
+      "capacity_class\n" +
+          rows,
+      "t.csv");
+  EXPECT_TRUE(t.ok());
+  auto tr = load_canonical_trace(*t);
+  EXPECT_TRUE(tr.ok()) << tr.error().message;
+  return *tr;
+}
+
+const JobOutcome& job(const ReplayResult& r, const std::string& id) {
+  for (const JobOutcome& j : r.jobs)
+    if (j.id == id) return j;
+  static JobOutcome none;
+  ADD_FAILURE() << "no job " << id;
+  return none;
+}
+
+TEST(ReplayTest, JobsWaitForTheGpusToFreeUp) {
+  auto r =
+      run_replay(one_node(2), trace("a,t,0,100,,2,,,,\nb,t,10,50,,1,,,,\nc,t,20,30,,1,,,,\n"), {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(job(*r, "a").waited_ms, 0);
+  EXPECT_EQ(job(*r, "a").end_ms, 100'000);
+  EXPECT_EQ(job(*r, "b").waited_ms, 90'000);
+  EXPECT_EQ(job(*r, "b").end_ms, 150'000);
+  EXPECT_EQ(job(*r, "c").waited_ms, 80'000);
+  EXPECT_EQ(job(*r, "c").end_ms, 130'000);
+  auto j = replay_json(*r, nullptr);
+  EXPECT_DOUBLE_EQ(j["queueing_delay_s"]["mean"].get<double>(), (0 + 90 + 80) / 3.0);
+  EXPECT_DOUBLE_EQ(j["queueing_delay_s"]["p99"].get<double>(), 90);
+  EXPECT_DOUBLE_EQ(j["completion_time_s"]["p50"].get<double>(), 110);
+  // 2 GPUs for 100 s, then 2 for 30 s, then 1 for 20 s: of 150 s.
+  EXPECT_NEAR(j["gpu_allocation_pct"]["time_weighted_mean"].get<double>(),
+              100 * (100 + 30 + 0.5 * 20) / 150.0, 1e-9);
+  EXPECT_NEAR(j["tenants"][0]["gpu_hours"].get<double>(), (200 + 50 + 30) / 3600.0, 1e-9);
+}
+
+TEST(ReplayTest, AJobLongerThanItsMaxRuntimeIsStoppedThere) {
+  auto r = run_replay(one_node(1), trace("a,t,0,100,40,1,,,,\nb,t,0,10,,1,,,,\n"), {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(job(*r, "a").end_ms, 40'000);
+  EXPECT_TRUE(job(*r, "a").stopped_at_max_runtime);
+  EXPECT_EQ(job(*r, "b").first_start_ms, 40'000);
+  EXPECT_EQ(job(*r, "b").end_ms, 50'000);
+}
+
+TEST(ReplayTest, SharesOfOneGpuRunSideBySide) {
+  auto r = run_replay(one_node(1), trace("a,t,0,100,,1,500,,,\nb,t,0,100,,1,500,,,\n"), {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(job(*r, "a").waited_ms, 0);
+  EXPECT_EQ(job(*r, "b").waited_ms, 0);
+  EXPECT_NEAR(replay_json(*r, nullptr)["gpu_allocation_pct"]["time_weighted_mean"].get<double>(),
+              100, 1e-9);
+}
+
+TEST(ReplayTest, JobsThatCanNeverFitAreReportedWithWhereTheyWereRead) {
+  auto r =
+      run_replay(one_node(2), trace("a,t,0,10,,4,,,,\nb,t,0,10,,1,,H100,,\nc,t,0,10,,1,,,,\n"), {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->never_fit.size(), 2u);
+  EXPECT_EQ(r->never_fit[0].id, "a");
+  EXPECT_EQ(r->never_fit[0].message.rfind("t.csv:2:11: job a: ", 0), 0u) << r->never_fit[0].message;
+  EXPECT_EQ(r->never_fit[1].message,
+            "t.csv:3:14: job b: gpu_model 'H100': no node has this GPU model");
+  ASSERT_EQ(r->jobs.size(), 1u);
+  EXPECT_EQ(r->jobs[0].end_ms, 10'000);
+}
+
+TEST(ReplayTest, UnknownPolicyIsAnError) {
+  auto r = run_replay(one_node(1), trace("a,t,0,10,,1,,,,\n"), {"no-such-policy", 1});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("no-such-policy"), std::string::npos);
+}
+
+TEST(ReplayTest, SameInputsGiveTheSameResultForEveryPolicy) {
+  std::string rows;
+  for (int i = 0; i < 60; ++i)
+    rows += fmt::format("j{},t{},{},{},,{},{},,,\n", i, i % 3, i * 7, 20 + (i * 37) % 90, 1 + i % 2,
+                        i % 4 == 0 ? 300 : 0);
+  for (const char* policy : {"first-fit", "random", "best-fit", "fgd", "default"}) {
+    auto a = run_replay(one_node(4), trace(rows), {policy, 3});
+    auto b = run_replay(one_node(4), trace(rows), {policy, 3});
+    ASSERT_TRUE(a.ok()) << policy << ": " << a.error().message;
+    EXPECT_EQ(replay_json(*a, nullptr).dump(), replay_json(*b, nullptr).dump()) << policy;
+    for (const JobOutcome& j : a->jobs) EXPECT_GE(j.end_ms, j.submit_ms) << policy << " " << j.id;
+  }
+}
+
+}  // namespace
+}  // namespace gpucloud::sim
