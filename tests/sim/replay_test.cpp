@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/replay_report.h"
 
 namespace gpucloud::sim {
@@ -72,6 +74,21 @@ TEST(ReplayTest, SharesOfOneGpuRunSideBySide) {
   EXPECT_EQ(job(*r, "b").waited_ms, 0);
   EXPECT_NEAR(replay_json(*r, nullptr)["gpu_allocation_pct"]["time_weighted_mean"].get<double>(),
               100, 1e-9);
+}
+
+TEST(ReplayTest, APreemptedJobGoesBackToTheQueueAndRunsAgain) {
+  auto r = run_replay(one_node(1, {{"capacity-class", "spot"}}),
+                      trace("low,t,0,100,,1,,,low,spot\nhigh,t,10,20,,1,,,high,\n"), {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->preemptions, 1);
+  EXPECT_EQ(job(*r, "high").waited_ms, 0);
+  EXPECT_EQ(job(*r, "high").end_ms, 30'000);
+  const JobOutcome& low = job(*r, "low");
+  EXPECT_EQ(low.attempts, 2);
+  EXPECT_EQ(low.waited_ms, 20'000);  // pending from 10 s to 30 s
+  EXPECT_EQ(low.end_ms, 130'000);    // its full 100 s again, from 30 s
+  // GPU-hours count the preempted run: 10 s + 100 s of low, 20 s of high.
+  EXPECT_NEAR(r->gpu_hours.at("t").at("A100"), 130 / 3600.0, 1e-9);
 }
 
 TEST(ReplayTest, JobsThatCanNeverFitAreReportedWithWhereTheyWereRead) {
