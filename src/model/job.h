@@ -62,6 +62,10 @@ struct Job {
   TimeMs started_at = 0;
   TimeMs finished_at = 0;
   bool cancel_requested = false;
+  /// Set while the attempt is stopped to be re-queued (e.g. "preempted for job 0193…"): the
+  /// job returns to pending without using a restart.
+  std::string interrupt_reason;
+  int interruptions = 0;     // attempts ended by interruption (not counted as restarts)
   std::string submitted_by;  // the token's name
 };
 
