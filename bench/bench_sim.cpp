@@ -66,10 +66,9 @@ nlohmann::json bench_replay(const std::filesystem::path& dir) {
     sched::NodeState copy =
         sim::make_node(fmt::format("node-{:04}", i), static_cast<int>(n.gpus.size()),
                        n.gpus.empty() ? "" : n.gpus[0].model, 0, n.cpu_milli, n.memory_mib);
+    copy.labels = n.labels;
     cluster.nodes.push_back(std::move(copy));
   }
-  // Spot (BE) pods would need spot nodes; the bench replays every shape as capacity class any.
-  for (sim::TraceJob& j : pods->jobs) j.capacity_class = CapacityClass::kAny;
   sim::GenOptions g;
   g.jobs = 100'000;
   g.seed = 42;

@@ -163,6 +163,25 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   gen_cmd->callback([&] { code = cmd_sim_gen(gen); });
 
+  SimReplayOptions replay;
+  auto* replay_cmd = sim_cmd->add_subcommand(
+      "replay", "replay a trace on a cluster through the scheduler: delays, GPU use, cost");
+  replay_cmd
+      ->add_option("--cluster", replay.cluster,
+                   "cluster: canonical CSV, YAML, or an Alibaba node list (docs/sim.md)")
+      ->required();
+  replay_cmd->add_option("--trace", replay.trace, "trace: canonical CSV or an Alibaba pod list")
+      ->required();
+  replay_cmd->add_option("--policy", replay.policy, "placement policy")->capture_default_str();
+  replay_cmd->add_option("--seed", replay.seed, "seed for policies that draw random numbers")
+      ->capture_default_str();
+  replay_cmd->add_flag("--json", replay.json, "print one JSON object instead of the report");
+  replay_cmd->add_option("--plot", replay.plot,
+                         "write an SVG of queue length and GPU use over time to this file");
+  replay_cmd->add_option("--prices", replay.prices,
+                         "price catalog (CSV or YAML, $ per GPU-hour per model) for cost");
+  replay_cmd->callback([&] { code = cmd_sim_replay(replay); });
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

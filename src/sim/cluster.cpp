@@ -141,6 +141,8 @@ Result<SimCluster> load_alibaba_node_cluster(const CsvTable& t) {
     if (auto s = check_gpus(*gpus, model, t.where(r, cols[3]), t.where(r, cols[4])); !s.ok())
       return s.error();
     cluster.nodes.push_back(make_node(name, static_cast<int>(*gpus), model, 0, *cpu, *mem));
+    // The trace's best-effort (BE → spot) pods ran on every node, beside the others.
+    cluster.nodes.back().labels["capacity-class"] = "spot";
   }
   if (cluster.nodes.empty()) return invalid(fmt::format("{}: no nodes", t.file()));
   return cluster;

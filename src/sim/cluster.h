@@ -33,7 +33,9 @@ sched::NodeState make_node(const std::string& name, int gpus, const std::string&
 /// labels (labels like `zone=a;pool=x`; gpu_memory_mib, memory_mib and labels may be empty).
 Result<SimCluster> load_canonical_cluster(const CsvTable& table);
 
-/// Reads the Alibaba v2023 node list (sn,cpu_milli,memory_mib,gpu,model).
+/// Reads the Alibaba v2023 node list (sn,cpu_milli,memory_mib,gpu,model). Every node is
+/// labelled capacity-class=spot: the trace's best-effort pods (capacity class spot) ran on all
+/// of them, and jobs of capacity class any fit spot nodes too; on-demand jobs fit none.
 Result<SimCluster> load_alibaba_node_cluster(const CsvTable& table);
 
 /// Reads a cluster YAML document: `nodes:` a list of maps with the canonical CSV's fields

@@ -214,6 +214,10 @@ Result<ReplayResult> run_replay(const SimCluster& cluster, const Trace& trace,
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return jobs[a].submit_ms < jobs[b].submit_ms; });
+  if (!order.empty()) {
+    out.first_submit_ms = jobs[order.front()].submit_ms;
+    out.last_submit_ms = jobs[order.back()].submit_ms;
+  }
   Replayer replayer(cluster, jobs, **scheduler, out);
   replayer.run(order);
   return out;

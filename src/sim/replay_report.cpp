@@ -21,6 +21,7 @@ struct TenantLine {
 struct Summary {
   Distribution delay, completion;
   TimelineMeans means;
+  TimelineMeans arriving;  // from the first arrival to the last
   int64_t completed = 0, stopped = 0, unfinished = 0;
   double makespan_s = 0;
   std::vector<TenantLine> tenants;
@@ -45,6 +46,7 @@ Summary summarize(const ReplayResult& r, const PriceCatalog* prices) {
   s.delay = distribution_ms(std::move(delays));
   s.completion = distribution_ms(std::move(completions));
   s.means = timeline_means(r.timeline, r.gpus);
+  s.arriving = timeline_means(r.timeline, r.gpus, r.first_submit_ms, r.last_submit_ms);
   if (r.timeline.size() > 1)
     s.makespan_s = static_cast<double>(r.timeline.back().t_ms - r.timeline.front().t_ms) / 1000;
   for (const auto& [tenant, models] : r.gpu_hours)
@@ -91,7 +93,9 @@ nlohmann::json replay_json(const ReplayResult& r, const PriceCatalog* prices) {
           {"queueing_delay_s", dist_json(s.delay)},
           {"completion_time_s", dist_json(s.completion)},
           {"gpu_allocation_pct",
-           {{"time_weighted_mean", s.means.gpu_alloc_pct}, {"peak", s.means.peak_gpu_alloc_pct}}},
+           {{"time_weighted_mean", s.means.gpu_alloc_pct},
+            {"while_arriving", s.arriving.gpu_alloc_pct},
+            {"peak", s.means.peak_gpu_alloc_pct}}},
           {"fragmentation",
            {{"ratio_pct", s.means.frag_ratio_pct}, {"milli_pct", s.means.frag_milli_pct}}},
           {"queued", {{"time_weighted_mean", s.means.queued}, {"peak", s.means.peak_queued}}},
@@ -115,11 +119,12 @@ std::string format_replay_report(const ReplayResult& r, const PriceCatalog* pric
     out += fmt::format("{:<22} {:>12.1f} {:>12.1f} {:>12.1f} {:>12.1f}\n", name, d.mean_s, d.p50_s,
                        d.p95_s, d.p99_s);
   out += fmt::format(
-      "\nGPU allocation: {:.2f} % time-weighted mean, {:.2f} % peak\n"
+      "\nGPU allocation: {:.2f} % time-weighted mean ({:.2f} % while jobs arrive), {:.2f} % "
+      "peak\n"
       "fragmentation: {:.2f} % of free GPU milli ({:.2f} % of capacity), time-weighted\n"
       "queue: {:.1f} jobs time-weighted mean, {} peak\n",
-      s.means.gpu_alloc_pct, s.means.peak_gpu_alloc_pct, s.means.frag_ratio_pct,
-      s.means.frag_milli_pct, s.means.queued, s.means.peak_queued);
+      s.means.gpu_alloc_pct, s.arriving.gpu_alloc_pct, s.means.peak_gpu_alloc_pct,
+      s.means.frag_ratio_pct, s.means.frag_milli_pct, s.means.queued, s.means.peak_queued);
   out += fmt::format("\n{:<20} {:>8} {:>12} {:>12}\n", "tenant", "jobs", "GPU-hours",
                      prices != nullptr ? "USD" : "USD (no --prices)");
   for (const TenantLine& t : s.tenants)

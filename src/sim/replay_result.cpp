@@ -24,7 +24,8 @@ Distribution distribution_ms(std::vector<int64_t> values_ms) {
   return d;
 }
 
-TimelineMeans timeline_means(const std::vector<TimePoint>& timeline, int64_t gpus) {
+TimelineMeans timeline_means(const std::vector<TimePoint>& timeline, int64_t gpus, int64_t from_ms,
+                             int64_t to_ms) {
   TimelineMeans m;
   double capacity = static_cast<double>(gpus) * 1000;
   if (timeline.empty() || capacity <= 0) return m;
@@ -35,7 +36,9 @@ TimelineMeans timeline_means(const std::vector<TimePoint>& timeline, int64_t gpu
     m.peak_gpu_alloc_pct = std::max(m.peak_gpu_alloc_pct, 100 * used / capacity);
     m.peak_queued = std::max(m.peak_queued, p.queued);
     if (i + 1 == timeline.size()) break;
-    double dt = static_cast<double>(timeline[i + 1].t_ms - p.t_ms);
+    int64_t lo = std::max(p.t_ms, from_ms), hi = std::min(timeline[i + 1].t_ms, to_ms);
+    if (hi <= lo) continue;
+    double dt = static_cast<double>(hi - lo);
     double free = capacity - used;
     span += dt;
     alloc += dt * used / capacity;

@@ -43,7 +43,8 @@ struct ReplayResult {
   int64_t gpus = 0;
   std::vector<JobOutcome> jobs;  // the jobs that could fit, in trace order
   std::vector<NeverFitJob> never_fit;
-  std::vector<TimePoint> timeline;  // ascending t; a point holds until the next one
+  std::vector<TimePoint> timeline;                  // ascending t; a point holds until the next one
+  int64_t first_submit_ms = 0, last_submit_ms = 0;  // of the replayed jobs
   int64_t preemptions = 0;
   int64_t schedule_calls = 0;
   // GPU-hours used per tenant and GPU model (a share counts its fraction; preempted runs count).
@@ -69,7 +70,9 @@ struct TimelineMeans {
   int64_t peak_queued = 0;
 };
 
-/// The timeline's time-weighted means for a cluster of `gpus` GPUs.
-TimelineMeans timeline_means(const std::vector<TimePoint>& timeline, int64_t gpus);
+/// The timeline's time-weighted means for a cluster of `gpus` GPUs, over the window
+/// [from_ms, to_ms] (clipped to the timeline; the whole timeline by default).
+TimelineMeans timeline_means(const std::vector<TimePoint>& timeline, int64_t gpus,
+                             int64_t from_ms = INT64_MIN, int64_t to_ms = INT64_MAX);
 
 }  // namespace gpucloud::sim

@@ -100,6 +100,7 @@ TEST(AlibabaNodeClusterTest, ReadsTheNodeList) {
   EXPECT_EQ(c->nodes[0].id, "openb-node-0000");
   EXPECT_EQ(c->nodes[0].gpus.size(), 2u);
   EXPECT_EQ(c->nodes[0].gpus[0].model, "P100");
+  EXPECT_EQ(c->nodes[0].labels.at("capacity-class"), "spot");  // BE pods ran on every node
 }
 
 TEST(AlibabaNodeClusterTest, TooManyGpusOnANodeSaysWhere) {

@@ -34,6 +34,9 @@ TEST(TimelineMeansTest, WeightsEachStateByHowLongItHeld) {
   EXPECT_EQ(m.peak_queued, 4);
   EXPECT_DOUBLE_EQ(m.frag_ratio_pct, 100 * (0.5 * 30) / 40);  // 500 of 1000 free, for 30 s
   EXPECT_DOUBLE_EQ(m.frag_milli_pct, 100 * (0.25 * 30) / 40);
+  // A window: only the first 30 s, or 20 s around the change.
+  EXPECT_DOUBLE_EQ(timeline_means(t, 2, 0, 30'000).gpu_alloc_pct, 50);
+  EXPECT_DOUBLE_EQ(timeline_means(t, 2, 20'000, 40'000).gpu_alloc_pct, 75);
 }
 
 ReplayResult sample() {
