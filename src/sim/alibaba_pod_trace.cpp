@@ -54,8 +54,10 @@ Result<Trace> load_alibaba_pod_trace(const CsvTable& t) {
     job.cpu_milli = v[kCpu];
     job.memory_mib = v[kMemory];
     job.capacity_class = t.text(r, cols[kQos]) == "BE" ? CapacityClass::kSpot : CapacityClass::kAny;
-    job.where_gpus = t.where(r, cols[kNum]);
-    job.where_model = t.where(r, cols[kSpec]);
+    job.line = t.line(r);
+    job.cell_column = {t.position(r, cols[kNum]), t.position(r, cols[kSpec]),
+                       t.position(r, cols[kCpu]), t.position(r, cols[kMemory]),
+                       t.position(r, cols[kQos])};
     trace.jobs.push_back(std::move(job));
   }
   return trace;

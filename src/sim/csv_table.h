@@ -35,6 +35,8 @@ class CsvTable {
   std::string_view text(size_t r, int c) const { return records_[r].fields[c].text; }
   /// A non-negative integer field, or an error with file:line:column and the column's name.
   Result<int64_t> non_negative(size_t r, int c) const;
+  /// The 1-based character position of field c of record r in its line.
+  int position(size_t r, int c) const { return records_[r].fields[static_cast<size_t>(c)].column; }
   /// "file:line:column: " for field c of record r, the prefix of every message about it.
   std::string where(size_t r, int c) const;
   /// The name of column c, as the header writes it.

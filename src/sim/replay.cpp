@@ -46,8 +46,10 @@ ShapeKey shape_key(const TraceJob& j) {
           static_cast<int>(j.capacity_class)};
 }
 
-/// Where the job's problem is: its gpu_model cell when no node has such a model.
-std::string never_fit_message(const TraceJob& j, const std::vector<sched::NodeState>& nodes,
+/// Where the job's problem is: the cell the reason is about (gpu_model when no node has such a
+/// model, cpu_milli, memory_mib, capacity_class), else its gpus cell.
+std::string never_fit_message(const std::string& file, const TraceJob& j,
+                              const std::vector<sched::NodeState>& nodes,
                               const std::string& reason) {
   if (j.gpus > 0 && !j.gpu_model.empty()) {
     bool any = false;
@@ -55,10 +57,17 @@ std::string never_fit_message(const TraceJob& j, const std::vector<sched::NodeSt
       for (const sched::GpuState& g : n.gpus)
         any = any || gpu_model_matches(j.gpu_model, g.model, g.memory_mib);
     if (!any)
-      return fmt::format("{}job {}: gpu_model '{}': no node has this GPU model", j.where_model,
-                         j.id, j.gpu_model);
+      return fmt::format("{}job {}: gpu_model '{}': no node has this GPU model",
+                         job_where(file, j, TraceJob::kModelCell), j.id, j.gpu_model);
   }
-  return fmt::format("{}job {}: {}", j.where_gpus, j.id, reason);
+  TraceJob::Cell cell = TraceJob::kGpusCell;
+  if (reason.starts_with("cpus:"))
+    cell = TraceJob::kCpuCell;
+  else if (reason.starts_with("memory:"))
+    cell = TraceJob::kMemoryCell;
+  else if (reason.find("capacity class") != std::string::npos)
+    cell = TraceJob::kClassCell;
+  return fmt::format("{}job {}: {}", job_where(file, j, cell), j.id, reason);
 }
 
 /// The replay's mutable state.
@@ -197,7 +206,7 @@ Result<ReplayResult> run_replay(const SimCluster& cluster, const Trace& trace,
       it->second = s.ok() ? "" : s.error().message;
     }
     if (!it->second.empty()) {
-      out.never_fit.push_back({j.id, never_fit_message(j, cluster.nodes, it->second)});
+      out.never_fit.push_back({j.id, never_fit_message(trace.file, j, cluster.nodes, it->second)});
       continue;
     }
     jobs.push_back(j);

@@ -122,10 +122,13 @@ Result<TraceJob> read_job(const CsvTable& t, size_t r, const std::vector<int>& c
     if (!k.ok()) return k.error();
     job.capacity_class = *k;
   }
-  int gpus_col = cols[kGpus] >= 0 ? cols[kGpus] : cols[kSubmit];
-  int model_col = cols[kModel] >= 0 ? cols[kModel] : gpus_col;
-  job.where_gpus = t.where(r, gpus_col);
-  job.where_model = t.where(r, model_col);
+  job.line = t.line(r);
+  for (auto [cell, col] : {std::pair{TraceJob::kGpusCell, kGpus},
+                           {TraceJob::kModelCell, kModel},
+                           {TraceJob::kCpuCell, kCpu},
+                           {TraceJob::kMemoryCell, kMemory},
+                           {TraceJob::kClassCell, kClass}})
+    if (int c = cols[static_cast<size_t>(col)]; c >= 0) job.cell_column[cell] = t.position(r, c);
   return job;
 }
 
@@ -167,6 +170,13 @@ Result<Trace> load_trace(const std::string& path) {
       "required); an Alibaba pod list has name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,"
       "qos,creation_time,deletion_time,scheduled_time",
       path, fmt::join(canonical_trace_columns(), ",")));
+}
+
+std::string job_where(const std::string& file, const TraceJob& job, TraceJob::Cell cell) {
+  if (job.line == 0) return fmt::format("{}: ", file);
+  int column = job.cell_column[cell];
+  if (column == 0) column = job.cell_column[TraceJob::kGpusCell];
+  return fmt::format("{}:{}:{}: ", file, job.line, column == 0 ? 1 : column);
 }
 
 std::string priority_text(int priority) {

@@ -2,6 +2,7 @@
 // the Alibaba v2023 pod list read as a trace. Every error names file, line and column.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -33,9 +34,10 @@ struct TraceJob {
   int64_t memory_mib = 0;
   int priority = kPriorityNormal;
   CapacityClass capacity_class = CapacityClass::kAny;
-  // Where the job was read, for messages: "file:line:column: " of its gpus and gpu_model cells.
-  std::string where_gpus;
-  std::string where_model;
+  // Where the job was read, for messages (line 0: generated, not read).
+  enum Cell { kGpusCell, kModelCell, kCpuCell, kMemoryCell, kClassCell, kCellCount };
+  int line = 0;
+  std::array<int, kCellCount> cell_column{};  // 1-based position of each cell; 0: no such column
 
   /// GPU milli per replica (a share counts its milli).
   int64_t gpu_milli_per_replica() const { return gpu_milli > 0 ? gpu_milli : int64_t{gpus} * 1000; }
@@ -46,6 +48,10 @@ struct Trace {
   std::string file;
   std::vector<TraceJob> jobs;
 };
+
+/// "file:line:column: " of a job's cell, for messages (the gpus cell, or column 1, when the
+/// trace has no such column; "file: " for a generated job).
+std::string job_where(const std::string& file, const TraceJob& job, TraceJob::Cell cell);
 
 /// The canonical header, in the order `sim gen` writes it.
 const std::vector<std::string>& canonical_trace_columns();

@@ -63,8 +63,8 @@ std::vector<TraceJob> generate_trace(const std::vector<TraceJob>& shapes, const 
     job.submit_ms = std::llround(t_s * 1000);
     double d_s = std::exp(mu + o.duration_sigma * standard_normal(rng));
     job.duration_ms = std::max<int64_t>(1000, std::llround(std::min(d_s, 1e9) * 1000));
-    job.where_gpus.clear();
-    job.where_model.clear();
+    job.line = 0;
+    job.cell_column = {};
     jobs.push_back(std::move(job));
   }
   return jobs;

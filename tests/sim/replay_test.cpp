@@ -104,6 +104,18 @@ TEST(ReplayTest, JobsThatCanNeverFitAreReportedWithWhereTheyWereRead) {
   EXPECT_EQ(r->jobs[0].end_ms, 10'000);
 }
 
+TEST(ReplayTest, ANeverFitMessagePointsAtTheCellItIsAbout) {
+  auto t = CsvTable::parse("id,gpus,cpu_milli,submit_s,duration_s\na,1,999000,0,1\n", "c.csv");
+  ASSERT_TRUE(t.ok());
+  auto tr = load_canonical_trace(*t);
+  ASSERT_TRUE(tr.ok()) << tr.error().message;
+  auto r = run_replay(one_node(2), *tr, {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->never_fit.size(), 1u);
+  EXPECT_EQ(r->never_fit[0].message.rfind("c.csv:2:5: job a: cpus: 999 requested", 0), 0u)
+      << r->never_fit[0].message;
+}
+
 TEST(ReplayTest, UnknownPolicyIsAnError) {
   auto r = run_replay(one_node(1), trace("a,t,0,10,,1,,,,\n"), {"no-such-policy", 1});
   ASSERT_FALSE(r.ok());
