@@ -215,16 +215,12 @@ void ClusterScheduler::apply_replica(int slot, const JobRequest& req, const Repl
   Node& n = nodes_[slot];
   int64_t milli = 0;
   std::string model;
-  for (const auto& share : rp.gpus)
-    for (auto& g : n.state.gpus)
-      if (g.index == share.index) {
-        g.used_milli += sign * share.milli;
-        g.used_memory_mib += sign * (share.milli >= 1000 ? g.memory_mib : req.gpu_memory_mib);
-        milli += share.milli;
-        if (model.empty()) model = g.model;
-      }
-  n.state.cpu_used_milli += sign * rp.cpu_milli;
-  n.state.memory_used_mib += sign * rp.memory_mib;
+  for (const auto& share : rp.gpus) {
+    milli += share.milli;
+    for (const auto& g : n.state.gpus)
+      if (g.index == share.index && model.empty()) model = g.model;
+  }
+  apply_replica_use(n.state, req, rp, sign);
   if (!rp.gpus.empty()) (req.gpu_milli > 0 ? n.share_jobs : n.whole_jobs) += sign;
   tenants_.charge(req.tenant, model, milli, rp.cpu_milli, rp.memory_mib, sign);
   reindex(slot);

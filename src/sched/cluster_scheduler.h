@@ -58,7 +58,7 @@ class ClusterScheduler final : public Scheduler {
   struct Shape {
     JobRequest req;  // one replica
     PodRequest pod;
-    std::set<std::pair<NodeScore, int>, std::greater<>> ranked;  // best first; ties: lower id
+    std::set<std::pair<NodeScore, int>, std::greater<>> ranked;  // best first; ties: newer class
     std::vector<int8_t> status;  // per class: 0 unknown, 1 ranked, 2 does not fit
     size_t cursor = 0;           // into NodeClassIndex::activations()
   };

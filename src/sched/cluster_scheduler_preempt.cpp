@@ -8,17 +8,6 @@
 namespace gpucloud::sched {
 namespace {
 
-void release_on(NodeState& node, const JobRequest& req, const ReplicaPlacement& rp, int sign) {
-  for (const auto& share : rp.gpus)
-    for (auto& g : node.gpus)
-      if (g.index == share.index) {
-        g.used_milli -= sign * share.milli;
-        g.used_memory_mib -= sign * (share.milli >= 1000 ? g.memory_mib : req.gpu_memory_mib);
-      }
-  node.cpu_used_milli -= sign * rp.cpu_milli;
-  node.memory_used_mib -= sign * rp.memory_mib;
-}
-
 bool fits(const JobRequest& req, const NodeState& node) {
   return cpu_memory_fit(req, node) && choose_gpus(req, node).has_value();
 }
@@ -37,7 +26,7 @@ bool ClusterScheduler::may_preempt(const PendingJob& job, const RunningJob& vict
   // A lender reclaims quota it lent: borrowers of the same model in its cohort go first.
   if (victim.borrowed && victim.req.tenant != job.req.tenant && !victim.models.empty()) {
     int64_t milli = gpu_milli_of(job.req);
-    return tenants_.within_nominal(job.req.tenant, victim.models[0], milli) &&
+    return milli > 0 && tenants_.within_nominal(job.req.tenant, victim.models[0], milli) &&
            tenants_.borrowing(victim.req.tenant, victim.models[0]);
   }
   return false;
@@ -88,7 +77,7 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
     std::vector<const RunningJob*> chosen;
     auto release_all = [&](const RunningJob* r, int sign) {
       for (const auto& [s, rp] : r->replicas)
-        if (s == slot) release_on(scratch, r->req, rp, sign);
+        if (s == slot) apply_replica_use(scratch, r->req, rp, -sign);
     };
     for (const RunningJob* r : eligible) {
       release_all(r, +1);
