@@ -201,10 +201,10 @@ struct Options {
   bool preemption = true;                // PolicySettings
   bool work_conservation = false;        // check: a single pending replica fits nowhere
   bool preemption_completeness = false;  // check: a blocked job preempts when it could
-  bool strict_cohort = false;   // check: cohort use <= cohort nominal when a member borrows
-  bool strict_reclaim = false;  // check: only a lender in the victim's cohort reclaims
-  bool drain = false;           // at the end: free everything until nothing more starts
-  bool twin = true;             // feed a second scheduler the same events: identical plans?
+  bool strict_cohort = true;   // check: cohort use <= cohort nominal when a member borrows
+  bool strict_reclaim = true;  // check: only a lender in the victim's cohort reclaims
+  bool drain = false;          // at the end: free everything until nothing more starts
+  bool twin = true;            // feed a second scheduler the same events: identical plans?
   int steps = 18;
 };
 
@@ -842,38 +842,9 @@ TEST_P(SchedulerProperties, PreemptsWhenThatLetsABlockedJobStart) {
   EXPECT_GT(s.checked_pending, 1000);
 }
 
-// TODO(sched): disabled until may_preempt() checks that a reclaiming preemptor lent to the
-// victim (same cohort, with a quota); see DISABLED_OnlyALenderOfTheBorrowersCohortReclaims.
-// InvariantsHoldOverRandomEventSequences checks the weaker rule (a victim of no lower priority
-// and not spot is borrowing). First failures: seed 19 at t=0 for most policies (t1 of cohort c2
-// preempts t0's priority-1000 job of cohort c1 "reclaiming quota lent to tenant t0"), seed 15 for
-// clustering and packing (a priority-0 spot job preempts a priority-1000 one the same way).
-// Once fixed: set strict_reclaim in InvariantsHoldOverRandomEventSequences and delete this test.
-TEST_P(SchedulerProperties, DISABLED_OnlyALenderInTheCohortReclaimsBorrowedQuota) {
-  Options o;
-  o.strict_reclaim = true;
-  Stats s = run(o, 150);
-  EXPECT_GT(s.preemptions, 80);
-}
-
-// TODO(sched): disabled until a tenant's request within its own nominal quota is refused while
-// its cohort's nominal quota is all in use (and the borrower is preempted instead); see
-// DISABLED_ALenderReclaimsInsteadOfTakingTheCohortAboveItsQuota.
-// InvariantsHoldOverRandomEventSequences checks the weaker rule (a tenant that borrows never takes
-// its cohort above the cohort's nominal quota). First failure: seed 11 at t=11135000, every
-// policy (t0 starts 2 T4 within its own quota while t3 is above its T4 quota in cohort c1).
-// Once fixed: set strict_cohort in InvariantsHoldOverRandomEventSequences and delete this test.
-TEST_P(SchedulerProperties, DISABLED_CohortNeverAboveItsNominalQuotaWhileAMemberBorrows) {
-  Options o;
-  o.strict_cohort = true;
-  Stats s = run(o, 150);
-  EXPECT_GT(s.borrowed, 30);
-}
-
 // ---------------------------------------------------------------------------------------------
-// Minimal scenarios of the scheduler bugs the properties above found (or that reading the
-// preemption code around them showed). Each is DISABLED_ until src/sched is fixed; run them
-// with --gtest_also_run_disabled_tests.
+// Minimal scenarios of scheduler bugs the properties above found (or that reading the
+// preemption code around them showed), kept so they stay fixed.
 
 TenantSpec a100_tenant(const std::string& name, const std::string& cohort, int quota) {
   TenantSpec t;
@@ -899,12 +870,9 @@ std::unique_ptr<Scheduler> bare_scheduler() {
   return std::move(*s);
 }
 
-// TODO(sched): may_preempt() (cluster_scheduler_preempt.cpp) lets any job whose tenant is within
-// its nominal quota "reclaim" from a borrower: it checks neither that the preemptor's tenant is in
-// the borrower's cohort (it lent nothing) nor that it has a quota at all (within_nominal() is
-// true for tenants without quota), and ignores priority. Seen by
-// DISABLED_OnlyALenderInTheCohortReclaimsBorrowedQuota, e.g. policy first-fit, seed 19.
-TEST(SchedulerBugs, DISABLED_OnlyALenderOfTheBorrowersCohortReclaims) {
+// Reclaiming is for lenders: a tenant of another cohort, or one without quota, lent nothing.
+// (Found by the strict_reclaim property, policy first-fit, seed 19.)
+TEST(SchedulerBugs, OnlyALenderOfTheBorrowersCohortReclaims) {
   // Neither a tenant of another cohort ("outsider") nor one without quota ("nobody") lent
   // anything to "borrower", and both ask at a lower priority: nothing may be preempted for them.
   for (const std::string preemptor : {"outsider", "nobody"}) {
@@ -917,18 +885,13 @@ TEST(SchedulerBugs, DISABLED_OnlyALenderOfTheBorrowersCohortReclaims) {
     ASSERT_TRUE(s->submit(tenant_job("low", preemptor, 1, 100, 1)).ok());
     Plan plan = s->schedule(1000);
     EXPECT_TRUE(plan.preemptions.empty()) << preemptor << ":\n" << describe(plan);
-    // Observed, for both: "preempt high: preempted for job low (priority 100, reclaiming quota
-    // lent to tenant borrower)".
   }
 }
 
-// TODO(sched): TenantBook::allows() admits any request within the tenant's own nominal quota
-// without looking at the cohort, so a lender whose unused quota is lent out starts at once (when
-// GPUs are free) and the cohort runs above its total nominal quota while the borrower keeps
-// borrowing. With Kueue's semantics the cohort never exceeds its nominal quota: the lender's job
-// waits while the borrower is preempted (reclaimWithinCohort). Seen by
-// DISABLED_CohortNeverAboveItsNominalQuotaWhileAMemberBorrows, e.g. seed 11 (every policy).
-TEST(SchedulerBugs, DISABLED_ALenderReclaimsInsteadOfTakingTheCohortAboveItsQuota) {
+// With Kueue's semantics a cohort never runs above its nominal quota: a lender whose quota is
+// lent out waits while the borrower is preempted (reclaimWithinCohort), even when GPUs are free.
+// (Found by the strict_cohort property, seed 11.)
+TEST(SchedulerBugs, ALenderReclaimsInsteadOfTakingTheCohortAboveItsQuota) {
   auto s = bare_scheduler();
   add_nodes(*s, {gpu_node("n", 4)});
   s->set_tenants({a100_tenant("a", "c", 1), a100_tenant("b", "c", 1)});
@@ -941,12 +904,10 @@ TEST(SchedulerBugs, DISABLED_ALenderReclaimsInsteadOfTakingTheCohortAboveItsQuot
   EXPECT_EQ(placement_of(plan, "a-own"), nullptr) << describe(plan);
   ASSERT_EQ(plan.preemptions.size(), 1u) << describe(plan);
   EXPECT_EQ(plan.preemptions[0].job_id, "b-borrowed");
-  // Observed: a-own is placed (cohort c uses 3 A100 of its nominal 2) and nothing is preempted.
 }
 
-// TODO(sched): choose_victims() counts at most one replica per node, so a gang that would fit on
-// one node once lower-priority work there is preempted never preempts anything.
-TEST(SchedulerBugs, DISABLED_AGangThatFitsOneNodeAfterPreemptionPreempts) {
+// A gang that fits on one node once lower-priority work there is preempted preempts it.
+TEST(SchedulerBugs, AGangThatFitsOneNodeAfterPreemptionPreempts) {
   auto s = bare_scheduler();
   add_nodes(*s, {gpu_node("n", 8)});
   ASSERT_TRUE(s->submit(tenant_job("low", "t", 8, 0)).ok());
@@ -957,14 +918,11 @@ TEST(SchedulerBugs, DISABLED_AGangThatFitsOneNodeAfterPreemptionPreempts) {
   Plan plan = s->schedule(1000);
   ASSERT_EQ(plan.preemptions.size(), 1u) << describe(plan);
   EXPECT_EQ(plan.preemptions[0].job_id, "low");
-  // Observed: no preemption; gang waits with "gang of 2 replicas, 0 placeable now; ...".
 }
 
-// TODO(sched): failed_preemptions_ is keyed by (shape, priority), but a gang and a single-replica
-// job share a shape (shape_key() leaves out replicas), as do jobs of tenants with different
-// quota standing: once a gang fails to find victims, a single job of the same shape and
-// priority is not even tried in the same epoch.
-TEST(SchedulerBugs, DISABLED_AFailedGangPreemptionDoesNotStopASingleJobsPreemption) {
+// A gang that finds no victims does not stop a single job of the same shape and priority from
+// preempting in the same epoch.
+TEST(SchedulerBugs, AFailedGangPreemptionDoesNotStopASingleJobsPreemption) {
   for (bool with_gang : {false, true}) {  // without the gang (control) it works
     auto s = bare_scheduler();
     add_nodes(*s, {gpu_node("n", 8)});
@@ -980,8 +938,6 @@ TEST(SchedulerBugs, DISABLED_AFailedGangPreemptionDoesNotStopASingleJobsPreempti
     ASSERT_EQ(plan.preemptions.size(), 1u) << "with gang " << with_gang << ":\n" << describe(plan);
     EXPECT_EQ(plan.preemptions[0].job_id, "low");
     EXPECT_THAT(reason_of(plan, "single"), ::testing::HasSubstr("preempting 1 job"));
-    // Observed with the gang: no preemption; single waits with "needs 4×GPU on one node;
-    // largest free block is 0 (n)".
   }
 }
 
