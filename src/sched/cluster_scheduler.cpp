@@ -215,16 +215,12 @@ void ClusterScheduler::apply_replica(int slot, const JobRequest& req, const Repl
   Node& n = nodes_[slot];
   int64_t milli = 0;
   std::string model;
-  for (const auto& share : rp.gpus)
-    for (auto& g : n.state.gpus)
-      if (g.index == share.index) {
-        g.used_milli += sign * share.milli;
-        g.used_memory_mib += sign * (share.milli >= 1000 ? g.memory_mib : req.gpu_memory_mib);
-        milli += share.milli;
-        if (model.empty()) model = g.model;
-      }
-  n.state.cpu_used_milli += sign * rp.cpu_milli;
-  n.state.memory_used_mib += sign * rp.memory_mib;
+  for (const auto& share : rp.gpus) {
+    milli += share.milli;
+    for (const auto& g : n.state.gpus)
+      if (g.index == share.index && model.empty()) model = g.model;
+  }
+  apply_replica_use(n.state, req, rp, sign);
   if (!rp.gpus.empty()) (req.gpu_milli > 0 ? n.share_jobs : n.whole_jobs) += sign;
   tenants_.charge(req.tenant, model, milli, rp.cpu_milli, rp.memory_mib, sign);
   reindex(slot);
@@ -294,6 +290,7 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
   RunningJob r;
   r.req = job.req;
   r.started_at = now;
+  r.placed_pass = pass_;
   for (auto& rp : placement.replicas) {
     int slot = slot_of(rp.node_id);
     nodes_[slot].jobs.insert(job.req.job_id);
@@ -316,6 +313,7 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
 
 Plan ClusterScheduler::schedule(TimeMs now) {
   maybe_refresh_profile();
+  ++pass_;
   Plan plan;
   bool full = release_epoch_ != pass_epoch_;
   if (full) {

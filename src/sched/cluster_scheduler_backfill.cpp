@@ -22,17 +22,6 @@ int replicas_fitting(const JobRequest& req, NodeState node, int limit) {
   return n;
 }
 
-void release(NodeState& node, const JobRequest& req, const ReplicaPlacement& rp) {
-  for (const auto& share : rp.gpus)
-    for (auto& g : node.gpus)
-      if (g.index == share.index) {
-        g.used_milli -= share.milli;
-        g.used_memory_mib -= share.milli >= 1000 ? g.memory_mib : req.gpu_memory_mib;
-      }
-  node.cpu_used_milli -= rp.cpu_milli;
-  node.memory_used_mib -= rp.memory_mib;
-}
-
 }  // namespace
 
 std::optional<ClusterScheduler::Reservation> ClusterScheduler::reserve(const PendingJob& job,
@@ -64,7 +53,7 @@ std::optional<ClusterScheduler::Reservation> ClusterScheduler::reserve(const Pen
       for (const auto& [slot, rp] : r.replicas) {
         if (!nodes_[slot].present || !node_could_fit(one, nodes_[slot].state)) continue;
         auto [it, fresh] = scratch.try_emplace(slot, nodes_[slot].state);
-        release(it->second, r.req, rp);
+        apply_replica_use(it->second, r.req, rp, -1);
         int k = replicas_fitting(one, it->second, want);
         total += k - fit_now[slot];
         fit_now[slot] = k;
