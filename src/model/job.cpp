@@ -50,7 +50,7 @@ bool replica_failed(const ReplicaAssignment& r) {
 }
 
 bool attempt_ending(const Job& job) {
-  return job.cancel_requested ||
+  return job.cancel_requested || job.interrupt_requested ||
          std::any_of(job.replicas.begin(), job.replicas.end(), replica_failed);
 }
 
@@ -98,6 +98,8 @@ json job_to_json(const Job& job) {
           {"finished_at_ms", job.finished_at},
           {"cancel_requested", job.cancel_requested},
           {"submitted_by", job.submitted_by},
+          {"interrupt_requested", job.interrupt_requested},
+          {"interruptions", job.interruptions},
           {"spec", job_spec_to_json(job.spec)}};
 }
 
@@ -121,6 +123,8 @@ Result<Job> job_from_json(const json& j) {
     job.finished_at = j.at("finished_at_ms").get<TimeMs>();
     job.cancel_requested = j.value("cancel_requested", false);
     job.submitted_by = j.value("submitted_by", "");
+    job.interrupt_requested = j.value("interrupt_requested", false);
+    job.interruptions = j.value("interruptions", 0);
     for (const auto& r : j.at("replicas")) {
       ReplicaAssignment a;
       a.rank = r.at("rank").get<int>();

@@ -63,14 +63,18 @@ struct Job {
   TimeMs finished_at = 0;
   bool cancel_requested = false;
   std::string submitted_by;  // the token's name
+  // The current attempt is being stopped by the operator (node drain): it is re-queued when
+  // its replicas have stopped, whatever the restart policy, and the restart is not counted.
+  bool interrupt_requested = false;
+  int interruptions = 0;  // attempts ended by interruptions (not counted against restart.max)
 };
 
 /// Whether a replica ended in a way that fails its attempt: lost, a non-zero exit, or stopped
 /// for exceeding max_runtime (even if it then exited 0).
 bool replica_failed(const ReplicaAssignment& r);
 
-/// Whether the current attempt is being wound down: cancelled, or a replica failed. Its other
-/// replicas are then stopped (and not started if they have not been yet).
+/// Whether the current attempt is being wound down: cancelled, interrupted, or a replica failed.
+/// Its other replicas are then stopped (and not started if they have not been yet).
 bool attempt_ending(const Job& job);
 
 /// The job's stable public JSON (docs/api.md): id, name, tenant, state, exit_code,

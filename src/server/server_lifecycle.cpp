@@ -141,7 +141,7 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
     if (!r.lost && (r.exit_code.value_or(0) != 0 || r.end_reason == "max_runtime") && !failed)
       failed = &r;
   }
-  const int restarts_used = job.attempt - 1;
+  const int restarts_used = job.attempt - 1 - job.interruptions;
   const auto policy = job.spec.restart.policy;
   const bool restarts_left = restarts_used < job.spec.restart.max;
   auto requeue = [&](const std::string& why) {
@@ -149,6 +149,7 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
     job.message =
         fmt::format("attempt {} {}; re-queued as attempt {}", job.attempt, why, job.attempt + 1);
     job.attempt += 1;
+    job.interrupt_requested = false;
     job.replicas.clear();
     job.state = JobState::kPending;
     job.started_at = 0;
@@ -163,6 +164,9 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
     end_job(job, JobState::kCancelled,
             job.replicas.empty() ? std::nullopt : job.replicas.front().exit_code, "cancelled",
             batch);
+  } else if (job.interrupt_requested) {
+    job.interruptions += 1;  // the operator's doing, not the job's: not counted as a restart
+    requeue("was interrupted (" + job.message + ")");
   } else if (lost) {
     std::string why =
         fmt::format("was lost ({}, rank {}: {})", lost->node_name, lost->rank, lost->message);
