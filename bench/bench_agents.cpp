@@ -106,6 +106,26 @@ pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
 
 using Stream = beast::ssl_stream<beast::tcp_stream>;
 
+// JSON bodies are built outside the coroutines (g++ 12 rejects brace-initialised JSON with
+// string literals inside a coroutine frame).
+json register_body(int i) {
+  json node = {{"name", "bench-" + std::to_string(i)},
+               {"hostname", "bench"},
+               {"gpus", json::array()},
+               {"cpu_milli", 1000},
+               {"memory_mib", 1024}};
+  return {{"node", node}};
+}
+
+json poll_body(const std::string& node_id, int64_t version, int64_t hold_ms) {
+  return {{"node_id", node_id},      {"applied_version", version}, {"running", json::array()},
+          {"events", json::array()}, {"logs", json::array()},      {"hold_ms", hold_ms}};
+}
+
+json job_body() {
+  return {{"command", {"/bin/true"}}, {"gpus", 1}, {"workdir", "/tmp"}};
+}
+
 asio::awaitable<json> call(Stream& s, beast::flat_buffer& buf, const std::string& target,
                            const std::string& token, const json& body) {
   http::request<http::string_body> req{http::verb::post, target, 11};
@@ -128,21 +148,16 @@ asio::awaitable<void> agent(int i, tcp::endpoint ep, ssl::context& ctx, std::str
   try {
     Stream s(ex, ctx);
     co_await beast::get_lowest_layer(s).async_connect(ep, asio::use_awaitable);
+    beast::get_lowest_layer(s).socket().set_option(tcp::no_delay(true));
     co_await s.async_handshake(ssl::stream_base::client, asio::use_awaitable);
     beast::flat_buffer buf;
-    json node = {{"name", "bench-" + std::to_string(i)},
-                 {"hostname", "bench"},
-                 {"gpus", json::array()},
-                 {"cpu_milli", 1000},
-                 {"memory_mib", 1024}};
-    json reg = co_await call(s, buf, "/v1/agent/register", token, {{"node", node}});
+    json reg_body = register_body(i);
+    json reg = co_await call(s, buf, "/v1/agent/register", token, reg_body);
     std::string node_id = reg["node_id"], credential = reg["credential"];
     int64_t version = 0;
     ++stats.held;
     while (Clock::now() < stop) {
-      json hb = {{"node_id", node_id},       {"applied_version", version},
-                 {"running", json::array()}, {"events", json::array()},
-                 {"logs", json::array()},    {"hold_ms", 0}};
+      json hb = poll_body(node_id, version, 0);
       auto t0 = Clock::now();
       json r = co_await call(s, buf, "/v1/agent/poll", credential, hb);
       double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -270,7 +285,7 @@ int main(int argc, char** argv) {
           t.expires_after(std::chrono::seconds(1));
           co_await t.async_wait(asio::use_awaitable);
           for (int j = 0; j < jobs; ++j) {
-            json spec = {{"command", {"/bin/true"}}, {"gpus", 1}, {"workdir", "/tmp"}};
+            json spec = job_body();
             http::request<http::string_body> req{http::verb::post, "/v1/jobs", 11};
             req.set(http::field::authorization, "Bearer " + admin);
             req.set(http::field::content_type, "application/json");
