@@ -60,6 +60,11 @@ int run_cli(int argc, char** argv) {
       ->add_option("--down-after", dev.down_after,
                    "a silent node is down (its attempts lost) after this long")
       ->capture_default_str();
+  dev_cmd
+      ->add_option("--policy", dev.policy,
+                   "placement policy: default, first-fit, random, dot-product, clustering, "
+                   "packing, best-fit or fgd")
+      ->capture_default_str();
   dev_cmd->callback([&] { code = cmd_dev(dev); });
 
   RunOptions run;

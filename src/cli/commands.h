@@ -30,7 +30,7 @@ struct DevOptions {
   int sim_nodes = 1;
   std::string sim_cpus = "16";
   std::string sim_mem = "128GiB";
-  std::string policy = "simple";
+  std::string policy = "default";
   std::string config_file;
   std::string unreachable_after = "15s";  // no poll for this long: node unreachable
   std::string down_after = "60s";         // no poll for this long: node down, attempts lost

@@ -373,13 +373,14 @@ int cmd_tenants(bool as_json) {
       out += (out.empty() ? "" : ",") + fmt::format("{}:{:g}", model, n.get<double>());
     return out.empty() ? std::string("-") : out;
   };
-  Table t(
-      {"TENANT", "WEIGHT", "COHORT", "QUOTA", "BORROW LIMIT", "GPUS IN USE", "PENDING", "RUNNING"});
+  Table t({"TENANT", "WEIGHT", "COHORT", "QUOTA", "BORROW LIMIT", "GPUS IN USE", "BORROWED",
+           "PENDING", "RUNNING"});
   for (const auto& x : tenants)
     t.add({x.value("name", ""), fmt::format("{:g}", x.value("weight", 1.0)),
            x.value("cohort", "").empty() ? "-" : x.value("cohort", ""), counts(x["quota"]),
            counts(x["borrowing_limit"]), counts(x["gpus_in_use"]),
-           std::to_string(x.value("pending_jobs", 0)), std::to_string(x.value("running_jobs", 0))});
+           counts(x.value("borrowed", json::object())), std::to_string(x.value("pending_jobs", 0)),
+           std::to_string(x.value("running_jobs", 0))});
   t.print(std::cout);
   return 0;
 }

@@ -50,7 +50,7 @@ bool replica_failed(const ReplicaAssignment& r) {
 }
 
 bool attempt_ending(const Job& job) {
-  return job.cancel_requested || job.interrupt_requested ||
+  return job.cancel_requested || !job.interrupt_reason.empty() ||
          std::any_of(job.replicas.begin(), job.replicas.end(), replica_failed);
 }
 
@@ -97,9 +97,9 @@ json job_to_json(const Job& job) {
           {"started_at_ms", job.started_at},
           {"finished_at_ms", job.finished_at},
           {"cancel_requested", job.cancel_requested},
-          {"submitted_by", job.submitted_by},
-          {"interrupt_requested", job.interrupt_requested},
+          {"interrupt_reason", job.interrupt_reason},
           {"interruptions", job.interruptions},
+          {"submitted_by", job.submitted_by},
           {"spec", job_spec_to_json(job.spec)}};
 }
 
@@ -122,9 +122,9 @@ Result<Job> job_from_json(const json& j) {
     job.started_at = j.at("started_at_ms").get<TimeMs>();
     job.finished_at = j.at("finished_at_ms").get<TimeMs>();
     job.cancel_requested = j.value("cancel_requested", false);
-    job.submitted_by = j.value("submitted_by", "");
-    job.interrupt_requested = j.value("interrupt_requested", false);
+    job.interrupt_reason = j.value("interrupt_reason", "");
     job.interruptions = j.value("interruptions", 0);
+    job.submitted_by = j.value("submitted_by", "");
     for (const auto& r : j.at("replicas")) {
       ReplicaAssignment a;
       a.rank = r.at("rank").get<int>();

@@ -62,11 +62,12 @@ struct Job {
   TimeMs started_at = 0;
   TimeMs finished_at = 0;
   bool cancel_requested = false;
+  /// Set while the attempt is stopped to be re-queued (a preemption: "preempted for job
+  /// 0193…", or a drain: "node gpu-7 is draining"): once its replicas have stopped the job
+  /// returns to pending whatever its restart policy, without using a restart.
+  std::string interrupt_reason;
+  int interruptions = 0;     // attempts ended by interruption (not counted as restarts)
   std::string submitted_by;  // the token's name
-  // The current attempt is being stopped by the operator (node drain): it is re-queued when
-  // its replicas have stopped, whatever the restart policy, and the restart is not counted.
-  bool interrupt_requested = false;
-  int interruptions = 0;  // attempts ended by interruptions (not counted against restart.max)
 };
 
 /// Whether a replica ended in a way that fails its attempt: lost, a non-zero exit, or stopped

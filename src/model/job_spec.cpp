@@ -12,18 +12,6 @@ namespace gpucloud {
 
 using json = nlohmann::json;
 
-const char* to_string(Priority p) {
-  switch (p) {
-    case Priority::kLow:
-      return "low";
-    case Priority::kNormal:
-      return "normal";
-    case Priority::kHigh:
-      return "high";
-  }
-  return "normal";
-}
-
 const char* to_string(CapacityClass c) {
   switch (c) {
     case CapacityClass::kOnDemand:
@@ -85,6 +73,13 @@ bool is_valid_utf8(std::string_view s) {
       return false;
     i += extra + 1;
   }
+  return true;
+}
+
+bool valid_priority_name(const std::string& s) {
+  if (s.empty() || s.size() > 32) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
   return true;
 }
 
@@ -300,10 +295,13 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       if (!s) return s.error();
       spec.tenant = *s;
     } else if (key == "priority") {
-      auto p = read_enum<Priority>(
-          v, key,
-          {{"low", Priority::kLow}, {"normal", Priority::kNormal}, {"high", Priority::kHigh}});
+      auto p = read_string(v, key);
       if (!p) return p.error();
+      if (!valid_priority_name(*p))
+        return invalid(fmt::format(
+            "priority: '{}' is not a priority class name (lowercase letters, digits and '-', "
+            "at most 32); e.g. low, normal, high",
+            *p));
       spec.priority = *p;
     } else if (key == "capacity_class") {
       auto c = read_enum<CapacityClass>(v, key,
@@ -478,7 +476,7 @@ json job_spec_to_json(const JobSpec& spec) {
   j["cpus"] = spec.cpu_milli / 1000.0;
   j["memory"] = spec.memory_mib;
   j["tenant"] = spec.tenant;
-  j["priority"] = to_string(spec.priority);
+  j["priority"] = spec.priority;
   j["capacity_class"] = to_string(spec.capacity_class);
   j["node_selector"] = spec.node_selector;
   j["max_runtime"] = format_duration_ms(spec.max_runtime_ms);

@@ -12,11 +12,9 @@
 
 namespace gpucloud {
 
-enum class Priority { kLow, kNormal, kHigh };
 enum class CapacityClass { kOnDemand, kSpot, kAny };
 enum class RestartPolicy { kNever, kOnLost, kOnFailure, kAlways };
 
-const char* to_string(Priority p);
 const char* to_string(CapacityClass c);
 const char* to_string(RestartPolicy r);
 
@@ -38,7 +36,7 @@ struct JobSpec {
   int64_t cpu_milli = 1000;
   int64_t memory_mib = 0;  // 0 = no reservation and no limit
   std::string tenant = "default";
-  Priority priority = Priority::kNormal;
+  std::string priority = "normal";  // a priority class: low, normal, high or from the config
   CapacityClass capacity_class = CapacityClass::kAny;
   std::map<std::string, std::string> node_selector;
   int64_t max_runtime_ms = 0;  // 0 = unlimited
@@ -75,5 +73,8 @@ nlohmann::json job_spec_to_json(const JobSpec& spec);
 
 /// Whether s is valid UTF-8 (specs must be; YAML input is not checked by its parser).
 bool is_valid_utf8(std::string_view s);
+
+/// Whether a priority class name is well formed: 1..32 lowercase letters, digits or '-'.
+bool valid_priority_name(const std::string& name);
 
 }  // namespace gpucloud

@@ -163,6 +163,18 @@ void apply_choice(const JobRequest& req, const GpuChoice& choice, NodeState& nod
   node.memory_used_mib += req.memory_mib;
 }
 
+void apply_replica_use(NodeState& node, const JobRequest& req, const ReplicaPlacement& rp,
+                       int sign) {
+  for (const auto& share : rp.gpus)
+    for (auto& g : node.gpus)
+      if (g.index == share.index) {
+        g.used_milli += sign * share.milli;
+        g.used_memory_mib += sign * (share.milli >= 1000 ? g.memory_mib : req.gpu_memory_mib);
+      }
+  node.cpu_used_milli += sign * rp.cpu_milli;
+  node.memory_used_mib += sign * rp.memory_mib;
+}
+
 std::string describe_gpus(const JobRequest& req) {
   std::string model = req.gpu_model.empty() ? "GPU" : req.gpu_model;
   if (req.gpu_milli > 0) return fmt::format("{:.3g}×{}", req.gpu_milli / 1000.0, model);

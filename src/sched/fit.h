@@ -35,6 +35,11 @@ bool cpu_memory_fit(const JobRequest& req, const NodeState& node);
 /// Marks a choice as used on the node (GPUs, CPUs, memory).
 void apply_choice(const JobRequest& req, const GpuChoice& choice, NodeState& node);
 
+/// Adds (sign +1) or takes away (sign -1) what a placed replica uses on the node: its GPU
+/// milli and GPU memory (a whole GPU's memory, or the share's gpu_memory_mib), CPUs, memory.
+void apply_replica_use(NodeState& node, const JobRequest& req, const ReplicaPlacement& rp,
+                       int sign);
+
 /// The number of whole free GPUs that match the request on the node.
 int free_matching_gpus(const JobRequest& req, const NodeState& node);
 

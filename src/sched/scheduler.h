@@ -1,27 +1,78 @@
-// The Scheduler interface and its factory.
+// The Scheduler interface: an event-driven placement engine that owns its indexes.
+//
+// The caller reports what happens (nodes added, changed or removed; jobs submitted, started,
+// finished; tenants configured) and asks for a plan at a point in time. The scheduler keeps
+// its cluster state and indexes up to date from those events, so a decision does not rescan
+// the cluster. It is pure: no I/O, no clock reads, no threads; the same sequence of events
+// always gives the same plans.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "sched/types.h"
 
 namespace gpucloud::sched {
 
-/// Turns a snapshot into a plan. Implementations are deterministic: the same snapshot
-/// (including settings.seed) always gives the same plan.
+/// Turns events into plans. Placements returned by schedule() are applied at once (the jobs
+/// count as running from `now`); preemption victims keep running until the caller reports them
+/// finished, and a preempted job that should run again is submitted again.
 class Scheduler {
  public:
   virtual ~Scheduler() = default;
-  /// The policy's name, e.g. "simple".
+  /// The placement policy's name, e.g. "default".
   virtual std::string name() const = 0;
-  /// Decides placements, preemptions and pending reasons for the snapshot's pending jobs.
-  virtual Plan schedule(const Snapshot& snapshot) = 0;
+
+  /// A node joined or changed (capacity, labels, schedulable). Its used fields are ignored:
+  /// use comes from the jobs started on it. Jobs keep running on a node that shrinks.
+  virtual void upsert_node(const NodeState& node) = 0;
+  /// A node left. Jobs still running on it keep their accounting until reported finished.
+  virtual void remove_node(const std::string& node_id) = 0;
+  /// Replaces the tenants (quotas, weights, cohorts). Tenants not listed have no quota limit
+  /// and weight 1.
+  virtual void set_tenants(const std::vector<TenantSpec>& tenants) = 0;
+
+  /// A job waits to be placed. Error (kInvalidArgument) if the id is already known or the
+  /// request is malformed (replicas < 1, gpu_milli out of 0..999, negative sizes).
+  virtual Status submit(const JobRequest& job) = 0;
+  /// A job the caller already runs (e.g. found again after a restart) at `where`, since
+  /// `started_at`. Replaces a pending job of the same id. Error if a replica names an unknown
+  /// node or the id is already running.
+  virtual Status start(const JobRequest& job, const Placement& where, TimeMs started_at) = 0;
+  /// A job ended, was cancelled, or was withdrawn while pending: its resources are free.
+  /// Unknown ids are ignored.
+  virtual void finish(const std::string& job_id) = 0;
+
+  /// Decides, at time `now`, placements for pending jobs, preemptions, and a reason for every
+  /// job left pending.
+  virtual Plan schedule(TimeMs now) = 0;
+
+  /// Jobs waiting, and jobs running (including those being preempted).
+  virtual size_t pending_count() const = 0;
+  virtual size_t running_count() const = 0;
+  /// Per tenant and GPU model: GPUs in use (milli), nominal quota and borrowed (milli).
+  virtual std::vector<TenantUsage> tenant_usage() const = 0;
 };
 
-/// Creates the scheduler named by settings.policy (one explicit name->factory table).
+/// Creates a scheduler with the policy named by settings.policy: first-fit, random,
+/// dot-product, clustering, packing, best-fit, fgd or default. Error (kInvalidArgument) names
+/// the known policies.
 Result<std::unique_ptr<Scheduler>> create_scheduler(const PolicySettings& settings);
+
+/// The policy names create_scheduler accepts, in a stable order.
+const std::vector<std::string>& scheduler_policy_names();
+
+/// Brings the scheduler in line with a full snapshot of the caller's state (nodes, running and
+/// pending jobs): reports the differences since the last call as events. For callers that keep
+/// their own state (the server); `known` is the caller's record of what was reported before.
+/// Nodes first, then ended or changed jobs (finish), then new running jobs (start), then new
+/// pending jobs (submit). Errors from the scheduler (a replica on an unknown node) are skipped.
+void sync_snapshot(Scheduler& scheduler, const Snapshot& snapshot, SyncState& known);
+/// Records the plan's placements in `known` (the scheduler applied them already), so the next
+/// snapshot showing those jobs running is not reported again.
+void record_placements(const Plan& plan, SyncState& known);
 
 /// Whether a request could run on some node of an otherwise empty cluster. When it cannot,
 /// the error (kUnsatisfiable) says what the largest fitting request would be, e.g.

@@ -1,9 +1,10 @@
-// The scheduler's interface types: a read-only cluster snapshot in, a plan out.
-// sched is pure: no I/O, no clock reads, no threads; the same snapshot gives the same plan.
+// The scheduler's interface types: nodes, job requests, tenants and policy settings in; a plan
+// out. sched is pure: no I/O, no clock reads, no threads; the same events give the same plans.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,26 +55,55 @@ struct JobRequest {
   int64_t memory_mib = 0;
   std::map<std::string, std::string> node_selector;
   CapacityClass capacity_class = CapacityClass::kAny;
-  Priority priority = Priority::kNormal;
-  TimeMs created_at = 0;
-  int64_t max_runtime_ms = 0;
+  int priority = 100;          // higher first; the value of the job's priority class
+  TimeMs created_at = 0;       // orders jobs of one tenant and priority (older first)
+  int64_t max_runtime_ms = 0;  // 0: unknown (backfill cannot plan around it)
 
-  /// The request part of a job spec.
-  static JobRequest from_spec(const std::string& job_id, const JobSpec& spec, TimeMs created_at);
+  /// The request part of a job spec; `priority` is the value of the spec's priority class.
+  static JobRequest from_spec(const std::string& job_id, const JobSpec& spec, TimeMs created_at,
+                              int priority);
+  /// Whether the job accepted being interrupted for others (capacity class spot).
+  bool preemptible() const { return capacity_class == CapacityClass::kSpot; }
+};
+
+/// A tenant's share of the cluster, with Kueue's semantics: a nominal quota of GPUs per GPU
+/// model, which it may exceed by borrowing other cohort members' unused nominal quota up to its
+/// borrowing limit; and a weight for fair sharing.
+struct TenantSpec {
+  std::string name;
+  double weight = 1;
+  std::string cohort;                          // empty: lends to and borrows from no one
+  bool has_quota = false;                      // false: no quota limit at all
+  std::map<std::string, int> quota;            // nominal whole GPUs per GPU model (0 if absent)
+  std::map<std::string, int> borrowing_limit;  // per model; absent: no limit within the cohort
+};
+
+/// A tenant's GPUs in use on one GPU model, in milli (a share counts its gpu_milli).
+struct TenantUsage {
+  std::string tenant;
+  std::string gpu_model;
+  int64_t used_milli = 0;
+  int64_t quota_milli = -1;    // -1: no quota
+  int64_t borrowed_milli = 0;  // use above the nominal quota
+};
+
+/// Typical request shapes and their frequencies (what `fgd` and `default` optimise for).
+struct ProfileShape {
+  int gpus = 1;       // per replica
+  int gpu_milli = 0;  // 1..999 for a share
+  int64_t cpu_milli = 0;
+  double freq = 0;
 };
 
 /// Policy settings that every scheduler takes.
 struct PolicySettings {
-  std::string policy = "simple";
+  std::string policy = "default";
   uint64_t seed = 42;
-};
-
-/// Everything the scheduler may look at. Nodes carry current allocations in their used fields.
-struct Snapshot {
-  TimeMs now = 0;
-  std::vector<NodeState> nodes;
-  std::vector<JobRequest> pending;
-  PolicySettings settings;
+  int64_t max_node_cpu_milli = 0;  // score normalisers; 0: the largest node's
+  int max_node_gpus = 0;
+  std::vector<ProfileShape> profile;  // empty: learned from the jobs submitted so far
+  bool backfill = true;
+  bool preemption = true;
 };
 
 /// Where one replica goes.
@@ -103,11 +133,34 @@ struct PendingReason {
   std::string reason;
 };
 
-/// The scheduler's answer for one snapshot.
+/// The scheduler's answer at one point in time.
 struct Plan {
   std::vector<Placement> placements;
   std::vector<Preemption> preemptions;
   std::vector<PendingReason> pending;
+};
+
+/// A job running on the caller's side, as reported to the scheduler.
+struct RunningJob {
+  JobRequest request;
+  Placement placement;
+  TimeMs started_at = 0;
+};
+
+/// Everything the caller knows, for sync_snapshot(): nodes (their used fields are ignored),
+/// running jobs with their placements, and pending jobs.
+struct Snapshot {
+  TimeMs now = 0;
+  std::vector<NodeState> nodes;
+  std::vector<RunningJob> running;
+  std::vector<JobRequest> pending;
+};
+
+/// What sync_snapshot() reported before: node and job ids with a fingerprint of their content.
+struct SyncState {
+  std::map<std::string, std::string> nodes;    // id -> fingerprint
+  std::map<std::string, std::string> running;  // job id -> fingerprint
+  std::map<std::string, std::string> pending;  // job id -> fingerprint
 };
 
 }  // namespace gpucloud::sched

@@ -72,7 +72,7 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
   if (!doc) return doc.error();
   auto fail = [&](const Error& e) { return invalid(fmt::format("{}: {}", path, e.message)); };
   if (doc->is_null()) return ServerFileConfig{};
-  if (auto st = known_keys(*doc, "config", {"tenants", "tokens"}); !st.ok())
+  if (auto st = known_keys(*doc, "config", {"tenants", "tokens", "priority_classes"}); !st.ok())
     return fail(st.error());
   ServerFileConfig config;
   std::set<std::string> tenant_names;
@@ -111,6 +111,22 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
         (std::string(field) == "quota" ? tc.quota : tc.borrowing_limit) = std::move(*counts);
       }
       config.tenants.push_back(std::move(tc));
+    }
+  }
+  if (doc->contains("priority_classes")) {
+    const json& classes = (*doc)["priority_classes"];
+    if (!classes.is_object())
+      return fail(invalid(
+          "priority_classes: expected a mapping of class name to value, e.g. {critical: 10000}"));
+    for (const auto& [name, value] : classes.items()) {
+      if (!valid_priority_name(name))
+        return fail(invalid(fmt::format(
+            "priority_classes.{}: a class name has 1..32 lowercase letters, digits or '-'", name)));
+      if (!value.is_number_integer() || value.get<int64_t>() < -1'000'000 ||
+          value.get<int64_t>() > 1'000'000)
+        return fail(invalid(fmt::format(
+            "priority_classes.{}: expected a whole number in -1000000..1000000", name)));
+      config.priority_classes[name] = value.get<int>();
     }
   }
   if (doc->contains("tokens")) {
@@ -162,6 +178,15 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
     }
   }
   return config;
+}
+
+Result<int> ServerFileConfig::priority_value(const std::string& name) const {
+  if (auto it = priority_classes.find(name); it != priority_classes.end()) return it->second;
+  std::string known;
+  for (const auto& [n, v] : priority_classes)
+    known += fmt::format("{}{} ({})", known.empty() ? "" : ", ", n, v);
+  return invalid(
+      fmt::format("priority: '{}' is not a priority class of this server; known: {}", name, known));
 }
 
 }  // namespace gpucloud::server

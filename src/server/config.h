@@ -23,6 +23,15 @@ struct TenantConfig {
 struct ServerFileConfig {
   std::vector<TenantConfig> tenants;
   std::vector<store::TokenRecord> tokens;  // sha256, name, role (admin | member), tenants
+  /// Priority classes by name: the built-in low (0), normal (100) and high (1000), with the
+  /// file's `priority_classes` added or overriding them.
+  std::map<std::string, int> priority_classes = default_priority_classes();
+
+  static std::map<std::string, int> default_priority_classes() {
+    return {{"low", 0}, {"normal", 100}, {"high", 1000}};
+  }
+  /// The class's value, or an error naming the known classes.
+  Result<int> priority_value(const std::string& name) const;
 };
 
 /// Reads and validates a config file. Errors name the file, the entry and the fix, e.g.

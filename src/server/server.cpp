@@ -92,6 +92,7 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config, const
     if (!loaded) return loaded.error();
     server->file_config_ = std::move(*loaded);
   }
+  server->apply_tenants();
   GPUCLOUD_TRY(server->bootstrap_tokens());
   GPUCLOUD_TRY(server->load_state());
   return server;
@@ -165,6 +166,8 @@ Status Server::reload_config() {
   }
   file_config_ = std::move(*loaded);
   apply_tokens();
+  apply_tenants();
+  schedule_soon();  // quotas or priorities may have changed
   spdlog::info("config {}: {} tenants, {} tokens", config_.config_file, file_config_.tenants.size(),
                file_config_.tokens.size());
   return {};

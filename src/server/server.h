@@ -30,8 +30,8 @@ struct ServerConfig {
   int64_t poll_hold_ms = 5000;            // longest an agent's poll is held
   int64_t unreachable_after_ms = 15'000;  // no poll for this long: node unreachable
   int64_t down_after_ms = 60'000;         // no poll for this long: node down, its attempts lost
-  std::string policy = "simple";
-  std::string config_file;  // tenants and tokens (docs/config.md); "" = none
+  std::string policy = "default";  // a sched placement policy (sched::scheduler_policy_names)
+  std::string config_file;         // tenants and tokens (docs/config.md); "" = none
   // https: with tls on and no cert/key given, a self-signed pair is made in <data-dir>/tls.
   bool tls = false;
   std::string tls_cert_file;
@@ -131,6 +131,14 @@ class Server {
   // Lifecycle (server_lifecycle.cpp)
   void schedule_soon();
   void run_scheduler();
+  /// The scheduler's view of everything: nodes, running and pending jobs.
+  sched::Snapshot scheduler_snapshot() const;
+  /// Interrupts the jobs the plan preempts (they are re-queued when their replicas have ended).
+  void preempt(const std::vector<sched::Preemption>& preemptions, store::WriteBatch& batch);
+  /// Hands the config file's tenants (quotas, weights, cohorts) to the scheduler.
+  void apply_tenants();
+  /// The job's priority value under the current priority classes (normal's if unknown).
+  int priority_of(const Job& job) const;
   /// Every node with its current use (from the replicas of active jobs).
   std::vector<sched::NodeState> node_states() const;
   /// Called when a replica's state changed; decides whether the attempt and the job end.
@@ -149,6 +157,7 @@ class Server {
   std::unique_ptr<store::StateStore> store_;
   std::unique_ptr<net::HttpServer> http_;
   std::unique_ptr<sched::Scheduler> scheduler_;
+  sched::SyncState scheduler_known_;  // what the scheduler was told (sync_snapshot)
   Authenticator auth_;
   LogStore logs_;
   IdGenerator ids_;

@@ -31,7 +31,9 @@ net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principa
   job.spec = std::move(*spec);
   job.created_at = now;
   job.submitted_by = who.name;
-  auto request = sched::JobRequest::from_spec(job.id, job.spec, now);
+  auto priority = file_config_.priority_value(job.spec.priority);
+  if (!priority) return error_response(priority.error());
+  auto request = sched::JobRequest::from_spec(job.id, job.spec, now, *priority);
   if (auto st = sched::check_satisfiable(request, node_states()); !st.ok())
     return error_response(st.error());
   job.pending_reason =
@@ -291,12 +293,21 @@ net::HttpResponse Server::list_tenants(const Principal& who) {
   json out = json::array();
   for (const auto& t : tenants) {
     if (!who.may_act_for(t.name)) continue;
+    // Use above the nominal quota is borrowed from the cohort (only with a quota).
+    std::map<std::string, double> borrowed;
+    if (!t.quota.empty() || !t.borrowing_limit.empty())
+      for (const auto& [model, gpus] : used[t.name]) {
+        auto q = t.quota.find(model);
+        double over = gpus - (q == t.quota.end() ? 0 : q->second);
+        if (over > 1e-9) borrowed[model] = over;
+      }
     out.push_back({{"name", t.name},
                    {"weight", t.weight},
                    {"cohort", t.cohort},
                    {"quota", t.quota},
                    {"borrowing_limit", t.borrowing_limit},
                    {"gpus_in_use", used[t.name]},
+                   {"borrowed", borrowed},
                    {"pending_jobs", counts[t.name].first},
                    {"running_jobs", counts[t.name].second}});
   }

@@ -62,16 +62,58 @@ void Server::schedule_soon() {
   });
 }
 
-void Server::run_scheduler() {
-  schedule_pending_ = false;
+int Server::priority_of(const Job& job) const {
+  auto value = file_config_.priority_value(job.spec.priority);
+  return value ? *value : ServerFileConfig::default_priority_classes().at("normal");
+}
+
+void Server::apply_tenants() {
+  std::vector<sched::TenantSpec> specs;
+  for (const auto& t : file_config_.tenants) {
+    sched::TenantSpec s;
+    s.name = t.name;
+    s.weight = t.weight;
+    s.cohort = t.cohort;
+    s.has_quota = !t.quota.empty() || !t.borrowing_limit.empty();
+    s.quota = t.quota;
+    s.borrowing_limit = t.borrowing_limit;
+    specs.push_back(std::move(s));
+  }
+  scheduler_->set_tenants(specs);
+}
+
+sched::Snapshot Server::scheduler_snapshot() const {
   sched::Snapshot snapshot;
   snapshot.now = clock_.now_ms();
   snapshot.nodes = node_states();
-  for (const auto& [id, job] : jobs_)
-    if (job.state == JobState::kPending && job.replicas.empty() && !job.cancel_requested)
-      snapshot.pending.push_back(sched::JobRequest::from_spec(job.id, job.spec, job.created_at));
+  for (const auto& [id, job] : jobs_) {
+    if (is_terminal(job.state)) continue;
+    auto request = sched::JobRequest::from_spec(job.id, job.spec, job.created_at, priority_of(job));
+    if (job.replicas.empty()) {
+      if (job.state == JobState::kPending && !job.cancel_requested)
+        snapshot.pending.push_back(std::move(request));
+      continue;
+    }
+    sched::RunningJob running;
+    running.request = std::move(request);
+    running.placement.job_id = job.id;
+    running.started_at = job.started_at ? job.started_at : job.created_at;
+    for (const auto& r : job.replicas) {
+      if (r.state == ReplicaState::kExited) continue;
+      running.placement.replicas.push_back({r.rank, r.node_id, r.gpus, r.cpu_milli, r.memory_mib});
+    }
+    if (!running.placement.replicas.empty()) snapshot.running.push_back(std::move(running));
+  }
+  return snapshot;
+}
+
+void Server::run_scheduler() {
+  schedule_pending_ = false;
+  sched::Snapshot snapshot = scheduler_snapshot();
+  sched::sync_snapshot(*scheduler_, snapshot, scheduler_known_);
   if (snapshot.pending.empty()) return;
-  sched::Plan plan = scheduler_->schedule(snapshot);
+  sched::Plan plan = scheduler_->schedule(snapshot.now);
+  sched::record_placements(plan, scheduler_known_);
   store::WriteBatch batch;
   std::set<std::string> touched_nodes;
   std::vector<std::pair<std::string, std::string>> placed_keys;  // node, key
@@ -100,12 +142,29 @@ void Server::run_scheduler() {
   }
   for (const auto& p : plan.pending)
     if (auto it = jobs_.find(p.job_id); it != jobs_.end()) it->second.pending_reason = p.reason;
+  preempt(plan.preemptions, batch);
   if (!commit(batch).ok()) return;
-  spdlog::debug("scheduler: placed {} of {} pending jobs", plan.placements.size(),
-                snapshot.pending.size());
+  spdlog::debug("scheduler: placed {} of {} pending jobs, preempting {}", plan.placements.size(),
+                snapshot.pending.size(), plan.preemptions.size());
   for (const auto& node_id : touched_nodes) bump_node(node_id);
   for (const auto& [node_id, key] : placed_keys)
     runtime_[node_id].placed_at[key] = runtime_[node_id].version;
+}
+
+void Server::preempt(const std::vector<sched::Preemption>& preemptions, store::WriteBatch& batch) {
+  for (const auto& p : preemptions) {
+    auto it = jobs_.find(p.job_id);
+    if (it == jobs_.end()) continue;
+    Job& job = it->second;
+    if (job.replicas.empty() || job.cancel_requested || !job.interrupt_reason.empty()) continue;
+    job.interrupt_reason = p.reason;
+    job.message = fmt::format("{}; stopping (grace period {})", p.reason,
+                              format_duration_ms(job.spec.grace_period_ms));
+    stop_replicas(job);
+    batch.jobs.push_back(job);
+    batch.audit.push_back({clock_.now_ms(), "scheduler", "job.preempt", job.id, p.reason});
+    spdlog::info("job {} {}", job.id, p.reason);
+  }
 }
 
 void Server::stop_replicas(Job& job) {
@@ -149,7 +208,6 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
     job.message =
         fmt::format("attempt {} {}; re-queued as attempt {}", job.attempt, why, job.attempt + 1);
     job.attempt += 1;
-    job.interrupt_requested = false;
     job.replicas.clear();
     job.state = JobState::kPending;
     job.started_at = 0;
@@ -160,13 +218,15 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
     schedule_soon();
   };
   int first_code = job.replicas.empty() ? 0 : job.replicas.front().exit_code.value_or(0);
-  if (job.cancel_requested) {
+  if (!job.cancel_requested && !job.interrupt_reason.empty()) {
+    std::string why = job.interrupt_reason;
+    job.interrupt_reason.clear();
+    job.interruptions += 1;
+    requeue("was interrupted: " + why);
+  } else if (job.cancel_requested) {
     end_job(job, JobState::kCancelled,
             job.replicas.empty() ? std::nullopt : job.replicas.front().exit_code, "cancelled",
             batch);
-  } else if (job.interrupt_requested) {
-    job.interruptions += 1;  // the operator's doing, not the job's: not counted as a restart
-    requeue("was interrupted (" + job.message + ")");
   } else if (lost) {
     std::string why =
         fmt::format("was lost ({}, rank {}: {})", lost->node_name, lost->rank, lost->message);

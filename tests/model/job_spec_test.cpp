@@ -47,7 +47,7 @@ TEST(JobSpecFromJson, FillsDefaults) {
   EXPECT_EQ(s.grace_period_ms, 30'000);
   EXPECT_EQ(s.max_runtime_ms, 0);
   EXPECT_EQ(s.tenant, "default");
-  EXPECT_EQ(s.priority, Priority::kNormal);
+  EXPECT_EQ(s.priority, "normal");
   EXPECT_EQ(s.capacity_class, CapacityClass::kAny);
   EXPECT_TRUE(s.env.empty());
   EXPECT_TRUE(s.node_selector.empty());
@@ -85,7 +85,7 @@ TEST(JobSpecFromJson, ReadsEveryField) {
   EXPECT_EQ(s.cpu_milli, 32'500);
   EXPECT_EQ(s.memory_mib, 512 * 1024);
   EXPECT_EQ(s.tenant, "nlp");
-  EXPECT_EQ(s.priority, Priority::kHigh);
+  EXPECT_EQ(s.priority, "high");
   EXPECT_EQ(s.capacity_class, CapacityClass::kSpot);
   EXPECT_EQ(s.node_selector, (std::map<std::string, std::string>{{"zone", "a"}, {"rack", "7"}}));
   EXPECT_EQ(s.max_runtime_ms, 2 * 86'400'000);
@@ -129,7 +129,7 @@ TEST(JobSpecFromJson, RejectsWrongTypes) {
   rejected("command", {"python", nullptr});
   rejected("cpus", "4");
   rejected("env", {{"A", {1, 2}}});
-  rejected("priority", "urgent");
+  rejected("priority", "URGENT!");
   rejected("capacity_class", "reserved");
   rejected("name", 7);
 }
@@ -231,7 +231,7 @@ JobSpec full_spec() {
   s.cpu_milli = 12'250;
   s.memory_mib = 96 * 1024 + 1;
   s.tenant = "vision";
-  s.priority = Priority::kLow;
+  s.priority = "low";
   s.capacity_class = CapacityClass::kOnDemand;
   s.node_selector = {{"zone", "eu-1"}};
   s.max_runtime_ms = 86'400'000 + 3'600'000 + 60'000 + 1'000 + 5;  // 1d1h1m1s5ms

@@ -64,13 +64,43 @@ inline JobRequest share(const std::string& id, int milli) {
   return r;
 }
 
-inline Plan schedule(std::vector<NodeState> nodes, std::vector<JobRequest> jobs) {
-  auto scheduler = create_scheduler({"simple"});
+/// Registers the nodes; use already marked on them (used GPUs, CPUs, memory) becomes a running
+/// job "occupied-<node>" of tenant "other" at a priority no test job preempts.
+inline void add_nodes(Scheduler& scheduler, const std::vector<NodeState>& nodes) {
+  for (const auto& node : nodes) {
+    scheduler.upsert_node(node);
+    JobRequest occupied;
+    occupied.job_id = "occupied-" + node.name;
+    occupied.tenant = "other";
+    occupied.priority = 1'000'000;
+    occupied.cpu_milli = node.cpu_used_milli;
+    occupied.memory_mib = node.memory_used_mib;
+    ReplicaPlacement rp{0, node.id, {}, node.cpu_used_milli, node.memory_used_mib};
+    for (const auto& g : node.gpus)
+      if (g.used_milli > 0) rp.gpus.push_back({g.index, g.uuid, g.used_milli});
+    if (rp.gpus.empty() && rp.cpu_milli == 0 && rp.memory_mib == 0) continue;
+    occupied.gpus = static_cast<int>(rp.gpus.size());
+    ASSERT_TRUE(scheduler.start(occupied, {occupied.job_id, {rp}}, 0).ok());
+  }
+}
+
+/// A scheduler with the policy, the nodes (see add_nodes) and the jobs submitted.
+inline std::unique_ptr<Scheduler> scheduler_with(const std::vector<NodeState>& nodes,
+                                                 const std::vector<JobRequest>& jobs,
+                                                 const std::string& policy = "default") {
+  PolicySettings settings;
+  settings.policy = policy;
+  auto scheduler = create_scheduler(settings);
   EXPECT_TRUE(scheduler.ok());
-  Snapshot snapshot;
-  snapshot.nodes = std::move(nodes);
-  snapshot.pending = std::move(jobs);
-  return (*scheduler)->schedule(snapshot);
+  add_nodes(**scheduler, nodes);
+  for (const auto& j : jobs) EXPECT_TRUE((*scheduler)->submit(j).ok()) << j.job_id;
+  return std::move(*scheduler);
+}
+
+/// One scheduling pass at time 0 over the nodes and jobs.
+inline Plan schedule(const std::vector<NodeState>& nodes, const std::vector<JobRequest>& jobs,
+                     const std::string& policy = "default") {
+  return scheduler_with(nodes, jobs, policy)->schedule(0);
 }
 
 inline const Placement* placement_of(const Plan& plan, const std::string& job_id) {

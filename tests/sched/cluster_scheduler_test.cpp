@@ -11,17 +11,23 @@ using namespace testing;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-TEST(CreateScheduler, KnowsSimpleAndNamesUnknownPolicies) {
-  auto simple = create_scheduler({"simple"});
-  ASSERT_TRUE(simple.ok());
-  EXPECT_EQ((*simple)->name(), "simple");
-  auto unknown = create_scheduler({"drf"});
+TEST(CreateScheduler, KnowsEveryPolicyAndNamesUnknownOnes) {
+  for (const auto& name : scheduler_policy_names()) {
+    PolicySettings settings;
+    settings.policy = name;
+    auto scheduler = create_scheduler(settings);
+    ASSERT_TRUE(scheduler.ok()) << name;
+    EXPECT_EQ((*scheduler)->name(), name);
+  }
+  PolicySettings drf;
+  drf.policy = "drf";
+  auto unknown = create_scheduler(drf);
   ASSERT_FALSE(unknown.ok());
   EXPECT_THAT(unknown.error().message, HasSubstr("'drf'"));
-  EXPECT_THAT(unknown.error().message, HasSubstr("simple"));
+  EXPECT_THAT(unknown.error().message, HasSubstr("first-fit"));
 }
 
-TEST(SimpleScheduler, TwoGpusGetAnNvlinkPairOnOneNumaNode) {
+TEST(ClusterScheduler, TwoGpusGetAnNvlinkPairOnOneNumaNode) {
   // GPUs 0 and 3 are taken: 1-2 would share a NUMA node but have no NVLink between them.
   Plan plan = schedule({with_used(gpu_node("a", 8), {0, 3})}, {job("j", 2)});
   const Placement* p = placement_of(plan, "j");
@@ -29,7 +35,7 @@ TEST(SimpleScheduler, TwoGpusGetAnNvlinkPairOnOneNumaNode) {
   EXPECT_EQ(gpu_indices(*p), (std::vector<int>{4, 5}));
 }
 
-TEST(SimpleScheduler, FourGpusOnAFullMeshStayOnOneNumaNode) {
+TEST(ClusterScheduler, FourGpusOnAFullMeshStayOnOneNumaNode) {
   // GPU 0 is taken: the first four free GPUs (1-4) would cross NUMA nodes.
   Plan plan = schedule({with_used(gpu_node("a", 8, "A100", Links::kFullMesh), {0})}, {job("j", 4)});
   const Placement* p = placement_of(plan, "j");
@@ -37,7 +43,7 @@ TEST(SimpleScheduler, FourGpusOnAFullMeshStayOnOneNumaNode) {
   EXPECT_EQ(gpu_indices(*p), (std::vector<int>{4, 5, 6, 7}));
 }
 
-TEST(SimpleScheduler, OneGpuGoesToThePartlyUsedNodeNotAnIdleOne) {
+TEST(ClusterScheduler, OneGpuGoesToThePartlyUsedNodeNotAnIdleOne) {
   Plan plan = schedule({gpu_node("idle", 8), with_used(gpu_node("busy", 8), {0, 1, 2, 3, 4})},
                        {job("j", 1)});
   const Placement* p = placement_of(plan, "j");
@@ -45,7 +51,7 @@ TEST(SimpleScheduler, OneGpuGoesToThePartlyUsedNodeNotAnIdleOne) {
   EXPECT_EQ(p->replicas[0].node_id, "id-busy");
 }
 
-TEST(SimpleScheduler, GpuModelConstraintPicksMatchingNodes) {
+TEST(ClusterScheduler, GpuModelConstraintPicksMatchingNodes) {
   std::vector<NodeState> nodes = {gpu_node("a100", 8, "A100"), gpu_node("h100", 8, "H100")};
   Plan plan = schedule(nodes, {job("h", 8, "H100")});
   ASSERT_NE(placement_of(plan, "h"), nullptr);
@@ -62,7 +68,7 @@ TEST(SimpleScheduler, GpuModelConstraintPicksMatchingNodes) {
   EXPECT_THAT(reason_of(plan, "h"), HasSubstr("no matching GPU"));
 }
 
-TEST(SimpleScheduler, PlacementCarriesTheRequestedResources) {
+TEST(ClusterScheduler, PlacementCarriesTheRequestedResources) {
   JobRequest j = job("j", 2);
   j.cpu_milli = 12'000;
   j.memory_mib = 64 * 1024;
@@ -77,7 +83,7 @@ TEST(SimpleScheduler, PlacementCarriesTheRequestedResources) {
   EXPECT_EQ(r.gpus[0].milli, 1000);
 }
 
-TEST(SimpleScheduler, RespectsCpuLimits) {
+TEST(ClusterScheduler, RespectsCpuLimits) {
   NodeState small = gpu_node("small", 8);
   small.cpu_milli = 8'000;
   JobRequest a = job("a", 1), b = job("b", 1);
@@ -90,7 +96,7 @@ TEST(SimpleScheduler, RespectsCpuLimits) {
   EXPECT_THAT(reason_of(plan, "b"), HasSubstr("most free on a matching node is 2 CPUs"));
 }
 
-TEST(SimpleScheduler, RespectsMemoryLimitsAcrossNodes) {
+TEST(ClusterScheduler, RespectsMemoryLimitsAcrossNodes) {
   NodeState first = gpu_node("first", 8), second = gpu_node("second", 8);
   first.memory_used_mib = first.memory_mib - 10 * 1024;  // 10 GiB left
   JobRequest j = job("j", 1);
@@ -100,7 +106,7 @@ TEST(SimpleScheduler, RespectsMemoryLimitsAcrossNodes) {
   EXPECT_EQ(placement_of(plan, "j")->replicas[0].node_id, "id-second");
 }
 
-TEST(SimpleScheduler, NodeSelectorMustMatchALabel) {
+TEST(ClusterScheduler, NodeSelectorMustMatchALabel) {
   NodeState a = gpu_node("a", 8), b = gpu_node("b", 8);
   a.labels["zone"] = "eu-1";
   b.labels["zone"] = "us-1";
@@ -114,7 +120,7 @@ TEST(SimpleScheduler, NodeSelectorMustMatchALabel) {
   EXPECT_THAT(reason_of(plan, "mars"), HasSubstr("zone=mars"));
 }
 
-TEST(SimpleScheduler, CapacityClassFollowsTheNodeLabelWithOnDemandAsDefault) {
+TEST(ClusterScheduler, CapacityClassFollowsTheNodeLabelWithOnDemandAsDefault) {
   NodeState spot = gpu_node("spot", 8), plain = gpu_node("plain", 8);
   spot.labels["capacity-class"] = "spot";
   JobRequest s = job("s", 1), od = job("od", 1), any = job("any", 8);
@@ -132,18 +138,18 @@ TEST(SimpleScheduler, CapacityClassFollowsTheNodeLabelWithOnDemandAsDefault) {
   EXPECT_NE(placement_of(schedule({spot}, {any}), "any"), nullptr);
 }
 
-TEST(SimpleScheduler, HighPriorityGoesBeforeAnOlderNormalJob) {
+TEST(ClusterScheduler, HighPriorityGoesBeforeAnOlderNormalJob) {
   JobRequest old_normal = job("old", 8), new_high = job("new", 8);
   old_normal.created_at = 1'000;
   new_high.created_at = 2'000;
-  new_high.priority = Priority::kHigh;
+  new_high.priority = 1000;
   Plan plan = schedule({gpu_node("a", 8)}, {old_normal, new_high});
   EXPECT_NE(placement_of(plan, "new"), nullptr);
   EXPECT_EQ(placement_of(plan, "old"), nullptr);
   EXPECT_FALSE(reason_of(plan, "old").empty());
 }
 
-TEST(SimpleScheduler, OlderJobFirstAtEqualPriority) {
+TEST(ClusterScheduler, OlderJobFirstAtEqualPriority) {
   JobRequest older = job("zzz", 8), newer = job("aaa", 8);
   older.created_at = 1'000;
   newer.created_at = 2'000;
@@ -152,7 +158,7 @@ TEST(SimpleScheduler, OlderJobFirstAtEqualPriority) {
   EXPECT_EQ(placement_of(plan, "aaa"), nullptr);
 }
 
-TEST(SimpleScheduler, AGangThatDoesNotFullyFitPlacesNothing) {
+TEST(ClusterScheduler, AGangThatDoesNotFullyFitPlacesNothing) {
   JobRequest gang = job("gang", 8);
   gang.replicas = 2;
   JobRequest small = job("small", 8);
@@ -165,7 +171,7 @@ TEST(SimpleScheduler, AGangThatDoesNotFullyFitPlacesNothing) {
   EXPECT_NE(placement_of(plan, "small"), nullptr);
 }
 
-TEST(SimpleScheduler, AGangThatFitsGetsAllItsReplicasOnDistinctGpus) {
+TEST(ClusterScheduler, AGangThatFitsGetsAllItsReplicasOnDistinctGpus) {
   JobRequest gang = job("gang", 4);
   gang.replicas = 3;
   Plan plan = schedule({gpu_node("a", 8), gpu_node("b", 8)}, {gang});
@@ -181,19 +187,19 @@ TEST(SimpleScheduler, AGangThatFitsGetsAllItsReplicasOnDistinctGpus) {
   EXPECT_EQ(uuids.size(), 12u);
 }
 
-TEST(SimpleScheduler, PendingReasonNamesTheLargestFreeBlock) {
+TEST(ClusterScheduler, PendingReasonNamesTheLargestFreeBlock) {
   NodeState x = with_used(gpu_node("node-x", 8), {0, 1, 2, 3});
   NodeState y = with_used(gpu_node("node-y", 8), {0, 1, 2, 3, 4, 5});
   Plan plan = schedule({y, x}, {job("big", 8, "A100")});
   EXPECT_EQ(reason_of(plan, "big"), "needs 8×A100 on one node; largest free block is 4 (node-x)");
 }
 
-TEST(SimpleScheduler, PendingReasonWithoutNodes) {
+TEST(ClusterScheduler, PendingReasonWithoutNodes) {
   Plan plan = schedule({}, {job("j", 1)});
   EXPECT_THAT(reason_of(plan, "j"), HasSubstr("no nodes registered"));
 }
 
-TEST(SimpleScheduler, TwoHalfGpuSharesFitOnOneGpuAndAThirdGoesToAnother) {
+TEST(ClusterScheduler, TwoHalfGpuSharesFitOnOneGpuAndAThirdGoesToAnother) {
   JobRequest a = share("a", 500), b = share("b", 500), c = share("c", 500);
   b.created_at = 1;
   c.created_at = 2;
@@ -208,7 +214,7 @@ TEST(SimpleScheduler, TwoHalfGpuSharesFitOnOneGpuAndAThirdGoesToAnother) {
   EXPECT_NE(gc[0].uuid, ga[0].uuid);
 }
 
-TEST(SimpleScheduler, ASharedGpuIsNotGivenOutWhole) {
+TEST(ClusterScheduler, ASharedGpuIsNotGivenOutWhole) {
   NodeState n = gpu_node("n", 1);
   n.gpus[0].used_milli = 300;
   Plan plan = schedule({n}, {job("whole", 1), share("part", 700)});
@@ -218,7 +224,7 @@ TEST(SimpleScheduler, ASharedGpuIsNotGivenOutWhole) {
   EXPECT_THAT(reason_of(plan, "too-big"), HasSubstr("800 milli"));
 }
 
-TEST(SimpleScheduler, UnschedulableNodesAreSkipped) {
+TEST(ClusterScheduler, UnschedulableNodesAreSkipped) {
   NodeState cordoned = gpu_node("cordoned", 8);
   cordoned.schedulable = false;
   Plan plan =
@@ -230,7 +236,7 @@ TEST(SimpleScheduler, UnschedulableNodesAreSkipped) {
   EXPECT_THAT(reason_of(plan, "j"), HasSubstr("not schedulable"));
 }
 
-TEST(SimpleScheduler, CpuOnlyJobsNeedNoGpu) {
+TEST(ClusterScheduler, CpuOnlyJobsNeedNoGpu) {
   NodeState cpu = gpu_node("cpu", 0);
   Plan plan = schedule({gpu_node("gpu", 8), cpu}, {job("etl", 0)});
   ASSERT_NE(placement_of(plan, "etl"), nullptr);

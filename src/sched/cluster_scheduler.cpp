@@ -1,0 +1,348 @@
+#include "sched/cluster_scheduler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <queue>
+
+#include "sched/fit.h"
+
+namespace gpucloud::sched {
+namespace {
+
+Status invalid_request(const std::string& text) {
+  return Error{ErrorCode::kInvalidArgument, text};
+}
+
+Status validate(const JobRequest& r) {
+  if (r.job_id.empty()) return invalid_request("job_id: must not be empty");
+  if (r.replicas < 1) return invalid_request(fmt::format("replicas: {} is below 1", r.replicas));
+  if (r.gpus < 0) return invalid_request(fmt::format("gpus: {} is negative", r.gpus));
+  if (r.gpu_milli < 0 || r.gpu_milli > 999)
+    return invalid_request(fmt::format("gpu_milli: {} is outside 0..999", r.gpu_milli));
+  if (r.gpu_milli > 0 && r.gpus != 1)
+    return invalid_request("gpu_milli: a GPU share asks for exactly one GPU (gpus = 1)");
+  if (r.cpu_milli < 0 || r.memory_mib < 0 || r.gpu_memory_mib < 0 || r.max_runtime_ms < 0)
+    return invalid_request("cpu_milli, memory_mib, gpu_memory_mib, max_runtime_ms: negative");
+  return {};
+}
+
+std::string shape_key(const JobRequest& r) {
+  std::string key =
+      fmt::format("{}/{}/{}/{}/{}/{}/{}/", r.gpus, r.gpu_milli, r.gpu_memory_mib, r.gpu_model,
+                  r.cpu_milli, r.memory_mib, static_cast<int>(r.capacity_class));
+  for (const auto& [k, v] : r.node_selector) key += k + "=" + v + ",";
+  return key;
+}
+
+}  // namespace
+
+ClusterScheduler::ClusterScheduler(PlacementPolicy policy, PolicySettings settings)
+    : policy_(policy),
+      settings_(std::move(settings)),
+      scorer_(policy, ScoreNormalizers{}),
+      rng_(settings_.seed) {
+  if (!settings_.profile.empty()) {
+    WorkloadProfile profile;
+    for (const auto& p : settings_.profile)
+      profile.types.push_back({p.cpu_milli, p.gpus,
+                               p.gpus == 0       ? 0
+                               : p.gpu_milli > 0 ? p.gpu_milli
+                                                 : 1000,
+                               0, p.freq, 0});
+    scorer_.set_profile(std::move(profile));
+  }
+}
+
+int ClusterScheduler::slot_of(const std::string& node_id) const {
+  auto it = slot_by_id_.find(node_id);
+  return it == slot_by_id_.end() ? -1 : it->second;
+}
+
+void ClusterScheduler::reindex(int slot) {
+  const Node& n = nodes_[slot];
+  if (n.present)
+    classes_.assign(slot, n.state, n.share_jobs, n.whole_jobs);
+  else
+    classes_.remove(slot);
+}
+
+void ClusterScheduler::update_capacity() {
+  int64_t gpu = 0, cpu = 0, memory = 0, max_cpu = 0;
+  int max_gpus = 0;
+  zones_.clear();
+  for (int slot = 0; slot < static_cast<int>(nodes_.size()); ++slot) {
+    const Node& n = nodes_[slot];
+    if (!n.present) continue;
+    gpu += static_cast<int64_t>(n.state.gpus.size()) * 1000;
+    cpu += n.state.cpu_milli;
+    memory += n.state.memory_mib;
+    max_cpu = std::max(max_cpu, n.state.cpu_milli);
+    max_gpus = std::max(max_gpus, static_cast<int>(n.state.gpus.size()));
+    if (classes_.class_of(slot) >= 0) zones_.insert(classes_.of_slot(slot).zone);
+  }
+  tenants_.set_capacity(gpu, cpu, memory);
+  ScoreNormalizers norm;
+  norm.max_cpu_milli = settings_.max_node_cpu_milli > 0 ? settings_.max_node_cpu_milli
+                                                        : std::max<int64_t>(max_cpu, 1);
+  norm.max_gpu_milli =
+      int64_t{settings_.max_node_gpus > 0 ? settings_.max_node_gpus : std::max(max_gpus, 1)} * 1000;
+  scorer_.set_normalizers(norm);
+}
+
+void ClusterScheduler::upsert_node(const NodeState& incoming) {
+  int slot = slot_of(incoming.id);
+  if (slot < 0) {
+    slot = static_cast<int>(nodes_.size());
+    nodes_.push_back({});
+    slot_by_id_[incoming.id] = slot;
+  }
+  Node& n = nodes_[slot];
+  NodeState state = incoming;
+  state.cpu_used_milli = n.state.cpu_used_milli;
+  state.memory_used_mib = n.state.memory_used_mib;
+  for (auto& g : state.gpus) {
+    g.used_milli = 0;
+    g.used_memory_mib = 0;
+    for (const auto& old : n.state.gpus)
+      if (old.index == g.index)
+        g.used_milli = old.used_milli, g.used_memory_mib = old.used_memory_mib;
+  }
+  n.state = std::move(state);
+  n.present = true;
+  reindex(slot);
+  update_capacity();
+  // Normalisers may have changed: scores are recomputed lazily.
+  for (auto& shape : shapes_) {
+    shape.ranked.clear();
+    std::fill(shape.status.begin(), shape.status.end(), 0);
+    shape.cursor = 0;
+  }
+  ++release_epoch_;
+}
+
+void ClusterScheduler::remove_node(const std::string& node_id) {
+  int slot = slot_of(node_id);
+  if (slot < 0 || !nodes_[slot].present) return;
+  nodes_[slot].present = false;
+  reindex(slot);
+  update_capacity();
+  ++release_epoch_;
+}
+
+void ClusterScheduler::set_tenants(const std::vector<TenantSpec>& tenants) {
+  tenants_.configure(tenants);
+  ++release_epoch_;
+}
+
+int ClusterScheduler::intern_shape(const JobRequest& req) {
+  std::string key = shape_key(req);
+  if (auto it = shape_by_key_.find(key); it != shape_by_key_.end()) return it->second;
+  Shape s;
+  s.req = req;
+  s.req.replicas = 1;
+  s.req.job_id.clear();
+  s.pod = NodeScorer::pod_of(s.req);
+  shapes_.push_back(std::move(s));
+  int id = static_cast<int>(shapes_.size()) - 1;
+  shape_by_key_.emplace(std::move(key), id);
+  return id;
+}
+
+void ClusterScheduler::refresh_ranking(Shape& s) {
+  const auto& log = classes_.activations();
+  if (s.status.size() < classes_.size()) s.status.resize(classes_.size(), 0);
+  for (; s.cursor < log.size(); ++s.cursor) {
+    int c = log[s.cursor];
+    if (s.status[c] != 0) continue;
+    const NodeClass& nc = classes_.get(c);
+    if (nc.members.empty()) continue;  // logged again when it gains a member
+    if (!node_could_fit(s.req, nc.state) || !cpu_memory_fit(s.req, nc.state) ||
+        !choose_gpus(s.req, nc.state)) {
+      s.status[c] = 2;
+      continue;
+    }
+    s.ranked.insert({scorer_.score(nc, s.req, s.pod), c});
+    s.status[c] = 1;
+  }
+}
+
+void ClusterScheduler::maybe_refresh_profile() {
+  if (!settings_.profile.empty()) return;
+  if (policy_ != PlacementPolicy::kFgd && policy_ != PlacementPolicy::kDefault) return;
+  if (profile_submissions_ < profile_built_at_ + profile_built_at_ / 4 + 16) return;
+  profile_built_at_ = profile_submissions_;
+  std::vector<std::pair<int, std::tuple<int, int, int64_t>>> by_count;
+  for (const auto& [shape, count] : shape_counts_) by_count.push_back({-count, shape});
+  std::sort(by_count.begin(), by_count.end());
+  WorkloadProfile profile;
+  double covered = 0, total = static_cast<double>(profile_submissions_);
+  for (const auto& [neg, shape] : by_count) {
+    if (covered >= 0.95 * total) break;
+    auto [gpus, milli, cpu] = shape;
+    profile.types.push_back({cpu, gpus, milli, 0, -neg / total, -neg});
+    covered += -neg;
+  }
+  for (auto& t : profile.types) t.freq = t.freq * total / covered;
+  scorer_.set_profile(std::move(profile));
+  for (auto& shape : shapes_) {
+    shape.ranked.clear();
+    std::fill(shape.status.begin(), shape.status.end(), 0);
+    shape.cursor = 0;
+  }
+}
+
+Status ClusterScheduler::submit(const JobRequest& job) {
+  if (auto st = validate(job); !st.ok()) return st;
+  if (pending_.count(job.job_id) || running_.count(job.job_id))
+    return invalid_request(fmt::format("job {} is already known to the scheduler", job.job_id));
+  PendingJob p;
+  p.req = job;
+  p.shape = intern_shape(job);
+  p.seq = next_seq_++;
+  pending_.emplace(job.job_id, std::move(p));
+  ++shape_counts_[{job.gpus,
+                   job.gpus == 0       ? 0
+                   : job.gpu_milli > 0 ? job.gpu_milli
+                                       : 1000,
+                   job.cpu_milli}];
+  ++profile_submissions_;
+  return {};
+}
+
+void ClusterScheduler::apply_replica(int slot, const JobRequest& req, const ReplicaPlacement& rp,
+                                     int sign) {
+  Node& n = nodes_[slot];
+  int64_t milli = 0;
+  std::string model;
+  for (const auto& share : rp.gpus) {
+    milli += share.milli;
+    for (const auto& g : n.state.gpus)
+      if (g.index == share.index && model.empty()) model = g.model;
+  }
+  apply_replica_use(n.state, req, rp, sign);
+  if (!rp.gpus.empty()) (req.gpu_milli > 0 ? n.share_jobs : n.whole_jobs) += sign;
+  tenants_.charge(req.tenant, model, milli, rp.cpu_milli, rp.memory_mib, sign);
+  reindex(slot);
+}
+
+Status ClusterScheduler::start(const JobRequest& job, const Placement& where, TimeMs started_at) {
+  if (auto st = validate(job); !st.ok()) return st;
+  if (running_.count(job.job_id))
+    return invalid_request(fmt::format("job {} is already running", job.job_id));
+  for (const auto& rp : where.replicas)
+    if (slot_of(rp.node_id) < 0)
+      return invalid_request(
+          fmt::format("job {}: replica {} is on unknown node {}", job.job_id, rp.rank, rp.node_id));
+  pending_.erase(job.job_id);
+  nominated_slots_.erase(job.job_id);
+  RunningJob r;
+  r.req = job;
+  r.started_at = started_at;
+  for (const auto& rp : where.replicas) {
+    int slot = slot_of(rp.node_id);
+    const auto& gpus = nodes_[slot].state.gpus;
+    std::string model;
+    for (const auto& g : gpus)
+      if (!rp.gpus.empty() && g.index == rp.gpus[0].index) model = g.model;
+    int64_t milli = 0;
+    for (const auto& s : rp.gpus) milli += s.milli;
+    if (milli > 0 && !tenants_.within_nominal(job.tenant, model, milli)) r.borrowed = true;
+    apply_replica(slot, job, rp, +1);
+    nodes_[slot].jobs.insert(job.job_id);
+    r.replicas.push_back({slot, rp});
+    r.models.push_back(model);
+  }
+  if (job.max_runtime_ms > 0) {
+    r.expected_end = started_at + job.max_runtime_ms;
+    ends_.insert({r.expected_end, job.job_id});
+  }
+  running_.emplace(job.job_id, std::move(r));
+  return {};
+}
+
+void ClusterScheduler::finish(const std::string& job_id) {
+  if (pending_.erase(job_id)) {
+    nominated_slots_.erase(job_id);
+    if (reservation_ && reservation_->job_id == job_id) ++release_epoch_;
+    return;
+  }
+  auto it = running_.find(job_id);
+  if (it == running_.end()) return;
+  RunningJob& r = it->second;
+  for (const auto& [slot, rp] : r.replicas) {
+    apply_replica(slot, r.req, rp, -1);
+    nodes_[slot].jobs.erase(job_id);
+  }
+  if (r.expected_end != kNever) ends_.erase({r.expected_end, job_id});
+  running_.erase(it);
+  ++release_epoch_;
+}
+
+void ClusterScheduler::set_reason(PendingJob& job, std::string reason, Plan& plan) {
+  if (reason == job.last_reason) return;
+  job.last_reason = reason;
+  plan.pending.push_back({job.req.job_id, std::move(reason)});
+}
+
+void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, TimeMs now) {
+  // The replicas are applied already (place() tries them on the live state); record the job.
+  RunningJob r;
+  r.req = job.req;
+  r.started_at = now;
+  for (auto& rp : placement.replicas) {
+    int slot = slot_of(rp.node_id);
+    nodes_[slot].jobs.insert(job.req.job_id);
+    std::string model;
+    for (const auto& g : nodes_[slot].state.gpus)
+      if (!rp.gpus.empty() && g.index == rp.gpus[0].index) model = g.model;
+    if (!rp.gpus.empty() && tenants_.borrowing(job.req.tenant, model)) r.borrowed = true;
+    r.models.push_back(model);
+    r.replicas.push_back({slot, rp});
+  }
+  if (job.req.max_runtime_ms > 0) {
+    r.expected_end = now + job.req.max_runtime_ms;
+    ends_.insert({r.expected_end, job.req.job_id});
+  }
+  nominated_slots_.erase(job.req.job_id);
+  std::string id = job.req.job_id;
+  running_.emplace(id, std::move(r));
+  pending_.erase(id);  // `job` is gone from here on
+}
+
+Plan ClusterScheduler::schedule(TimeMs now) {
+  maybe_refresh_profile();
+  Plan plan;
+  bool full = release_epoch_ != pass_epoch_;
+  if (full) {
+    pass_epoch_ = release_epoch_;
+    reservation_.reset();
+    failed_shapes_.clear();
+    failed_preemptions_.clear();
+  }
+  // Each tenant's jobs to decide, by priority then age; tenants by weighted dominant share.
+  std::map<std::string, std::vector<PendingJob*>> queues;
+  for (auto& [id, job] : pending_)
+    if (full || job.seq > decided_seq_) queues[job.req.tenant].push_back(&job);
+  decided_seq_ = next_seq_ - 1;
+  using Entry = std::tuple<double, std::string, size_t>;  // share, tenant, next index
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> tenants;
+  for (auto& [tenant, jobs] : queues) {
+    std::sort(jobs.begin(), jobs.end(), [](const PendingJob* a, const PendingJob* b) {
+      if (a->req.priority != b->req.priority) return a->req.priority > b->req.priority;
+      if (a->req.created_at != b->req.created_at) return a->req.created_at < b->req.created_at;
+      return a->req.job_id < b->req.job_id;
+    });
+    tenants.push({tenants_.dominant_share(tenant), tenant, 0});
+  }
+  while (!tenants.empty()) {
+    auto [share, tenant, index] = tenants.top();
+    tenants.pop();
+    auto& jobs = queues[tenant];
+    decide(*jobs[index], now, plan, full);
+    if (index + 1 < jobs.size()) tenants.push({tenants_.dominant_share(tenant), tenant, index + 1});
+  }
+  return plan;
+}
+
+}  // namespace gpucloud::sched

@@ -1,0 +1,154 @@
+// ClusterScheduler: the production Scheduler. It keeps nodes in state classes (node_classes.h),
+// a ranked list of fitting classes per distinct request shape, tenants' quota and use
+// (tenant_book.h), running jobs by expected end, and the pending queue per tenant. A pass
+// orders tenants by weighted dominant share (then each tenant's jobs by priority, then age),
+// places jobs, gangs all or nothing (one node, then one zone, then anywhere), reserves the
+// earliest start for the first job that cannot start and backfills around it (EASY), and
+// preempts the smallest set of lower-priority, spot or borrowing jobs when that lets a job
+// start. Passes after which nothing was freed decide only the jobs submitted since.
+#pragma once
+
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sched/fit.h"
+#include "sched/node_classes.h"
+#include "sched/node_scoring.h"
+#include "sched/policies/seeded_rng.h"
+#include "sched/scheduler.h"
+#include "sched/tenant_book.h"
+
+namespace gpucloud::sched {
+
+/// "~40 min", "~2.5 h", "~30 s": a wait, for pending reasons.
+std::string format_wait(TimeMs ms);
+
+/// The production scheduler (see the top of this file).
+class ClusterScheduler final : public Scheduler {
+ public:
+  ClusterScheduler(PlacementPolicy policy, PolicySettings settings);
+
+  std::string name() const override { return settings_.policy; }
+  void upsert_node(const NodeState& node) override;
+  void remove_node(const std::string& node_id) override;
+  void set_tenants(const std::vector<TenantSpec>& tenants) override;
+  Status submit(const JobRequest& job) override;
+  Status start(const JobRequest& job, const Placement& where, TimeMs started_at) override;
+  void finish(const std::string& job_id) override;
+  Plan schedule(TimeMs now) override;
+  size_t pending_count() const override { return pending_.size(); }
+  size_t running_count() const override { return running_.size(); }
+  std::vector<TenantUsage> tenant_usage() const override { return tenants_.usage(); }
+
+ private:
+  static constexpr TimeMs kNever = std::numeric_limits<TimeMs>::max();
+
+  struct Node {
+    NodeState state;  // with current use
+    bool present = true;
+    int share_jobs = 0, whole_jobs = 0;
+    std::set<std::string> jobs;  // running jobs with a replica here
+  };
+  struct Shape {
+    JobRequest req;  // one replica
+    PodRequest pod;
+    std::set<std::pair<NodeScore, int>, std::greater<>> ranked;  // best first; ties: newer class
+    std::vector<int8_t> status;  // per class: 0 unknown, 1 ranked, 2 does not fit
+    size_t cursor = 0;           // into NodeClassIndex::activations()
+  };
+  struct PendingJob {
+    JobRequest req;
+    int shape = 0;
+    uint64_t seq = 0;  // submission order, for decisions of new jobs only
+    std::string last_reason;
+    std::vector<std::string> victims;  // preempted for this job and still running
+  };
+  struct RunningJob {
+    JobRequest req;
+    std::vector<std::pair<int, ReplicaPlacement>> replicas;  // slot, placement
+    std::vector<std::string> models;                         // per replica, charged model
+    TimeMs started_at = 0;
+    TimeMs expected_end = kNever;
+    bool borrowed = false;    // started above its tenant's nominal quota
+    bool preempting = false;  // chosen as a victim, not finished yet
+  };
+  // Restrictions of one decision.
+  struct Filter {
+    const PendingJob* job = nullptr;
+    TimeMs now = 0;
+    const std::string* zone = nullptr;  // only nodes of this zone; nullptr: any
+    bool skipped_quota = false;         // a fitting node was skipped for the tenant's quota
+    bool skipped_reserved = false;      // ... or because it is reserved for another job
+    std::string quota_why;
+  };
+  struct Reservation {
+    std::string job_id;
+    TimeMs start = kNever;
+    std::set<int> slots;
+    std::string text;  // for jobs that wait behind it
+  };
+
+  // cluster_scheduler.cpp: events and the pass.
+  int slot_of(const std::string& node_id) const;
+  void reindex(int slot);
+  void apply_replica(int slot, const JobRequest& req, const ReplicaPlacement& rp, int sign);
+  int intern_shape(const JobRequest& req);
+  void refresh_ranking(Shape& shape);
+  void maybe_refresh_profile();
+  void update_capacity();
+  void decide(PendingJob& job, TimeMs now, Plan& plan, bool full_pass);
+  void set_reason(PendingJob& job, std::string reason, Plan& plan);
+  void commit_placement(PendingJob& job, Placement placement, TimeMs now);
+
+  // cluster_scheduler_place.cpp: placing one job.
+  bool node_usable(int slot, Filter& f) const;
+  std::optional<std::pair<int, GpuChoice>> pick_node(int shape, Filter& f);
+  std::optional<Placement> place(const PendingJob& job, TimeMs now, Filter& f);
+  std::optional<Placement> place_gang(const PendingJob& job, TimeMs now, Filter& f);
+  std::optional<Placement> place_replicas(const PendingJob& job, int shape, Filter& f);
+  void release_trial(const JobRequest& req, const Placement& trial);
+
+  // cluster_scheduler_reasons.cpp: why a job waits.
+  std::string resource_reason(const PendingJob& job);
+
+  // cluster_scheduler_backfill.cpp: EASY reservations.
+  std::optional<Reservation> reserve(const PendingJob& job, TimeMs now);
+
+  // cluster_scheduler_preempt.cpp: choosing victims.
+  bool may_preempt(const PendingJob& job, const RunningJob& victim) const;
+  std::optional<std::vector<std::string>> choose_victims(const PendingJob& job);
+
+  PlacementPolicy policy_;
+  PolicySettings settings_;
+  NodeScorer scorer_;
+  SeededRng rng_;
+  NodeClassIndex classes_;
+  TenantBook tenants_;
+  std::vector<Node> nodes_;  // by slot
+  std::unordered_map<std::string, int> slot_by_id_;
+  std::vector<Shape> shapes_;
+  std::unordered_map<std::string, int> shape_by_key_;
+  std::map<std::string, PendingJob> pending_;
+  std::map<std::string, RunningJob> running_;
+  std::set<std::pair<TimeMs, std::string>> ends_;                 // expected end, job id
+  std::map<std::string, std::set<std::string>> nominated_slots_;  // preemptor -> node ids
+  uint64_t next_seq_ = 1;
+  uint64_t decided_seq_ = 0;    // jobs up to this seq were decided in an earlier pass
+  uint64_t release_epoch_ = 1;  // bumps when capacity frees up or the rules change
+  uint64_t pass_epoch_ = 0;     // release_epoch_ at the last full pass
+  std::optional<Reservation> reservation_;
+  std::unordered_map<int, std::string> failed_shapes_;  // shape -> reason, valid this epoch
+  std::set<std::pair<int, int>> failed_preemptions_;    // (shape, priority), valid this epoch
+  std::set<std::string> zones_;
+  // The learned workload profile: submissions per (gpus, milli, cpu).
+  std::map<std::tuple<int, int, int64_t>, int> shape_counts_;
+  size_t profile_submissions_ = 0, profile_built_at_ = 0;
+};
+
+}  // namespace gpucloud::sched

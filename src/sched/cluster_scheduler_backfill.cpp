@@ -1,0 +1,88 @@
+// EASY backfill: the earliest time the first blocked job can start, from the running jobs'
+// declared max_runtime, and the nodes it will start on.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "sched/cluster_scheduler.h"
+#include "sched/fit.h"
+
+namespace gpucloud::sched {
+namespace {
+
+// How many replicas of `req` (up to `limit`) fit on the node as it is.
+int replicas_fitting(const JobRequest& req, NodeState node, int limit) {
+  int n = 0;
+  while (n < limit && cpu_memory_fit(req, node)) {
+    auto choice = choose_gpus(req, node);
+    if (!choice) break;
+    apply_choice(req, *choice, node);
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::optional<ClusterScheduler::Reservation> ClusterScheduler::reserve(const PendingJob& job,
+                                                                       TimeMs now) {
+  JobRequest one = job.req;
+  one.replicas = 1;
+  const int want = job.req.replicas;
+  // Replicas that fit now, per node, and in all (nodes statically able to run the job only).
+  std::map<int, int> fit_now;
+  int total = 0;
+  for (size_t id = 0; id < classes_.size(); ++id) {
+    const NodeClass& c = classes_.get(static_cast<int>(id));
+    if (c.members.empty() || !node_could_fit(one, c.state)) continue;
+    int k = replicas_fitting(one, c.state, want);
+    if (k == 0) continue;
+    for (int slot : c.members) {
+      fit_now[slot] = k;
+      total += k;
+      if (total >= want) break;
+    }
+    if (total >= want) break;
+  }
+  // Release running jobs in the order they are expected to end, until the job fits.
+  std::map<int, NodeState> scratch;
+  TimeMs start = kNever;
+  if (total < want) {
+    for (const auto& [end, id] : ends_) {
+      const RunningJob& r = running_.at(id);
+      for (const auto& [slot, rp] : r.replicas) {
+        if (!nodes_[slot].present || !node_could_fit(one, nodes_[slot].state)) continue;
+        auto [it, fresh] = scratch.try_emplace(slot, nodes_[slot].state);
+        apply_replica_use(it->second, r.req, rp, -1);
+        int k = replicas_fitting(one, it->second, want);
+        total += k - fit_now[slot];
+        fit_now[slot] = k;
+      }
+      if (total >= want) {
+        start = std::max(end, now);
+        break;
+      }
+    }
+    if (total < want) return std::nullopt;  // not even then: nothing to reserve
+  } else {
+    return std::nullopt;  // it fits now; it was kept out by quota or other reservations
+  }
+  Reservation r;
+  r.job_id = job.req.job_id;
+  r.start = start;
+  int covered = 0;
+  std::string first;
+  for (const auto& [slot, k] : fit_now) {
+    if (k == 0) continue;
+    r.slots.insert(slot);
+    if (first.empty()) first = nodes_[slot].state.name;
+    covered += k;
+    if (covered >= want) break;
+  }
+  r.text =
+      fmt::format("reserved start in {} on {}{}", format_wait(start - now), first,
+                  r.slots.size() > 1 ? fmt::format(" and {} more nodes", r.slots.size() - 1) : "");
+  return r;
+}
+
+}  // namespace gpucloud::sched

@@ -1,0 +1,168 @@
+// One decision: place the job, or preempt for it, or reserve its start, and say why it waits.
+#include <fmt/format.h>
+
+#include "common/units.h"
+#include "sched/cluster_scheduler.h"
+#include "sched/fit.h"
+
+namespace gpucloud::sched {
+namespace {
+
+std::string short_id(const std::string& id) {
+  return id.size() > 12 ? id.substr(0, 12) + "…" : id;
+}
+
+std::string id_list(const std::vector<std::string>& ids) {
+  std::string out;
+  for (size_t i = 0; i < ids.size() && i < 3; ++i) out += (i ? ", " : "") + short_id(ids[i]);
+  if (ids.size() > 3) out += fmt::format(" and {} more", ids.size() - 3);
+  return out;
+}
+
+}  // namespace
+
+std::string format_wait(TimeMs ms) {
+  if (ms < 90'000) return fmt::format("~{} s", std::max<TimeMs>(ms / 1000, 1));
+  if (ms < 90 * 60'000) return fmt::format("~{} min", ms / 60'000);
+  return fmt::format("~{:.1f} h", ms / 3'600'000.0);
+}
+
+void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full_pass) {
+  (void)full_pass;
+  // Victims chosen earlier that still run: wait for them (they hold what this job needs).
+  std::vector<std::string> still_running;
+  for (const auto& v : job.victims)
+    if (running_.count(v)) still_running.push_back(v);
+  job.victims = still_running;
+
+  Filter f;
+  f.job = &job;
+  f.now = now;
+  std::string resource_why;
+  if (auto cached = failed_shapes_.find(job.shape);
+      cached != failed_shapes_.end() && job.req.replicas == 1) {
+    resource_why = cached->second;
+  } else if (auto placement = place(job, now, f)) {
+    plan.placements.push_back(*placement);
+    commit_placement(job, std::move(*placement), now);
+    return;
+  }
+
+  if (!job.victims.empty()) {
+    set_reason(job,
+               fmt::format("waiting for {} preempted job{} to stop ({})", job.victims.size(),
+                           job.victims.size() == 1 ? "" : "s", id_list(job.victims)),
+               plan);
+    return;
+  }
+  bool quota_blocked = f.skipped_quota && resource_why.empty();
+  if (resource_why.empty() && !quota_blocked) {
+    resource_why = resource_reason(job);
+    if (!f.skipped_reserved && job.req.replicas == 1) failed_shapes_[job.shape] = resource_why;
+  }
+
+  // Preemption: only when it lets the job start (choose_victims checks the fit).
+  if (settings_.preemption && !quota_blocked &&
+      !failed_preemptions_.count({job.shape, job.req.priority})) {
+    if (auto victims = choose_victims(job)) {
+      std::set<std::string> where;
+      for (const auto& v : *victims) {
+        RunningJob& r = running_.at(v);
+        r.preempting = true;
+        for (const auto& [slot, rp] : r.replicas) where.insert(nodes_[slot].state.id);
+        std::string why = fmt::format(
+            "preempted for job {} (priority {}{})", short_id(job.req.job_id), job.req.priority,
+            r.borrowed && r.req.tenant != job.req.tenant
+                ? fmt::format(", reclaiming quota lent to tenant {}", r.req.tenant)
+                : "");
+        plan.preemptions.push_back({v, std::move(why)});
+      }
+      nominated_slots_[job.req.job_id] = where;
+      job.victims = *victims;
+      set_reason(job,
+                 fmt::format("preempting {} job{} to start ({}); {}", victims->size(),
+                             victims->size() == 1 ? "" : "s", id_list(*victims),
+                             quota_blocked ? f.quota_why : resource_why),
+                 plan);
+      return;
+    }
+    failed_preemptions_.insert({job.shape, job.req.priority});
+  }
+
+  if (quota_blocked) {
+    set_reason(job, f.quota_why, plan);
+    return;
+  }
+  // EASY backfill: the first job that cannot start gets the earliest start it can have.
+  if (settings_.backfill && !reservation_) {
+    if (auto r = reserve(job, now)) {
+      reservation_ = std::move(*r);
+      set_reason(job, resource_why + "; " + reservation_->text, plan);
+      return;
+    }
+  }
+  if (f.skipped_reserved && reservation_ && reservation_->job_id != job.req.job_id) {
+    std::string when = reservation_->start == kNever
+                           ? "start not yet known"
+                           : "reserved start in " + format_wait(reservation_->start - now);
+    set_reason(job,
+               fmt::format("waiting behind job {} ({}); jobs whose max_runtime ends before that "
+                           "may start first",
+                           short_id(reservation_->job_id), when),
+               plan);
+    return;
+  }
+  set_reason(job, resource_why, plan);
+}
+
+std::string ClusterScheduler::resource_reason(const PendingJob& job) {
+  const JobRequest& req = job.req;
+  std::string why_not;
+  int matching = 0, largest_block = -1, placeable = 0;
+  std::string largest_node;
+  const NodeClass* cpu_class = nullptr;
+  for (size_t id = 0; id < classes_.size(); ++id) {
+    const NodeClass& c = classes_.get(static_cast<int>(id));
+    if (c.members.empty()) continue;
+    std::string why;
+    if (!node_could_fit(req, c.state, &why)) {
+      if (why_not.empty()) why_not = why;
+      continue;
+    }
+    matching += static_cast<int>(c.members.size());
+    int block =
+        req.gpu_milli > 0 ? (choose_gpus(req, c.state) ? 1 : 0) : free_matching_gpus(req, c.state);
+    if (block > largest_block)
+      largest_block = block, largest_node = nodes_[*c.members.begin()].state.name;
+    bool cpu_ok = cpu_memory_fit(req, c.state);
+    if (!cpu_ok && (!cpu_class || c.state.cpu_milli - c.state.cpu_used_milli >
+                                      cpu_class->state.cpu_milli - cpu_class->state.cpu_used_milli))
+      cpu_class = &c;
+    if (req.replicas > 1 && cpu_ok && (req.gpus == 0 || block >= req.gpus))
+      placeable += static_cast<int>(c.members.size());
+  }
+  std::string gang = req.replicas > 1
+                         ? fmt::format("gang of {} replicas, {} placeable now; ", req.replicas,
+                                       std::min(placeable, req.replicas - 1))
+                         : "";
+  if (matching == 0)
+    return fmt::format("{}no schedulable node can run it ({})", gang,
+                       why_not.empty() ? "no nodes registered" : why_not);
+  if (req.gpus > 0 && largest_block < (req.gpu_milli > 0 ? 1 : req.gpus)) {
+    if (req.gpu_milli > 0)
+      return fmt::format("{}needs {} on one GPU; no matching GPU has {} milli free", gang,
+                         describe_gpus(req), req.gpu_milli);
+    return fmt::format("{}needs {} on one node; largest free block is {} ({})", gang,
+                       describe_gpus(req), largest_block, largest_node);
+  }
+  if (cpu_class)
+    return fmt::format(
+        "{}needs {:g} CPUs and {} memory; most free on a matching node is {:g} CPUs, {} ({})", gang,
+        req.cpu_milli / 1000.0, format_size_mib(req.memory_mib),
+        (cpu_class->state.cpu_milli - cpu_class->state.cpu_used_milli) / 1000.0,
+        format_size_mib(cpu_class->state.memory_mib - cpu_class->state.memory_used_mib),
+        nodes_[*cpu_class->members.begin()].state.name);
+  return fmt::format("{}waiting for resources", gang);
+}
+
+}  // namespace gpucloud::sched

@@ -1,0 +1,192 @@
+// Placing one job: choosing nodes class by class in the policy's order, gangs all or nothing.
+#include <fmt/format.h>
+
+#include "sched/cluster_scheduler.h"
+#include "sched/fit.h"
+
+namespace gpucloud::sched {
+
+bool ClusterScheduler::node_usable(int slot, Filter& f) const {
+  const PendingJob& job = *f.job;
+  if (reservation_ && reservation_->job_id != job.req.job_id && reservation_->slots.count(slot)) {
+    bool ends_before = job.req.max_runtime_ms > 0 && reservation_->start != kNever &&
+                       f.now + job.req.max_runtime_ms <= reservation_->start;
+    if (!ends_before) {
+      f.skipped_reserved = true;
+      return false;
+    }
+  }
+  if (!nominated_slots_.empty()) {
+    const std::string& id = nodes_[slot].state.id;
+    for (const auto& [preemptor, slots] : nominated_slots_) {
+      if (preemptor == job.req.job_id || !slots.count(id)) continue;
+      auto it = pending_.find(preemptor);
+      if (it != pending_.end() && it->second.req.priority >= job.req.priority) {
+        f.skipped_reserved = true;
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_id, Filter& f) {
+  Shape& shape = shapes_[shape_id];
+  refresh_ranking(shape);
+  const JobRequest& req = shape.req;
+  int64_t milli = req.gpus == 0 ? 0 : req.gpu_milli > 0 ? req.gpu_milli : int64_t{req.gpus} * 1000;
+  auto class_allowed = [&](const NodeClass& c) {
+    if (f.zone && c.zone != *f.zone) return false;
+    std::string why;
+    if (milli > 0 && !tenants_.allows(f.job->req.tenant, c.gpu_model, milli, &why)) {
+      f.skipped_quota = true;
+      if (f.quota_why.empty()) f.quota_why = std::move(why);
+      return false;
+    }
+    return true;
+  };
+  auto first_usable = [&](const NodeClass& c) -> int {
+    for (int slot : c.members)
+      if (node_usable(slot, f)) return slot;
+    return -1;
+  };
+  int best_slot = -1;
+  if (policy_ == PlacementPolicy::kFirstFit || policy_ == PlacementPolicy::kRandom) {
+    std::vector<std::pair<int, int>> candidates;  // class, first usable slot
+    for (auto it = shape.ranked.begin(); it != shape.ranked.end();) {
+      const NodeClass& c = classes_.get(it->second);
+      if (c.members.empty()) {
+        shape.status[c.id] = 0;
+        it = shape.ranked.erase(it);
+        continue;
+      }
+      ++it;
+      if (!class_allowed(c)) continue;
+      int slot = first_usable(c);
+      if (slot >= 0) candidates.push_back({c.id, slot});
+    }
+    if (candidates.empty()) return std::nullopt;
+    if (policy_ == PlacementPolicy::kFirstFit) {
+      for (const auto& [c, slot] : candidates)
+        if (best_slot < 0 || slot < best_slot) best_slot = slot;
+    } else {
+      // Uniform over the fitting nodes: a class by its size, then a usable member.
+      uint64_t total = 0;
+      for (const auto& [c, slot] : candidates) total += classes_.get(c).members.size();
+      uint64_t draw = rng_.below(total);
+      for (const auto& [c, slot] : candidates) {
+        const auto& members = classes_.get(c).members;
+        if (draw >= members.size()) {
+          draw -= members.size();
+          continue;
+        }
+        auto m = members.begin();
+        std::advance(m, static_cast<long>(draw));
+        best_slot = node_usable(*m, f) ? *m : slot;
+        break;
+      }
+    }
+  } else {
+    for (auto it = shape.ranked.begin(); it != shape.ranked.end();) {
+      const NodeClass& c = classes_.get(it->second);
+      if (c.members.empty()) {
+        shape.status[c.id] = 0;
+        it = shape.ranked.erase(it);
+        continue;
+      }
+      ++it;
+      if (!class_allowed(c)) continue;
+      best_slot = first_usable(c);
+      if (best_slot >= 0) break;
+    }
+    if (best_slot < 0) return std::nullopt;
+  }
+  auto choice = choose_gpus(req, nodes_[best_slot].state);
+  if (!choice) return std::nullopt;  // cannot happen: the class fits
+  return std::make_pair(best_slot, *choice);
+}
+
+namespace {
+
+ReplicaPlacement replica_at(const NodeState& node, const JobRequest& req, int rank,
+                            const std::vector<int>& positions, int milli) {
+  ReplicaPlacement rp{rank, node.id, {}, req.cpu_milli, req.memory_mib};
+  for (int p : positions) rp.gpus.push_back({node.gpus[p].index, node.gpus[p].uuid, milli});
+  return rp;
+}
+
+}  // namespace
+
+void ClusterScheduler::release_trial(const JobRequest& req, const Placement& trial) {
+  for (const auto& rp : trial.replicas) apply_replica(slot_of(rp.node_id), req, rp, -1);
+}
+
+std::optional<Placement> ClusterScheduler::place_replicas(const PendingJob& job, int shape,
+                                                          Filter& f) {
+  Placement trial{job.req.job_id, {}};
+  for (int rank = 0; rank < job.req.replicas; ++rank) {
+    auto pick = pick_node(shape, f);
+    if (!pick) {
+      release_trial(job.req, trial);
+      return std::nullopt;
+    }
+    const auto& [slot, choice] = *pick;
+    auto rp = replica_at(nodes_[slot].state, job.req, rank, choice.positions, choice.milli);
+    apply_replica(slot, job.req, rp, +1);
+    trial.replicas.push_back(std::move(rp));
+  }
+  return trial;
+}
+
+std::optional<Placement> ClusterScheduler::place_gang(const PendingJob& job, TimeMs now,
+                                                      Filter& f) {
+  (void)now;
+  const JobRequest& req = job.req;
+  // One node: the gang as one request of replicas × the replica's resources.
+  if (req.gpu_milli == 0) {
+    JobRequest whole = req;
+    whole.replicas = 1;
+    whole.gpus = req.gpus * req.replicas;
+    whole.cpu_milli = req.cpu_milli * req.replicas;
+    whole.memory_mib = req.memory_mib * req.replicas;
+    if (auto pick = pick_node(intern_shape(whole), f)) {
+      const auto& [slot, choice] = *pick;
+      Placement trial{req.job_id, {}};
+      for (int rank = 0; rank < req.replicas; ++rank) {
+        std::vector<int> part;
+        for (int i = 0; i < req.gpus; ++i) part.push_back(choice.positions[rank * req.gpus + i]);
+        auto rp = replica_at(nodes_[slot].state, req, rank, part, 1000);
+        apply_replica(slot, req, rp, +1);
+        trial.replicas.push_back(std::move(rp));
+      }
+      return trial;
+    }
+  }
+  // One zone (label zone, else rack), in name order; then anywhere.
+  if (zones_.size() > 1)
+    for (const auto& zone : zones_) {
+      if (zone.empty()) continue;
+      Filter zf = f;
+      zf.zone = &zone;
+      auto trial = place_replicas(job, job.shape, zf);
+      f.skipped_quota |= zf.skipped_quota;
+      f.skipped_reserved |= zf.skipped_reserved;
+      if (f.quota_why.empty()) f.quota_why = zf.quota_why;
+      if (trial) return trial;
+    }
+  return place_replicas(job, job.shape, f);
+}
+
+std::optional<Placement> ClusterScheduler::place(const PendingJob& job, TimeMs now, Filter& f) {
+  if (job.req.replicas > 1) return place_gang(job, now, f);
+  auto pick = pick_node(job.shape, f);
+  if (!pick) return std::nullopt;
+  const auto& [slot, choice] = *pick;
+  Placement trial{job.req.job_id, {}};
+  trial.replicas.push_back(
+      replica_at(nodes_[slot].state, job.req, 0, choice.positions, choice.milli));
+  apply_replica(slot, job.req, trial.replicas[0], +1);
+  return trial;
+}
+
+}  // namespace gpucloud::sched

@@ -1,0 +1,53 @@
+#include "sched/node_classes.h"
+
+#include <fmt/format.h>
+
+namespace gpucloud::sched {
+
+std::string NodeClassIndex::key(const NodeState& s, int share_jobs, int whole_jobs) {
+  std::string k =
+      fmt::format("{}|{}|{}|{}|{}|{}|{}|", s.schedulable ? 1 : 0, s.cpu_milli, s.cpu_used_milli,
+                  s.memory_mib, s.memory_used_mib, share_jobs > 0 ? 1 : 0, whole_jobs > 0 ? 1 : 0);
+  for (const auto& g : s.gpus)
+    fmt::format_to(std::back_inserter(k), "{}:{}:{}:{:x}:{}:{};", g.model, g.memory_mib,
+                   g.numa_node, g.nvlink_mask, g.used_milli, g.used_memory_mib);
+  for (const auto& [name, value] : s.labels) k += name + "=" + value + ",";
+  return k;
+}
+
+void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, int whole_jobs) {
+  std::string k = key(state, share_jobs, whole_jobs);
+  int id;
+  if (auto it = by_key_.find(k); it != by_key_.end()) {
+    id = it->second;
+  } else {
+    id = static_cast<int>(classes_.size());
+    NodeClass c;
+    c.id = id;
+    c.state = state;
+    c.share_jobs = share_jobs;
+    c.whole_jobs = whole_jobs;
+    if (auto z = state.labels.find("zone"); z != state.labels.end())
+      c.zone = z->second;
+    else if (auto r = state.labels.find("rack"); r != state.labels.end())
+      c.zone = r->second;
+    if (!state.gpus.empty()) c.gpu_model = state.gpus[0].model;
+    classes_.push_back(std::move(c));
+    by_key_.emplace(std::move(k), id);
+  }
+  if (slot >= static_cast<int>(slot_class_.size())) slot_class_.resize(slot + 1, -1);
+  if (slot_class_[slot] == id) return;
+  remove(slot);
+  slot_class_[slot] = id;
+  auto& members = classes_[id].members;
+  members.insert(slot);
+  if (members.size() == 1) activations_.push_back(id);
+}
+
+void NodeClassIndex::remove(int slot) {
+  if (slot >= static_cast<int>(slot_class_.size()) || slot_class_[slot] < 0) return;
+  classes_[slot_class_[slot]].members.erase(slot);
+  slot_class_[slot] = -1;
+}
+
+}  // namespace gpucloud::sched

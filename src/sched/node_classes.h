@@ -1,0 +1,55 @@
+// Nodes grouped by state: nodes with identical resources, labels and use form one class, so a
+// policy scores a class once instead of every node. A placement or release moves one node to
+// another class; classes are never changed in place (a class is an exact state).
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sched/types.h"
+
+namespace gpucloud::sched {
+
+/// One exact node state and the nodes in it.
+struct NodeClass {
+  int id = 0;
+  NodeState state;        // the first member's state (names and GPU uuids are that node's)
+  std::string zone;       // the "zone" label, else "rack", else ""
+  std::string gpu_model;  // the model of GPU 0; "" for a node without GPUs
+  int share_jobs = 0;     // replicas holding a share of a GPU here
+  int whole_jobs = 0;     // replicas holding whole GPUs here
+  std::set<int> members;  // node slots, ascending
+};
+
+/// The classes and which class each node slot is in.
+class NodeClassIndex {
+ public:
+  /// Puts the slot into the class of `state` (created if new), leaving its old class.
+  /// `share_jobs`/`whole_jobs` are part of the state (policies such as clustering read them).
+  void assign(int slot, const NodeState& state, int share_jobs, int whole_jobs);
+  /// Takes the slot out of its class (the node left).
+  void remove(int slot);
+
+  const NodeClass& of_slot(int slot) const { return classes_[slot_class_.at(slot)]; }
+  int class_of(int slot) const {
+    return slot < static_cast<int>(slot_class_.size()) ? slot_class_[slot] : -1;
+  }
+  const NodeClass& get(int id) const { return classes_[id]; }
+  size_t size() const { return classes_.size(); }
+
+  /// Class ids in the order they gained a first member (again): consumers keep a cursor.
+  const std::vector<int>& activations() const { return activations_; }
+
+ private:
+  static std::string key(const NodeState& state, int share_jobs, int whole_jobs);
+
+  std::vector<NodeClass> classes_;
+  std::unordered_map<std::string, int> by_key_;
+  std::vector<int> slot_class_;  // -1: no class
+  std::vector<int> activations_;
+};
+
+}  // namespace gpucloud::sched

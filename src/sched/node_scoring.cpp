@@ -1,0 +1,92 @@
+#include "sched/node_scoring.h"
+
+#include <algorithm>
+
+#include "sched/fit.h"
+
+namespace gpucloud::sched {
+
+std::optional<PlacementPolicy> parse_placement_policy(std::string_view name) {
+  static const std::pair<std::string_view, PlacementPolicy> kNames[] = {
+      {"first-fit", PlacementPolicy::kFirstFit},
+      {"random", PlacementPolicy::kRandom},
+      {"dot-product", PlacementPolicy::kDotProduct},
+      {"clustering", PlacementPolicy::kClustering},
+      {"packing", PlacementPolicy::kPacking},
+      {"best-fit", PlacementPolicy::kBestFit},
+      {"fgd", PlacementPolicy::kFgd},
+      {"default", PlacementPolicy::kDefault},
+  };
+  for (const auto& [n, p] : kNames)
+    if (n == name) return p;
+  return std::nullopt;
+}
+
+void NodeScorer::set_profile(WorkloadProfile profile) {
+  profile_ = std::move(profile);
+  gpu_per_cpu_ = gpu_milli_per_cpu_milli(profile_);
+}
+
+PodRequest NodeScorer::pod_of(const JobRequest& req) {
+  PodRequest pod;
+  pod.cpu_milli = req.cpu_milli;
+  pod.memory_mib = req.memory_mib;
+  pod.num_gpu = req.gpus;
+  pod.gpu_milli = req.gpus == 0 ? 0 : req.gpu_milli > 0 ? req.gpu_milli : kMilliPerGpu;
+  return pod;
+}
+
+NodeShape NodeScorer::shape_of(const NodeClass& node) {
+  NodeShape s;
+  auto [it, inserted] = models_.emplace(node.gpu_model, static_cast<int>(models_.size()));
+  s.model = static_cast<int16_t>(node.state.gpus.empty() ? -1 : it->second);
+  s.num_gpus = static_cast<int16_t>(std::min<size_t>(node.state.gpus.size(), kMaxNodeGpus));
+  s.kinds = static_cast<uint8_t>((node.share_jobs > 0 ? NodeShape::kRunsShare : 0) |
+                                 (node.whole_jobs > 0 ? NodeShape::kRunsWhole : 0));
+  s.cpu_free = node.state.cpu_milli - node.state.cpu_used_milli;
+  for (int i = 0; i < s.num_gpus; ++i)
+    s.gpu_free[i] = static_cast<int16_t>(node.state.gpus[i].free_milli());
+  std::sort(s.gpu_free.begin(), s.gpu_free.begin() + s.num_gpus);
+  return s;
+}
+
+NodeScore NodeScorer::score(const NodeClass& node, const JobRequest& req, const PodRequest& pod) {
+  NodeScore out;
+  if (policy_ == PlacementPolicy::kFirstFit || policy_ == PlacementPolicy::kRandom) return out;
+  bool whole = req.gpus > 0 && req.gpu_milli == 0;
+  if (whole && req.gpus > 1)
+    if (auto choice = choose_gpus(req, node.state)) out.primary = choice->topology_score;
+  NodeShape shape = shape_of(node);
+  switch (policy_) {
+    case PlacementPolicy::kDotProduct:
+      out.secondary = dot_product_score(shape, pod, normalizers_);
+      break;
+    case PlacementPolicy::kClustering:
+      out.secondary = clustering_score(shape, pod, normalizers_);
+      break;
+    case PlacementPolicy::kPacking:
+      out.secondary = packing_score(shape, pod);
+      break;
+    case PlacementPolicy::kBestFit:
+      out.secondary = best_fit_raw_score(shape, pod, normalizers_);
+      break;
+    case PlacementPolicy::kFgd:
+      out.secondary = fgd_score(shape, pod, profile_, node_fragmentation(shape, profile_));
+      break;
+    case PlacementPolicy::kDefault: {
+      if (whole) {
+        // Keep large idle blocks whole: fewest matching whole GPUs left over comes first.
+        int left = free_matching_gpus(req, node.state) - req.gpus;
+        out.primary = out.primary * 1000 - left;
+      }
+      out.secondary =
+          default_score(shape, pod, profile_, node_fragmentation(shape, profile_), gpu_per_cpu_);
+      break;
+    }
+    default:
+      break;
+  }
+  return out;
+}
+
+}  // namespace gpucloud::sched

@@ -1,0 +1,76 @@
+// How each placement policy scores a node class for one replica of a request. Scores compare
+// lexicographically: `primary` first (for multi-GPU replicas the interconnect of the GPU set
+// the node offers, so every policy but first-fit and random keeps NVLink sets together), then
+// the policy's own score. Higher is better.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sched/node_classes.h"
+#include "sched/policies/default_policy.h"
+#include "sched/policies/fragmentation.h"
+#include "sched/policies/policy_scores.h"
+
+namespace gpucloud::sched {
+
+/// The placement policies of the cluster scheduler.
+enum class PlacementPolicy {
+  kFirstFit,
+  kRandom,
+  kDotProduct,
+  kClustering,
+  kPacking,
+  kBestFit,
+  kFgd,
+  kDefault
+};
+
+/// The policy with this name (first-fit, random, dot-product, clustering, packing, best-fit,
+/// fgd, default), or nothing.
+std::optional<PlacementPolicy> parse_placement_policy(std::string_view name);
+
+/// A node class's score for a replica.
+struct NodeScore {
+  int64_t primary = 0;
+  double secondary = 0;
+  bool operator==(const NodeScore&) const = default;
+  bool operator<(const NodeScore& o) const {
+    return primary != o.primary ? primary < o.primary : secondary < o.secondary;
+  }
+  bool operator>(const NodeScore& o) const { return o < *this; }
+};
+
+/// Scores node classes under one policy and workload profile.
+class NodeScorer {
+ public:
+  NodeScorer(PlacementPolicy policy, ScoreNormalizers normalizers)
+      : policy_(policy), normalizers_(normalizers) {}
+
+  PlacementPolicy policy() const { return policy_; }
+  /// The profile `fgd` and `default` optimise for; changes every later score.
+  void set_profile(WorkloadProfile profile);
+  void set_normalizers(ScoreNormalizers n) { normalizers_ = n; }
+  const WorkloadProfile& profile() const { return profile_; }
+
+  /// The score of placing one replica of `req` (pod: the same request in policy terms) on a
+  /// node of the class. The replica must fit the class.
+  NodeScore score(const NodeClass& node, const JobRequest& req, const PodRequest& pod);
+
+  /// The request in the policies' terms (one replica).
+  static PodRequest pod_of(const JobRequest& req);
+
+ private:
+  NodeShape shape_of(const NodeClass& node);
+
+  PlacementPolicy policy_;
+  ScoreNormalizers normalizers_;
+  WorkloadProfile profile_;
+  double gpu_per_cpu_ = 0;
+  std::map<std::string, int> models_;
+};
+
+}  // namespace gpucloud::sched

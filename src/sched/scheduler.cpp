@@ -1,0 +1,99 @@
+#include "sched/scheduler.h"
+
+#include <fmt/format.h>
+
+#include "common/units.h"
+#include "sched/cluster_scheduler.h"
+#include "sched/fit.h"
+
+namespace gpucloud::sched {
+
+const std::vector<std::string>& scheduler_policy_names() {
+  static const std::vector<std::string> kNames = {
+      "default", "first-fit", "random", "dot-product", "clustering", "packing", "best-fit", "fgd"};
+  return kNames;
+}
+
+Result<std::unique_ptr<Scheduler>> create_scheduler(const PolicySettings& settings) {
+  if (auto policy = parse_placement_policy(settings.policy))
+    return std::unique_ptr<Scheduler>(new ClusterScheduler(*policy, settings));
+  std::string names;
+  for (const auto& name : scheduler_policy_names()) names += (names.empty() ? "" : ", ") + name;
+  return invalid(fmt::format("unknown scheduling policy '{}'; known: {}", settings.policy, names));
+}
+
+Status check_satisfiable(const JobRequest& req, const std::vector<NodeState>& nodes) {
+  if (nodes.empty()) return {};  // nothing registered yet: the job waits for nodes
+  std::string first_why;
+  int most_gpus = 0;
+  std::string most_gpus_node, most_gpus_model;
+  for (const auto& node : nodes) {
+    NodeState empty = node;
+    empty.schedulable = true;
+    for (auto& g : empty.gpus) g.used_milli = 0, g.used_memory_mib = 0;
+    empty.cpu_used_milli = 0;
+    empty.memory_used_mib = 0;
+    std::string why;
+    if (node_could_fit(req, empty, &why) && choose_gpus(req, empty)) return {};
+    if (first_why.empty()) first_why = node.name + ": " + why;
+    JobRequest any_count = req;
+    any_count.gpus = req.gpus > 0 ? 1 : 0;
+    any_count.gpu_milli = 0;
+    int matching = 0;
+    for (const auto& g : empty.gpus) matching += gpu_matches(any_count, g) ? 1 : 0;
+    if (matching > most_gpus)
+      most_gpus = matching, most_gpus_node = node.name, most_gpus_model = node.gpus[0].model;
+  }
+  if (req.gpus > most_gpus && most_gpus > 0)
+    return Error{ErrorCode::kUnsatisfiable,
+                 fmt::format("gpus: {} requested but the largest matching node ({}) has {}; ask "
+                             "for --gpus {} or split the job into replicas",
+                             req.gpus, most_gpus_node, most_gpus, most_gpus)};
+  if (req.gpus > 0 && most_gpus == 0)
+    return Error{ErrorCode::kUnsatisfiable,
+                 fmt::format("gpu_model: no node has a GPU matching '{}'{}; see gpucloud nodes for "
+                             "the models on offer",
+                             req.gpu_model.empty() ? "any" : req.gpu_model,
+                             req.gpu_memory_mib ? fmt::format(" with {} memory",
+                                                              format_size_mib(req.gpu_memory_mib))
+                                                : "")};
+  int64_t max_cpu = 0, max_mem = 0;
+  for (const auto& node : nodes)
+    max_cpu = std::max(max_cpu, node.cpu_milli), max_mem = std::max(max_mem, node.memory_mib);
+  if (req.cpu_milli > max_cpu)
+    return Error{
+        ErrorCode::kUnsatisfiable,
+        fmt::format(
+            "cpus: {:g} requested but the largest node has {:g}; ask for --cpus {:g} or less",
+            req.cpu_milli / 1000.0, max_cpu / 1000.0, max_cpu / 1000.0)};
+  if (req.memory_mib > max_mem)
+    return Error{
+        ErrorCode::kUnsatisfiable,
+        fmt::format("memory: {} requested but the largest node has {}; ask for --mem {} or less",
+                    format_size_mib(req.memory_mib), format_size_mib(max_mem),
+                    format_size_mib(max_mem))};
+  return Error{ErrorCode::kUnsatisfiable,
+               fmt::format("no node can ever run this job ({})", first_why)};
+}
+
+JobRequest JobRequest::from_spec(const std::string& job_id, const JobSpec& spec, TimeMs created_at,
+                                 int priority) {
+  JobRequest r;
+  r.job_id = job_id;
+  r.tenant = spec.tenant;
+  r.replicas = spec.replicas;
+  r.gpus = spec.gpus_per_replica();
+  r.gpu_milli = spec.gpu_milli;
+  r.gpu_memory_mib = spec.gpu_memory_mib;
+  r.gpu_model = spec.gpu_model;
+  r.cpu_milli = spec.cpu_milli;
+  r.memory_mib = spec.memory_mib;
+  r.node_selector = spec.node_selector;
+  r.capacity_class = spec.capacity_class;
+  r.priority = priority;
+  r.created_at = created_at;
+  r.max_runtime_ms = spec.max_runtime_ms;
+  return r;
+}
+
+}  // namespace gpucloud::sched

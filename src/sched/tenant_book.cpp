@@ -1,0 +1,145 @@
+#include "sched/tenant_book.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+namespace gpucloud::sched {
+namespace {
+
+std::string gpus_text(int64_t milli) {
+  if (milli % 1000 == 0) return std::to_string(milli / 1000);
+  return fmt::format("{:.3g}", milli / 1000.0);
+}
+
+}  // namespace
+
+void TenantBook::configure(const std::vector<TenantSpec>& tenants) {
+  specs_.clear();
+  cohorts_.clear();
+  for (const auto& t : tenants) {
+    specs_[t.name] = t;
+    if (!t.cohort.empty() && t.has_quota) cohorts_[t.cohort].push_back(t.name);
+  }
+}
+
+void TenantBook::set_capacity(int64_t gpu_milli, int64_t cpu_milli, int64_t memory_mib) {
+  capacity_gpu_ = gpu_milli;
+  capacity_cpu_ = cpu_milli;
+  capacity_memory_ = memory_mib;
+}
+
+void TenantBook::charge(const std::string& tenant, const std::string& gpu_model, int64_t gpu_milli,
+                        int64_t cpu_milli, int64_t memory_mib, int sign) {
+  Use& u = use_[tenant];
+  if (gpu_milli) u.gpu_milli[gpu_model] += sign * gpu_milli;
+  u.gpu_total += sign * gpu_milli;
+  u.cpu += sign * cpu_milli;
+  u.memory += sign * memory_mib;
+}
+
+const TenantSpec* TenantBook::spec(const std::string& tenant) const {
+  auto it = specs_.find(tenant);
+  return it == specs_.end() || !it->second.has_quota ? nullptr : &it->second;
+}
+
+int64_t TenantBook::nominal(const TenantSpec& spec, const std::string& model) {
+  auto it = spec.quota.find(model);
+  return it == spec.quota.end() ? 0 : int64_t{it->second} * 1000;
+}
+
+int64_t TenantBook::used(const std::string& tenant, const std::string& model) const {
+  auto it = use_.find(tenant);
+  if (it == use_.end()) return 0;
+  auto m = it->second.gpu_milli.find(model);
+  return m == it->second.gpu_milli.end() ? 0 : m->second;
+}
+
+bool TenantBook::within_nominal(const std::string& tenant, const std::string& model,
+                                int64_t milli) const {
+  const TenantSpec* s = spec(tenant);
+  return !s || used(tenant, model) + milli <= nominal(*s, model);
+}
+
+bool TenantBook::borrowing(const std::string& tenant, const std::string& model) const {
+  const TenantSpec* s = spec(tenant);
+  return s && used(tenant, model) > nominal(*s, model);
+}
+
+bool TenantBook::allows(const std::string& tenant, const std::string& model, int64_t milli,
+                        std::string* why) const {
+  const TenantSpec* s = spec(tenant);
+  if (!s || milli == 0) return true;
+  int64_t mine = used(tenant, model), quota = nominal(*s, model);
+  if (mine + milli <= quota) return true;
+  // Borrowing: within the tenant's limit and the cohort's unused nominal quota.
+  int64_t limit = std::numeric_limits<int64_t>::max() / 4;
+  if (auto it = s->borrowing_limit.find(model); it != s->borrowing_limit.end())
+    limit = int64_t{it->second} * 1000;
+  // The cohort's unused nominal quota (Kueue: cohort use + request <= cohort nominal).
+  int64_t cohort_nominal = quota, cohort_used = mine;
+  if (auto c = cohorts_.find(s->cohort); c != cohorts_.end())
+    for (const auto& member : c->second)
+      if (member != tenant) {
+        cohort_nominal += nominal(specs_.at(member), model);
+        cohort_used += used(member, model);
+      }
+  int64_t lendable = std::max<int64_t>(0, cohort_nominal - cohort_used);
+  int64_t need = milli;
+  int64_t already = mine - quota;  // may be negative: part of the request is the tenant's own
+  if (already + need <= limit && need <= lendable) return true;
+  if (why) {
+    std::string lend;
+    if (s->cohort.empty())
+      lend = "no cohort to borrow from";
+    else if (already + need > limit)
+      lend = fmt::format("borrowing limit {} reached in cohort {}", gpus_text(limit), s->cohort);
+    else if (lendable == 0)
+      lend = fmt::format("cohort {} has none to lend", s->cohort);
+    else
+      lend = fmt::format("cohort {} can lend only {}", s->cohort, gpus_text(lendable));
+    *why = fmt::format("tenant {}: {} quota {} in use of {}, {}", tenant,
+                       model.empty() ? "GPU" : model, gpus_text(mine), gpus_text(quota), lend);
+  }
+  return false;
+}
+
+double TenantBook::dominant_share(const std::string& tenant) const {
+  auto it = use_.find(tenant);
+  if (it == use_.end()) return 0;
+  const Use& u = it->second;
+  auto part = [](int64_t used, int64_t cap) {
+    return cap > 0 ? static_cast<double>(used) / static_cast<double>(cap) : 0.0;
+  };
+  double share = std::max({part(u.gpu_total, capacity_gpu_), part(u.cpu, capacity_cpu_),
+                           part(u.memory, capacity_memory_)});
+  auto s = specs_.find(tenant);
+  double weight = s == specs_.end() || s->second.weight <= 0 ? 1 : s->second.weight;
+  return share / weight;
+}
+
+std::vector<TenantUsage> TenantBook::usage() const {
+  std::set<std::pair<std::string, std::string>> keys;
+  for (const auto& [tenant, u] : use_)
+    for (const auto& [model, milli] : u.gpu_milli)
+      if (milli != 0) keys.insert({tenant, model});
+  for (const auto& [tenant, s] : specs_)
+    for (const auto& [model, q] : s.quota) keys.insert({tenant, model});
+  std::vector<TenantUsage> out;
+  for (const auto& [tenant, model] : keys) {
+    TenantUsage u;
+    u.tenant = tenant;
+    u.gpu_model = model;
+    u.used_milli = used(tenant, model);
+    if (const TenantSpec* s = spec(tenant)) {
+      u.quota_milli = nominal(*s, model);
+      u.borrowed_milli = std::max<int64_t>(0, u.used_milli - u.quota_milli);
+    }
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+}  // namespace gpucloud::sched

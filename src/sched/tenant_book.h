@@ -1,0 +1,58 @@
+// Quota and fair-share accounting per tenant, with Kueue's semantics: a tenant may always use
+// its nominal quota of a GPU model; beyond it, it borrows the unused nominal quota of its cohort,
+// up to its borrowing limit. The weighted dominant-resource share orders tenants in the queue.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sched/types.h"
+
+namespace gpucloud::sched {
+
+/// Tenants, their quotas and what they use.
+class TenantBook {
+ public:
+  /// Replaces the tenant specs; use is kept.
+  void configure(const std::vector<TenantSpec>& tenants);
+  /// Cluster capacity for dominant shares: GPU milli, CPU milli and memory of all nodes.
+  void set_capacity(int64_t gpu_milli, int64_t cpu_milli, int64_t memory_mib);
+
+  /// Records (sign +1) or releases (sign -1) what a replica uses.
+  void charge(const std::string& tenant, const std::string& gpu_model, int64_t gpu_milli,
+              int64_t cpu_milli, int64_t memory_mib, int sign);
+
+  /// Whether the tenant may take `milli` more of the model now. On false, `why` (if given)
+  /// says which limit, e.g. "tenant vision: A100 quota 16 in use of 16, cohort has none to lend".
+  bool allows(const std::string& tenant, const std::string& gpu_model, int64_t milli,
+              std::string* why = nullptr) const;
+  /// Whether taking `milli` more of the model keeps the tenant within its nominal quota
+  /// (a lender reclaiming what it lent may preempt borrowers).
+  bool within_nominal(const std::string& tenant, const std::string& gpu_model, int64_t milli) const;
+  /// Whether the tenant currently uses more of the model than its nominal quota.
+  bool borrowing(const std::string& tenant, const std::string& gpu_model) const;
+
+  /// max(GPU, CPU, memory share of the cluster) / weight; 0 for a tenant using nothing.
+  double dominant_share(const std::string& tenant) const;
+
+  /// Use per tenant and model (tenants with a quota are listed even when idle).
+  std::vector<TenantUsage> usage() const;
+
+ private:
+  struct Use {
+    std::map<std::string, int64_t> gpu_milli;  // per model
+    int64_t gpu_total = 0, cpu = 0, memory = 0;
+  };
+  const TenantSpec* spec(const std::string& tenant) const;
+  int64_t used(const std::string& tenant, const std::string& model) const;
+  static int64_t nominal(const TenantSpec& spec, const std::string& model);
+
+  std::map<std::string, TenantSpec> specs_;
+  std::map<std::string, std::vector<std::string>> cohorts_;  // cohort -> members
+  std::map<std::string, Use> use_;
+  int64_t capacity_gpu_ = 0, capacity_cpu_ = 0, capacity_memory_ = 0;
+};
+
+}  // namespace gpucloud::sched

@@ -1,0 +1,345 @@
+// The scheduler's rules, one small scenario each: quotas and borrowing, fair share, gangs,
+// backfill, preemption, and the pending reasons a user reads.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cluster.h"
+#include "sched/scheduler.h"
+
+namespace gpucloud::sched {
+namespace {
+
+using namespace testing;
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
+
+constexpr TimeMs kMinute = 60'000;
+
+JobRequest for_tenant(JobRequest j, const std::string& tenant, TimeMs created_at = 0) {
+  j.tenant = tenant;
+  j.created_at = created_at;
+  return j;
+}
+
+TenantSpec tenant(const std::string& name, const std::string& cohort, int a100_quota,
+                  int borrowing_limit = -1, double weight = 1) {
+  TenantSpec t;
+  t.name = name;
+  t.cohort = cohort;
+  t.weight = weight;
+  t.has_quota = true;
+  t.quota["A100"] = a100_quota;
+  if (borrowing_limit >= 0) t.borrowing_limit["A100"] = borrowing_limit;
+  return t;
+}
+
+std::unique_ptr<Scheduler> make(const std::string& policy = "default") {
+  PolicySettings settings;
+  settings.policy = policy;
+  auto s = create_scheduler(settings);
+  EXPECT_TRUE(s.ok());
+  return std::move(*s);
+}
+
+std::set<std::string> preempted(const Plan& plan) {
+  std::set<std::string> out;
+  for (const auto& p : plan.preemptions) out.insert(p.job_id);
+  return out;
+}
+
+TEST(Quotas, ATenantAtItsQuotaWaitsWithTheNumbers) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8)});
+  s->set_tenants({tenant("vision", "", 2)});
+  ASSERT_TRUE(s->submit(for_tenant(job("a", 2), "vision", 1)).ok());
+  ASSERT_TRUE(s->submit(for_tenant(job("b", 1), "vision", 2)).ok());
+  Plan plan = s->schedule(0);
+  EXPECT_NE(placement_of(plan, "a"), nullptr);
+  EXPECT_EQ(placement_of(plan, "b"), nullptr);
+  EXPECT_EQ(reason_of(plan, "b"),
+            "tenant vision: A100 quota 2 in use of 2, no cohort to borrow from");
+}
+
+TEST(Quotas, BorrowingStopsAtTheBorrowingLimit) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8), gpu_node("n2", 8)});
+  s->set_tenants({tenant("vision", "ml", 2, 2), tenant("nlp", "ml", 6)});
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(s->submit(for_tenant(job("v" + std::to_string(i), 2), "vision", i)).ok());
+  Plan plan = s->schedule(0);
+  EXPECT_NE(placement_of(plan, "v0"), nullptr);
+  EXPECT_NE(placement_of(plan, "v1"), nullptr) << "borrows 2 of nlp's unused 6";
+  EXPECT_EQ(placement_of(plan, "v2"), nullptr);
+  EXPECT_EQ(reason_of(plan, "v2"),
+            "tenant vision: A100 quota 4 in use of 2, borrowing limit 2 reached in cohort ml");
+  bool found = false;
+  for (const auto& u : s->tenant_usage())
+    if (u.tenant == "vision" && u.gpu_model == "A100") {
+      found = true;
+      EXPECT_EQ(u.used_milli, 4000);
+      EXPECT_EQ(u.quota_milli, 2000);
+      EXPECT_EQ(u.borrowed_milli, 2000);
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST(Quotas, NothingToBorrowWhenTheCohortUsesItsQuota) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8), gpu_node("n2", 8)});
+  s->set_tenants({tenant("vision", "ml", 2), tenant("nlp", "ml", 6)});
+  ASSERT_TRUE(s->submit(for_tenant(job("n", 6), "nlp", 0)).ok());
+  ASSERT_TRUE(s->submit(for_tenant(job("v", 4), "vision", 1)).ok());
+  Plan plan = s->schedule(0);
+  EXPECT_NE(placement_of(plan, "n"), nullptr);
+  EXPECT_EQ(reason_of(plan, "v"),
+            "tenant vision: A100 quota 0 in use of 2, cohort ml can lend only 2");
+}
+
+TEST(Quotas, TenantsWithoutQuotaAreNotLimited) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8)});
+  s->set_tenants({tenant("vision", "", 1)});
+  ASSERT_TRUE(s->submit(for_tenant(job("free", 8), "research", 0)).ok());
+  EXPECT_NE(placement_of(s->schedule(0), "free"), nullptr);
+}
+
+TEST(Quotas, ALenderReclaimsWhatItLentByPreemptingTheBorrower) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8)});
+  s->set_tenants({tenant("vision", "ml", 4), tenant("nlp", "ml", 4)});
+  ASSERT_TRUE(s->submit(for_tenant(job("v-own", 4), "vision", 0)).ok());
+  ASSERT_TRUE(s->submit(for_tenant(job("v-borrowed", 4), "vision", 1)).ok());
+  Plan first = s->schedule(0);
+  ASSERT_EQ(first.placements.size(), 2u) << "vision borrows nlp's idle quota";
+  ASSERT_TRUE(s->submit(for_tenant(job("n", 4), "nlp", 2)).ok());
+  Plan plan = s->schedule(kMinute);
+  EXPECT_EQ(preempted(plan), std::set<std::string>{"v-borrowed"});
+  EXPECT_THAT(plan.preemptions.at(0).reason, HasSubstr("reclaiming quota lent to tenant vision"));
+  EXPECT_THAT(reason_of(plan, "n"), HasSubstr("preempting 1 job to start (v-borrowed)"));
+  s->finish("v-borrowed");
+  plan = s->schedule(2 * kMinute);
+  EXPECT_NE(placement_of(plan, "n"), nullptr);
+}
+
+TEST(FairShare, TheTenantWithTheSmallerDominantShareGoesFirst) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8)});
+  ASSERT_TRUE(s->submit(for_tenant(job("a-running", 6), "a", 0)).ok());
+  ASSERT_EQ(s->schedule(0).placements.size(), 1u);
+  ASSERT_TRUE(s->submit(for_tenant(job("a-old", 2), "a", 1)).ok());
+  ASSERT_TRUE(s->submit(for_tenant(job("b-new", 2), "b", 2)).ok());
+  Plan plan = s->schedule(1);
+  EXPECT_NE(placement_of(plan, "b-new"), nullptr) << "b uses nothing, a uses 6 of 8 GPUs";
+  EXPECT_EQ(placement_of(plan, "a-old"), nullptr);
+}
+
+TEST(FairShare, WeightsDivideTheShare) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8), gpu_node("n2", 8)});
+  TenantSpec heavy;
+  heavy.name = "heavy";
+  heavy.weight = 4;
+  s->set_tenants({heavy});
+  ASSERT_TRUE(s->submit(for_tenant(job("h-running", 8), "heavy", 0)).ok());
+  ASSERT_TRUE(s->submit(for_tenant(job("l-running", 4), "light", 0)).ok());
+  ASSERT_EQ(s->schedule(0).placements.size(), 2u);
+  // heavy: 8/16 / 4 = 0.125; light: 4/16 / 1 = 0.25. One slot of 4 GPUs is left.
+  ASSERT_TRUE(s->submit(for_tenant(job("l-next", 4), "light", 1)).ok());
+  ASSERT_TRUE(s->submit(for_tenant(job("h-next", 4), "heavy", 2)).ok());
+  Plan plan = s->schedule(1);
+  EXPECT_NE(placement_of(plan, "h-next"), nullptr);
+  EXPECT_EQ(placement_of(plan, "l-next"), nullptr);
+}
+
+TEST(Gangs, AGangThatFitsOnOneNodeStaysThere) {
+  JobRequest gang = job("gang", 4);
+  gang.replicas = 2;
+  Plan plan = schedule({gpu_node("a", 8), gpu_node("b", 8)}, {gang});
+  const Placement* p = placement_of(plan, "gang");
+  ASSERT_NE(p, nullptr) << reason_of(plan, "gang");
+  ASSERT_EQ(p->replicas.size(), 2u);
+  EXPECT_EQ(p->replicas[0].node_id, p->replicas[1].node_id);
+}
+
+TEST(Gangs, AGangStaysInOneZoneWhenOneZoneCanHoldIt) {
+  std::vector<NodeState> nodes;
+  for (int i = 0; i < 5; ++i) {
+    NodeState n = gpu_node("n" + std::to_string(i), 8);
+    n.labels["zone"] = i < 2 ? "a-small" : "b-large";
+    nodes.push_back(n);
+  }
+  JobRequest gang = job("gang", 8);
+  gang.replicas = 3;
+  Plan plan = schedule(nodes, {gang});
+  const Placement* p = placement_of(plan, "gang");
+  ASSERT_NE(p, nullptr) << reason_of(plan, "gang");
+  for (const auto& r : p->replicas)
+    EXPECT_THAT(r.node_id, AnyOf("id-n2", "id-n3", "id-n4")) << "zone a-small has only 2 nodes";
+}
+
+TEST(Gangs, TwoGangsThatCannotBothFitNeverHoldHalves) {
+  JobRequest g1 = job("g1", 8), g2 = job("g2", 8);
+  g1.replicas = g2.replicas = 2;
+  g2.created_at = 1;
+  Plan plan = schedule({gpu_node("a", 8), gpu_node("b", 8), gpu_node("c", 8)}, {g1, g2});
+  ASSERT_NE(placement_of(plan, "g1"), nullptr);
+  EXPECT_EQ(placement_of(plan, "g1")->replicas.size(), 2u);
+  EXPECT_EQ(placement_of(plan, "g2"), nullptr);
+  EXPECT_THAT(reason_of(plan, "g2"), HasSubstr("gang of 2 replicas, 1 placeable now"));
+}
+
+TEST(Backfill, TheBlockedJobGetsAReservationAndShortJobsRunBeforeIt) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8)});
+  JobRequest running = job("running", 4);
+  running.max_runtime_ms = 60 * kMinute;
+  ASSERT_TRUE(s->submit(running).ok());
+  ASSERT_EQ(s->schedule(0).placements.size(), 1u);
+  JobRequest big = job("big", 8), quick = job("quick", 1), endless = job("endless", 1);
+  big.created_at = 1;
+  quick.created_at = 2;
+  quick.max_runtime_ms = 30 * kMinute;
+  endless.created_at = 3;
+  for (const auto& j : {big, quick, endless}) ASSERT_TRUE(s->submit(j).ok());
+  Plan plan = s->schedule(0);
+  EXPECT_EQ(placement_of(plan, "big"), nullptr);
+  EXPECT_EQ(reason_of(plan, "big"),
+            "needs 8×GPU on one node; largest free block is 4 (n1); reserved start in ~60 min on "
+            "n1");
+  EXPECT_NE(placement_of(plan, "quick"), nullptr) << "ends before the reservation";
+  EXPECT_EQ(placement_of(plan, "endless"), nullptr);
+  EXPECT_EQ(reason_of(plan, "endless"),
+            "waiting behind job big (reserved start in ~60 min); jobs whose max_runtime ends "
+            "before that may start first");
+}
+
+TEST(Preemption, TheSmallestSetOfLowerPriorityVictims) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8)});
+  JobRequest l4 = job("low-4", 4), l2a = job("low-2a", 2), l2b = job("low-2b", 2);
+  l4.priority = l2a.priority = l2b.priority = 0;
+  for (const auto& j : {l4, l2a, l2b}) ASSERT_TRUE(s->submit(j).ok());
+  ASSERT_EQ(s->schedule(0).placements.size(), 3u);
+  JobRequest high = job("high", 2);
+  high.priority = 1000;
+  ASSERT_TRUE(s->submit(high).ok());
+  Plan plan = s->schedule(kMinute);
+  EXPECT_EQ(plan.preemptions.size(), 1u);
+  EXPECT_THAT(preempted(plan),
+              AnyOf(std::set<std::string>{"low-2a"}, std::set<std::string>{"low-2b"}));
+  EXPECT_THAT(reason_of(plan, "high"), HasSubstr("preempting 1 job to start"));
+  // While the victim stops, no further victims are chosen.
+  Plan again = s->schedule(kMinute + 1);
+  EXPECT_TRUE(again.preemptions.empty());
+  // The freed GPUs go to the preemptor, not to a normal job submitted meanwhile.
+  ASSERT_TRUE(s->submit(job("normal", 2)).ok());
+  s->finish(*preempted(plan).begin());
+  Plan after = s->schedule(2 * kMinute);
+  EXPECT_NE(placement_of(after, "high"), nullptr);
+  EXPECT_EQ(placement_of(after, "normal"), nullptr);
+}
+
+TEST(Preemption, NeverWhenTheJobStillWouldNotFit) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8)});
+  JobRequest low = job("low", 4), top = job("top", 4);
+  low.priority = 0;
+  top.priority = 5000;
+  ASSERT_TRUE(s->submit(low).ok());
+  ASSERT_TRUE(s->submit(top).ok());
+  ASSERT_EQ(s->schedule(0).placements.size(), 2u);
+  JobRequest high = job("high", 8);
+  high.priority = 1000;
+  ASSERT_TRUE(s->submit(high).ok());
+  Plan plan = s->schedule(kMinute);
+  EXPECT_TRUE(plan.preemptions.empty()) << "preempting low alone frees only 4 of the 8";
+  EXPECT_THAT(reason_of(plan, "high"), HasSubstr("needs 8×GPU on one node"));
+}
+
+TEST(Preemption, SpotJobsMakeWayForOtherWorkOfTheSamePriority) {
+  auto s = make();
+  NodeState spot_node = gpu_node("n1", 8);
+  spot_node.labels["capacity-class"] = "spot";
+  add_nodes(*s, {spot_node});
+  JobRequest spot = job("spot", 8);
+  spot.capacity_class = CapacityClass::kSpot;
+  ASSERT_TRUE(s->submit(spot).ok());
+  ASSERT_EQ(s->schedule(0).placements.size(), 1u);
+  ASSERT_TRUE(s->submit(job("steady", 4)).ok());
+  EXPECT_EQ(preempted(s->schedule(1)), std::set<std::string>{"spot"});
+}
+
+TEST(Preemption, AWholeGangIsOneVictim) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("a", 8), gpu_node("b", 8)});
+  JobRequest gang = job("gang", 8);
+  gang.replicas = 2;
+  gang.priority = 0;
+  ASSERT_TRUE(s->submit(gang).ok());
+  ASSERT_EQ(s->schedule(0).placements.size(), 1u);
+  JobRequest high = job("high", 8);
+  high.priority = 1000;
+  ASSERT_TRUE(s->submit(high).ok());
+  Plan plan = s->schedule(1);
+  EXPECT_EQ(preempted(plan), std::set<std::string>{"gang"});
+}
+
+TEST(Incremental, APassWithNothingFreedDecidesOnlyNewJobs) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 2)});
+  ASSERT_TRUE(s->submit(job("fits", 2)).ok());
+  ASSERT_TRUE(s->submit(for_tenant(job("waits", 2), "default", 1)).ok());
+  Plan first = s->schedule(0);
+  EXPECT_FALSE(reason_of(first, "waits").empty());
+  ASSERT_TRUE(s->submit(for_tenant(job("new", 1), "default", 2)).ok());
+  Plan second = s->schedule(1);
+  EXPECT_EQ(reason_of(second, "waits"), "") << "unchanged reasons are not repeated";
+  EXPECT_FALSE(reason_of(second, "new").empty());
+  s->finish("fits");
+  Plan third = s->schedule(2);
+  EXPECT_NE(placement_of(third, "waits"), nullptr);
+}
+
+TEST(Events, BadRequestsAreRefusedWithTheField) {
+  auto s = make();
+  JobRequest bad = job("bad", 1);
+  bad.gpu_milli = 1500;
+  auto st = s->submit(bad);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.error().message, HasSubstr("gpu_milli: 1500"));
+  ASSERT_TRUE(s->submit(job("dup", 1)).ok());
+  EXPECT_FALSE(s->submit(job("dup", 1)).ok());
+  JobRequest none = job("none", 1);
+  none.replicas = 0;
+  EXPECT_FALSE(s->submit(none).ok());
+  Placement nowhere{"x", {{0, "no-such-node", {}, 0, 0}}};
+  EXPECT_FALSE(s->start(job("x", 0), nowhere, 0).ok());
+}
+
+TEST(Events, ANodeThatLeavesTakesNoNewWork) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8)});
+  s->remove_node("id-n1");
+  ASSERT_TRUE(s->submit(job("j", 1)).ok());
+  Plan plan = s->schedule(0);
+  EXPECT_EQ(placement_of(plan, "j"), nullptr);
+  EXPECT_THAT(reason_of(plan, "j"), HasSubstr("no nodes registered"));
+}
+
+TEST(Policies, EveryPolicyPlacesWhatFits) {
+  for (const auto& name : scheduler_policy_names()) {
+    Plan plan = schedule({gpu_node("a", 8), with_used(gpu_node("b", 8), {0, 1})},
+                         {job("one", 1), share("half", 500), job("four", 4)}, name);
+    EXPECT_EQ(plan.placements.size(), 3u) << name;
+  }
+}
+
+TEST(Policies, FirstFitTakesTheFirstNodeThatFits) {
+  Plan plan = schedule({gpu_node("a", 8), with_used(gpu_node("b", 8), {0, 1, 2, 3, 4, 5})},
+                       {job("j", 1)}, "first-fit");
+  ASSERT_NE(placement_of(plan, "j"), nullptr);
+  EXPECT_EQ(placement_of(plan, "j")->replicas[0].node_id, "id-a");
+}
+
+}  // namespace
+}  // namespace gpucloud::sched
