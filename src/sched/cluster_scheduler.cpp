@@ -290,6 +290,7 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
   RunningJob r;
   r.req = job.req;
   r.started_at = now;
+  r.placed_pass = pass_;
   for (auto& rp : placement.replicas) {
     int slot = slot_of(rp.node_id);
     nodes_[slot].jobs.insert(job.req.job_id);
@@ -312,6 +313,7 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
 
 Plan ClusterScheduler::schedule(TimeMs now) {
   maybe_refresh_profile();
+  ++pass_;
   Plan plan;
   bool full = release_epoch_ != pass_epoch_;
   if (full) {

@@ -75,8 +75,14 @@ class ClusterScheduler final : public Scheduler {
     std::vector<std::string> models;                         // per replica, charged model
     TimeMs started_at = 0;
     TimeMs expected_end = kNever;
-    bool borrowed = false;    // started above its tenant's nominal quota
-    bool preempting = false;  // chosen as a victim, not finished yet
+    bool borrowed = false;     // started above its tenant's nominal quota
+    bool preempting = false;   // chosen as a victim, not finished yet
+    uint64_t placed_pass = 0;  // the pass that placed it (0: started by the caller)
+  };
+  struct VictimOption {
+    std::vector<std::string> victims;  // empty: fits without preempting
+    int64_t victim_gpu_milli = 0;
+    int slot = 0;
   };
   // Restrictions of one decision.
   struct Filter {
@@ -122,7 +128,11 @@ class ClusterScheduler final : public Scheduler {
 
   // cluster_scheduler_preempt.cpp: choosing victims.
   bool may_preempt(const PendingJob& job, const RunningJob& victim) const;
+  bool may_reclaim(const PendingJob& job, const RunningJob& victim) const;
+  std::optional<VictimOption> node_victims(const PendingJob& job, const JobRequest& request,
+                                           int slot) const;
   std::optional<std::vector<std::string>> choose_victims(const PendingJob& job);
+  std::optional<std::vector<std::string>> choose_reclaim_victims(const PendingJob& job);
 
   PlacementPolicy policy_;
   PolicySettings settings_;
@@ -144,7 +154,9 @@ class ClusterScheduler final : public Scheduler {
   uint64_t pass_epoch_ = 0;     // release_epoch_ at the last full pass
   std::optional<Reservation> reservation_;
   std::unordered_map<int, std::string> failed_shapes_;  // shape -> reason, valid this epoch
-  std::set<std::pair<int, int>> failed_preemptions_;    // (shape, priority), valid this epoch
+  // (shape, replicas, priority, tenant) whose preemption search failed, valid this epoch.
+  std::set<std::tuple<int, int, int, std::string>> failed_preemptions_;
+  uint64_t pass_ = 0;
   std::set<std::string> zones_;
   // The learned workload profile: submissions per (gpus, milli, cpu).
   std::map<std::tuple<int, int, int64_t>, int> shape_counts_;

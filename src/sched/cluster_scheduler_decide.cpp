@@ -61,10 +61,13 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
     if (!f.skipped_reserved && job.req.replicas == 1) failed_shapes_[job.shape] = resource_why;
   }
 
-  // Preemption: only when it lets the job start (choose_victims checks the fit).
-  if (settings_.preemption && !quota_blocked &&
-      !failed_preemptions_.count({job.shape, job.req.priority})) {
-    if (auto victims = choose_victims(job)) {
+  // Preemption: only when it lets the job start (choose_victims checks the fit). A job held
+  // back by quota its tenant lent within the cohort reclaims it from the borrowers.
+  auto preemption_key =
+      std::make_tuple(job.shape, job.req.replicas, job.req.priority, job.req.tenant);
+  if (settings_.preemption && !failed_preemptions_.count(preemption_key)) {
+    auto victims = quota_blocked ? choose_reclaim_victims(job) : choose_victims(job);
+    if (victims) {
       std::set<std::string> where;
       for (const auto& v : *victims) {
         RunningJob& r = running_.at(v);
@@ -86,7 +89,7 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
                  plan);
       return;
     }
-    failed_preemptions_.insert({job.shape, job.req.priority});
+    failed_preemptions_.insert(preemption_key);
   }
 
   if (quota_blocked) {

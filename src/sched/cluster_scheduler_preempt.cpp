@@ -1,4 +1,5 @@
-// Preemption: the smallest set of running jobs (whole gangs) whose end lets a job start.
+// Preemption: the smallest set of running jobs (whole gangs) whose end lets a job start, and
+// reclaiming quota a tenant lent within its cohort.
 #include <algorithm>
 #include <map>
 
@@ -16,107 +17,175 @@ int64_t gpu_milli_of(const JobRequest& r) {
   return int64_t{r.replicas} * (r.gpu_milli > 0 ? r.gpu_milli : int64_t{r.gpus} * 1000);
 }
 
+// Cheapest victims first: borrowers, then lower priority, then smaller, then the most recently
+// started.
+bool cheaper_victim(const JobRequest& a_req, bool a_borrowed, TimeMs a_start,
+                    const JobRequest& b_req, bool b_borrowed, TimeMs b_start) {
+  if (a_borrowed != b_borrowed) return a_borrowed;
+  if (a_req.priority != b_req.priority) return a_req.priority < b_req.priority;
+  int64_t ga = gpu_milli_of(a_req), gb = gpu_milli_of(b_req);
+  if (ga != gb) return ga < gb;
+  if (a_start != b_start) return a_start > b_start;
+  return a_req.job_id < b_req.job_id;
+}
+
 }  // namespace
 
 bool ClusterScheduler::may_preempt(const PendingJob& job, const RunningJob& victim) const {
   if (victim.preempting || victim.req.job_id == job.req.job_id) return false;
+  if (victim.placed_pass == pass_) return false;  // placed in this very pass: do not churn
   if (victim.req.priority < job.req.priority) return true;
   if (victim.req.preemptible() && !job.req.preemptible() && victim.req.priority <= job.req.priority)
     return true;
-  // A lender reclaims quota it lent: borrowers of the same model in its cohort go first.
-  if (victim.borrowed && victim.req.tenant != job.req.tenant && !victim.models.empty()) {
-    int64_t milli = gpu_milli_of(job.req);
-    return milli > 0 && tenants_.within_nominal(job.req.tenant, victim.models[0], milli) &&
-           tenants_.borrowing(victim.req.tenant, victim.models[0]);
+  return may_reclaim(job, victim);
+}
+
+bool ClusterScheduler::may_reclaim(const PendingJob& job, const RunningJob& victim) const {
+  // A lender reclaims quota it lent: only from borrowers of its own cohort, and only as far
+  // as its own nominal quota goes.
+  if (!victim.borrowed || victim.req.tenant == job.req.tenant || victim.models.empty())
+    return false;
+  std::string cohort = tenants_.cohort_of(job.req.tenant);
+  if (cohort.empty() || cohort != tenants_.cohort_of(victim.req.tenant)) return false;
+  int64_t milli = gpu_milli_of(job.req);
+  const std::string& model = victim.models[0];
+  return milli > 0 && tenants_.within_nominal(job.req.tenant, model, milli) &&
+         tenants_.borrowing(victim.req.tenant, model);
+}
+
+std::optional<ClusterScheduler::VictimOption> ClusterScheduler::node_victims(
+    const PendingJob& job, const JobRequest& request, int slot) const {
+  const Node& n = nodes_[slot];
+  if (fits(request, n.state)) return VictimOption{{}, 0, slot};
+  std::vector<const RunningJob*> eligible;
+  for (const auto& id : n.jobs) {
+    const RunningJob& r = running_.at(id);
+    if (may_preempt(job, r)) eligible.push_back(&r);
   }
-  return false;
+  if (eligible.empty()) return std::nullopt;
+  std::sort(eligible.begin(), eligible.end(), [](const RunningJob* a, const RunningJob* b) {
+    return cheaper_victim(a->req, a->borrowed, a->started_at, b->req, b->borrowed, b->started_at);
+  });
+  NodeState scratch = n.state;
+  auto release = [&](const RunningJob* r, int sign) {
+    for (const auto& [s, rp] : r->replicas)
+      if (s == slot) apply_replica_use(scratch, r->req, rp, -sign);
+  };
+  std::vector<const RunningJob*> chosen;
+  for (const RunningJob* r : eligible) {
+    release(r, +1);
+    chosen.push_back(r);
+    if (fits(request, scratch)) break;
+  }
+  if (!fits(request, scratch)) return std::nullopt;
+  // Drop victims that turn out not to be needed, the last added first.
+  for (size_t i = chosen.size(); i-- > 0;) {
+    release(chosen[i], -1);
+    if (fits(request, scratch))
+      chosen.erase(chosen.begin() + static_cast<long>(i));
+    else
+      release(chosen[i], +1);
+  }
+  VictimOption option{{}, 0, slot};
+  for (const RunningJob* r : chosen) {
+    option.victims.push_back(r->req.job_id);
+    option.victim_gpu_milli += gpu_milli_of(r->req);
+  }
+  return option;
 }
 
 std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const PendingJob& job) {
   JobRequest one = job.req;
   one.replicas = 1;
+  // A gang may also fit on one node as a whole.
+  JobRequest whole = one;
+  whole.gpus = one.gpus * job.req.replicas;
+  whole.cpu_milli = one.cpu_milli * job.req.replicas;
+  whole.memory_mib = one.memory_mib * job.req.replicas;
+  bool try_whole = job.req.replicas > 1 && one.gpu_milli == 0;
   int64_t milli = one.gpu_milli > 0 ? one.gpu_milli : int64_t{one.gpus} * 1000;
-  struct NodeOption {
-    std::vector<std::string> victims;  // empty: fits without preempting
-    int64_t victim_gpu_milli = 0;
-    int slot = 0;
-  };
-  std::vector<NodeOption> options;
+  std::vector<VictimOption> per_replica, per_gang;
   std::map<int, bool> class_fits;  // static fit per class
   for (int slot = 0; slot < static_cast<int>(nodes_.size()); ++slot) {
     const Node& n = nodes_[slot];
-    if (!n.present) continue;
+    if (!n.present || n.jobs.empty()) {
+      if (!n.present || job.req.replicas == 1) continue;
+    }
     int cls = classes_.class_of(slot);
     auto [cf, fresh] = class_fits.try_emplace(cls, false);
     if (fresh) cf->second = node_could_fit(one, n.state);
     if (!cf->second) continue;
-    if (one.gpus > 0 && !n.state.gpus.empty() &&
-        !tenants_.allows(job.req.tenant, n.state.gpus[0].model, milli) &&
-        !tenants_.within_nominal(job.req.tenant, n.state.gpus[0].model, milli))
-      continue;
-    if (fits(one, n.state)) {
-      if (job.req.replicas > 1) options.push_back({{}, 0, slot});
-      continue;
+    if (one.gpus > 0 && !n.state.gpus.empty()) {
+      const std::string& model = n.state.gpus[0].model;
+      if (!tenants_.allows(job.req.tenant, model, milli * job.req.replicas) &&
+          !tenants_.within_nominal(job.req.tenant, model, milli * job.req.replicas))
+        continue;
     }
-    std::vector<const RunningJob*> eligible;
-    for (const auto& id : n.jobs) {
-      const RunningJob& r = running_.at(id);
-      if (may_preempt(job, r)) eligible.push_back(&r);
+    if (auto o = node_victims(job, one, slot)) {
+      if (job.req.replicas == 1 && o->victims.empty()) continue;  // fits: not a preemption
+      per_replica.push_back(std::move(*o));
     }
-    if (eligible.empty()) continue;
-    // Borrowers first, then lower priority, then smaller, then the most recently started.
-    std::sort(eligible.begin(), eligible.end(), [](const RunningJob* a, const RunningJob* b) {
-      if (a->borrowed != b->borrowed) return a->borrowed;
-      if (a->req.priority != b->req.priority) return a->req.priority < b->req.priority;
-      int64_t ga = gpu_milli_of(a->req), gb = gpu_milli_of(b->req);
-      if (ga != gb) return ga < gb;
-      if (a->started_at != b->started_at) return a->started_at > b->started_at;
-      return a->req.job_id < b->req.job_id;
-    });
-    NodeState scratch = n.state;
-    std::vector<const RunningJob*> chosen;
-    auto release_all = [&](const RunningJob* r, int sign) {
-      for (const auto& [s, rp] : r->replicas)
-        if (s == slot) apply_replica_use(scratch, r->req, rp, -sign);
-    };
-    for (const RunningJob* r : eligible) {
-      release_all(r, +1);
-      chosen.push_back(r);
-      if (fits(one, scratch)) break;
-    }
-    if (!fits(one, scratch)) continue;
-    // Drop victims that turn out not to be needed, the last added first.
-    for (size_t i = chosen.size(); i-- > 0;) {
-      release_all(chosen[i], -1);
-      if (fits(one, scratch)) {
-        chosen.erase(chosen.begin() + static_cast<long>(i));
-      } else {
-        release_all(chosen[i], +1);
-      }
-    }
-    NodeOption option{{}, 0, slot};
-    for (const RunningJob* r : chosen) {
-      option.victims.push_back(r->req.job_id);
-      option.victim_gpu_milli += gpu_milli_of(r->req);
-    }
-    options.push_back(std::move(option));
+    if (try_whole && node_could_fit(whole, n.state))
+      if (auto o = node_victims(job, whole, slot)) per_gang.push_back(std::move(*o));
   }
-  if (options.empty()) return std::nullopt;
-  std::sort(options.begin(), options.end(), [](const NodeOption& a, const NodeOption& b) {
+  auto by_cost = [](const VictimOption& a, const VictimOption& b) {
     if (a.victims.size() != b.victims.size()) return a.victims.size() < b.victims.size();
     if (a.victim_gpu_milli != b.victim_gpu_milli) return a.victim_gpu_milli < b.victim_gpu_milli;
     return a.slot < b.slot;
-  });
+  };
+  std::sort(per_replica.begin(), per_replica.end(), by_cost);
+  std::sort(per_gang.begin(), per_gang.end(), by_cost);
   // One replica per node, cheapest nodes first; a gang's victims are the union.
-  std::set<std::string> victims;
-  int replicas = 0;
-  for (const auto& option : options) {
-    if (replicas == job.req.replicas) break;
-    victims.insert(option.victims.begin(), option.victims.end());
-    ++replicas;
+  std::optional<std::set<std::string>> spread;
+  if (static_cast<int>(per_replica.size()) >= job.req.replicas) {
+    spread.emplace();
+    for (int i = 0; i < job.req.replicas; ++i)
+      spread->insert(per_replica[i].victims.begin(), per_replica[i].victims.end());
   }
-  if (replicas < job.req.replicas || victims.empty()) return std::nullopt;
-  return std::vector<std::string>(victims.begin(), victims.end());
+  std::optional<std::set<std::string>> together;
+  if (!per_gang.empty()) together.emplace(per_gang[0].victims.begin(), per_gang[0].victims.end());
+  const std::set<std::string>* best = nullptr;
+  if (spread && !spread->empty()) best = &*spread;
+  if (together && !together->empty() && (!best || together->size() <= best->size()))
+    best = &*together;
+  if (!best) return std::nullopt;
+  return std::vector<std::string>(best->begin(), best->end());
+}
+
+std::optional<std::vector<std::string>> ClusterScheduler::choose_reclaim_victims(
+    const PendingJob& job) {
+  // The job is within its tenant's nominal quota of some model, but cohort members borrowed
+  // it: free enough of their borrowed use of that model, cheapest first.
+  int64_t milli = gpu_milli_of(job.req);
+  if (milli == 0) return std::nullopt;
+  std::set<std::string> models;
+  for (size_t id = 0; id < classes_.size(); ++id) {
+    const NodeClass& c = classes_.get(static_cast<int>(id));
+    if (!c.members.empty() && node_could_fit(shapes_[job.shape].req, c.state))
+      models.insert(c.gpu_model);
+  }
+  for (const auto& model : models) {
+    if (!tenants_.within_nominal(job.req.tenant, model, milli)) continue;
+    int64_t need = tenants_.cohort_excess(job.req.tenant, model, milli);
+    if (need == 0) continue;
+    std::vector<const RunningJob*> borrowers;
+    for (const auto& [id, r] : running_)
+      if (!r.models.empty() && r.models[0] == model && may_reclaim(job, r) &&
+          r.placed_pass != pass_ && !r.preempting)
+        borrowers.push_back(&r);
+    std::sort(borrowers.begin(), borrowers.end(), [](const RunningJob* a, const RunningJob* b) {
+      return cheaper_victim(a->req, false, a->started_at, b->req, false, b->started_at);
+    });
+    std::vector<std::string> victims;
+    int64_t freed = 0;
+    for (const RunningJob* r : borrowers) {
+      if (freed >= need) break;
+      victims.push_back(r->req.job_id);
+      freed += gpu_milli_of(r->req);
+    }
+    if (freed >= need) return victims;
+  }
+  return std::nullopt;
 }
 
 }  // namespace gpucloud::sched

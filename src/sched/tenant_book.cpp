@@ -68,12 +68,41 @@ bool TenantBook::borrowing(const std::string& tenant, const std::string& model) 
   return s && used(tenant, model) > nominal(*s, model);
 }
 
+std::string TenantBook::cohort_of(const std::string& tenant) const {
+  const TenantSpec* s = spec(tenant);
+  return s ? s->cohort : "";
+}
+
+int64_t TenantBook::cohort_excess(const std::string& tenant, const std::string& model,
+                                  int64_t milli) const {
+  const TenantSpec* s = spec(tenant);
+  if (!s) return 0;
+  int64_t cohort_nominal = nominal(*s, model), cohort_used = used(tenant, model);
+  if (auto c = cohorts_.find(s->cohort); c != cohorts_.end() && !s->cohort.empty())
+    for (const auto& member : c->second)
+      if (member != tenant) {
+        cohort_nominal += nominal(specs_.at(member), model);
+        cohort_used += used(member, model);
+      }
+  return std::max<int64_t>(0, cohort_used + milli - cohort_nominal);
+}
+
 bool TenantBook::allows(const std::string& tenant, const std::string& model, int64_t milli,
                         std::string* why) const {
   const TenantSpec* s = spec(tenant);
   if (!s || milli == 0) return true;
   int64_t mine = used(tenant, model), quota = nominal(*s, model);
-  if (mine + milli <= quota) return true;
+  if (mine + milli <= quota) {
+    // The tenant's own quota, unless others borrowed it: then it must be reclaimed first.
+    if (int64_t excess = cohort_excess(tenant, model, milli); excess > 0) {
+      if (why)
+        *why = fmt::format("tenant {}: {} quota {} in use of {}; {} of it is lent within cohort {}",
+                           tenant, model.empty() ? "GPU" : model, gpus_text(mine), gpus_text(quota),
+                           gpus_text(excess), s->cohort);
+      return false;
+    }
+    return true;
+  }
   // Borrowing: within the tenant's limit and the cohort's unused nominal quota.
   int64_t limit = std::numeric_limits<int64_t>::max() / 4;
   if (auto it = s->borrowing_limit.find(model); it != s->borrowing_limit.end())

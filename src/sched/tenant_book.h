@@ -33,6 +33,12 @@ class TenantBook {
   bool within_nominal(const std::string& tenant, const std::string& gpu_model, int64_t milli) const;
   /// Whether the tenant currently uses more of the model than its nominal quota.
   bool borrowing(const std::string& tenant, const std::string& gpu_model) const;
+  /// The tenant's cohort, "" when it has none or no quota (it then lends and borrows nothing).
+  std::string cohort_of(const std::string& tenant) const;
+  /// How much of the model the cohort's members would use above the cohort's nominal quota if
+  /// the tenant took `milli` more (0 when it fits): what reclaiming must free.
+  int64_t cohort_excess(const std::string& tenant, const std::string& gpu_model,
+                        int64_t milli) const;
 
   /// max(GPU, CPU, memory share of the cluster) / weight; 0 for a tenant using nothing.
   double dominant_share(const std::string& tenant) const;
