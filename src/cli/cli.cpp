@@ -157,6 +157,11 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   server_cmd->add_option("--poll-hold", srv.poll_hold, "longest an agent's long-poll is held")
       ->capture_default_str();
+  server_cmd
+      ->add_option("--policy", srv.policy,
+                   "placement policy: default, first-fit, random, dot-product, clustering, "
+                   "packing, best-fit or fgd")
+      ->capture_default_str();
   server_cmd->callback([&] { code = cmd_server(srv); });
 
   AgentOptions agent;

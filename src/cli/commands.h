@@ -43,7 +43,7 @@ struct ServerOptions {
   std::string listen = "0.0.0.0:8443";
   std::string tls_cert, tls_key;  // PEM files; none: a self-signed pair in the data dir
   bool plain_http = false;        // serve http:// (trusted networks and tests only)
-  std::string policy = "simple";
+  std::string policy = "default";
   std::string config_file;
   std::string unreachable_after = "15s";
   std::string down_after = "60s";
