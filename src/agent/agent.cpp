@@ -74,7 +74,7 @@ Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Cl
   auto executor = exec::create_process_executor(config.executor);
   if (!executor) return executor.error();
   agent->executor_ = std::move(*executor);
-  auto client = net::HttpClient::create(config.server_url);
+  auto client = net::HttpClient::create(config.server_url, config.tls);
   if (!client) return client.error();
   agent->client_ = std::move(*client);
 
@@ -88,6 +88,7 @@ Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Cl
   info.driver_version = agent->gpus_->driver_version();
   info.cuda_version = agent->gpus_->cuda_version();
   info.labels = config.labels;
+  info.address = config.advertise_address;
   if (info.gpu_backend == "simulated") {
     int64_t n = std::max<int64_t>(1, static_cast<int64_t>(info.gpus.size()));
     info.cpu_milli = config.sim_cpu_milli_per_gpu * n;
@@ -136,6 +137,7 @@ Status Agent::start() {
     }
   }
   for (const auto& [key, grace] : to_stop) (void)executor_->stop(key, grace);
+  last_contact_ = clock_.now_ms();
   running_ = true;
   for (int i = 0; i < kStarters; ++i) starters_.emplace_back([this] { starter(); });
   loop_thread_ = std::thread([this] { loop(); });
@@ -156,17 +158,20 @@ void Agent::stop() {
   starters_.clear();
 }
 
-Status Agent::register_node() {
+Status Agent::register_node(bool with_credential) {
   json body = {{"node", node_info_to_json(node_info_)}};
+  std::string bearer = config_.join_token;
   {
     std::lock_guard lock(mu_);
     if (!state_.node_id.empty()) {
       body["node_id"] = state_.node_id;
       body["credential"] = state_.credential;
+      // The node's own credential from then on: a join token may expire or be revoked.
+      if (with_credential && !state_.credential.empty()) bearer = state_.credential;
     }
   }
   auto r = client_->request("POST", "/v1/agent/register", body.dump(),
-                            {{"Authorization", "Bearer " + config_.join_token}}, 10'000);
+                            {{"Authorization", "Bearer " + bearer}}, 10'000);
   if (!r) return r.error();
   json reply;
   try {
@@ -179,8 +184,10 @@ Status Agent::register_node() {
     if (reply.is_object() && reply.contains("error") && reply["error"].is_object() &&
         reply["error"].contains("message") && reply["error"]["message"].is_string())
       msg = reply["error"]["message"].get<std::string>();
-    return Error{r->status == 401 ? ErrorCode::kUnauthenticated : ErrorCode::kUnavailable,
-                 fmt::format("register: {} {}", r->status, msg)};
+    ErrorCode code = r->status == 401   ? ErrorCode::kUnauthenticated
+                     : r->status == 403 ? ErrorCode::kPermissionDenied
+                                        : ErrorCode::kUnavailable;
+    return Error{code, fmt::format("register: {} {}", r->status, msg)};
   }
   if (!reply.is_object() || !reply.contains("node_id") || !reply["node_id"].is_string() ||
       !reply.contains("credential") || !reply["credential"].is_string())
@@ -197,10 +204,31 @@ Status Agent::register_node() {
 
 void Agent::loop() {
   bool registered = false;
+  bool use_credential = true;
   int64_t backoff_ms = 100;
   while (running_) {
     if (!registered) {
-      auto st = register_node();
+      auto st = register_node(use_credential);
+      bool refused = !st.ok() && (st.error().code == ErrorCode::kUnauthenticated ||
+                                  st.error().code == ErrorCode::kPermissionDenied);
+      bool had_credential = false;
+      {
+        std::lock_guard lock(mu_);
+        had_credential = use_credential && !state_.credential.empty();
+      }
+      if (refused && had_credential) {
+        // The server no longer knows this node's credential: join afresh with the token.
+        spdlog::warn("agent {}: {}; joining again with the join token", node_info_.name,
+                     st.error().message);
+        use_credential = false;
+        continue;
+      }
+      if (refused) {
+        spdlog::error("agent {}: the server refused to let this node join: {}", node_info_.name,
+                      st.error().message);
+        if (config_.on_fatal) config_.on_fatal(st.error());
+        return;
+      }
       if (!st.ok()) {
         spdlog::warn("agent {}: {}; retrying in {} ms", node_info_.name, st.error().message,
                      backoff_ms);
@@ -210,6 +238,7 @@ void Agent::loop() {
         continue;
       }
       registered = true;
+      use_credential = true;
       backoff_ms = 100;
     }
     // GPU readings ride along at most every 5 s; read outside the lock (NVML is not free).
@@ -267,6 +296,14 @@ void Agent::loop() {
       continue;
     }
     backoff_ms = 100;
+    {
+      std::lock_guard lock(mu_);
+      last_contact_ = clock_.now_ms();
+      if (fenced_) {
+        spdlog::info("agent {}: the server is reachable again", node_info_.name);
+        fenced_ = false;
+      }
+    }
     json reply;
     try {
       reply = json::parse(r->body);
@@ -421,6 +458,13 @@ void Agent::start_replica(const Allocation& a) {
   spec.env["GPUCLOUD_ATTEMPT_DIR"] = spec.attempt_dir;
   spec.env["GPUCLOUD_REPLICA"] = std::to_string(a.rank);
   spec.env["GPUCLOUD_REPLICAS"] = std::to_string(a.replicas);
+  // The rendezvous torchrun and NCCL expect (docs/jobspec.md): one node rank per replica.
+  spec.env["WORLD_SIZE"] = std::to_string(a.replicas);
+  spec.env["RANK"] = std::to_string(a.rank);
+  spec.env["NODE_RANK"] = std::to_string(a.rank);
+  spec.env["LOCAL_WORLD_SIZE"] = std::to_string(std::max<size_t>(1, a.gpus.size()));
+  spec.env["MASTER_ADDR"] = a.master_addr.empty() ? "127.0.0.1" : a.master_addr;
+  if (a.master_port > 0) spec.env["MASTER_PORT"] = std::to_string(a.master_port);
   spec.env["GPUCLOUD_NODE"] = node_info_.name;
   if (!a.gpus.empty() && a.gpus.front().milli < 1000)
     spec.env["GPUCLOUD_GPU_MILLI"] = std::to_string(a.gpus.front().milli);
@@ -457,12 +501,17 @@ void Agent::on_exit(const exec::ExitInfo& info) {
   auto& r = it->second;
   r.exited = true;
   std::string message = info.message;
-  if (r.over_runtime)
+  bool lost = info.lost;
+  if (r.fenced) {
+    lost = true;  // not the job's failure: the server re-queues it
+    message = fmt::format("stopped by the agent: no contact with the server for over {}",
+                          format_duration_ms(config_.fence_after_ms));
+  } else if (r.over_runtime)
     message = fmt::format("stopped after exceeding max_runtime {}",
                           format_duration_ms(r.allocation.max_runtime_ms));
   spdlog::info("agent {}: {} exited with code {}{}", node_info_.name, info.key, info.exit_code,
                message.empty() ? "" : " (" + message + ")");
-  push_event({0, info.key, "exited", info.exit_code, info.signal, info.lost, info.failed_to_start,
+  push_event({0, info.key, "exited", info.exit_code, info.signal, lost, info.failed_to_start,
               r.over_runtime, message, clock_.now_ms()});
 }
 
@@ -508,9 +557,27 @@ void Agent::watch() {
       // 50 ms; a poll that already carries news is answered at once anyway.
       if ((grew || !state_.unacked.empty()) && poll_in_flight_ && !inflight_has_news_ && !dirty_)
         wake();
+      fence_if_cut_off(now, to_stop);
     }
     for (const auto& [key, grace] : to_stop) (void)executor_->stop(key, grace);
   }
+}
+
+void Agent::fence_if_cut_off(TimeMs now, std::vector<std::pair<std::string, int64_t>>& to_stop) {
+  // Called with mu_ held. A held poll is answered within poll_hold_ms: silence counts from then.
+  if (config_.fence_after_ms <= 0 ||
+      now - last_contact_ <= config_.fence_after_ms + config_.poll_hold_ms)
+    return;
+  for (auto& [key, r] : state_.replicas) {
+    if (r.exited || r.stop_sent || r.starting) continue;
+    r.stop_sent = true;
+    r.fenced = true;
+    to_stop.push_back({key, r.allocation.grace_ms});
+  }
+  if (!fenced_)
+    spdlog::warn("agent {}: no contact with the server for {}; stopping {} replicas (fencing)",
+                 node_info_.name, format_duration_ms(now - last_contact_), to_stop.size());
+  fenced_ = true;
 }
 
 }  // namespace gpucloud::agent

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,7 +24,8 @@
 namespace gpucloud::agent {
 
 struct AgentConfig {
-  std::string server_url;  // http://HOST:PORT
+  std::string server_url;  // https://HOST:PORT or http://HOST:PORT
+  net::TlsClientOptions tls;
   std::string join_token;  // agent join token (or the admin token)
   std::string data_dir;    // state file and attempt dirs
   std::string name;        // node name; default: the hostname
@@ -33,6 +35,13 @@ struct AgentConfig {
   std::map<std::string, std::string> labels;
   int64_t poll_hold_ms = 5000;
   exec::ProcessExecutorConfig executor;
+  std::string advertise_address;  // reported to the server; "" = the address it sees
+  // Cut off from the server for longer than this, the agent stops its replicas itself
+  // (interruption signal, grace, kill), so no two attempts of a job overlap. 0 = never.
+  int64_t fence_after_ms = 0;
+  // Called (from the agent's thread) when the agent cannot go on, e.g. its join token was
+  // refused; the poll loop has ended then.
+  std::function<void(const Error&)> on_fatal;
 };
 
 class Agent {
@@ -51,13 +60,17 @@ class Agent {
  private:
   Agent(const AgentConfig& config, const Clock& clock);
   void loop();
-  Status register_node();
+  /// Registers (or re-registers) the node: with its own credential when it has one and
+  /// with_credential is set, else with the join token.
+  Status register_node(bool with_credential);
   PollRequest build_poll();
   void apply_response(const PollResponse& response);
   void start_replica(const Allocation& alloc);
   void starter();  // a worker of the start queue
   void on_exit(const exec::ExitInfo& info);
-  void watch();  // log growth and max_runtime
+  void watch();  // log growth, max_runtime and fencing
+  /// Stops every replica once the server has been out of reach for fence_after_ms.
+  void fence_if_cut_off(TimeMs now, std::vector<std::pair<std::string, int64_t>>& to_stop);
   void push_event(ReplicaEvent event);
   void save();
   void wake();
@@ -76,6 +89,8 @@ class Agent {
   AgentState state_;
   int64_t applied_version_ = 0;
   TimeMs last_readings_at_ = 0;
+  TimeMs last_contact_ = 0;  // the last poll the server answered
+  bool fenced_ = false;      // replicas were stopped for lack of contact (until contact returns)
   bool poll_in_flight_ = false;
   bool inflight_has_news_ = false;  // the poll in flight carries events or logs
   bool dirty_ = false;              // something to send

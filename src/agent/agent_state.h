@@ -21,6 +21,7 @@ struct LocalReplica {
   bool over_runtime = false;
   int64_t log_shipped = 0;  // bytes of the log the server has confirmed
   bool starting = false;    // queued or being started (not persisted: a restart reports it lost)
+  bool fenced = false;      // stopped because the server was out of reach (not persisted)
 };
 
 /// Everything the agent persists, in two files <path>.0 and <path>.1 written alternately in

@@ -62,7 +62,16 @@ Result<ApiClient> ApiClient::from_environment() {
   c.address_ = addr && *addr ? addr : read_first_line(".gpucloud/address");
   if (c.address_.empty()) c.address_ = "http://127.0.0.1:8080";
   c.token_ = token && *token ? token : read_first_line(".gpucloud/admin.token");
-  auto http = net::HttpClient::create(c.address_);
+  net::TlsClientOptions tls;
+  const char* ca = std::getenv("GPUCLOUD_CA");
+  const char* fingerprint = std::getenv("GPUCLOUD_FINGERPRINT");
+  if (ca && *ca) tls.ca_file = ca;
+  if (fingerprint && *fingerprint) tls.fingerprint = fingerprint;
+  if (tls.ca_file.empty() && tls.fingerprint.empty() && (!addr || !*addr)) {
+    // The local server's own data dir: pin the certificate it made.
+    if (auto fp = net::certificate_fingerprint(".gpucloud/tls/server.crt")) tls.fingerprint = *fp;
+  }
+  auto http = net::HttpClient::create(c.address_, tls);
   if (!http) return http.error();
   c.http_ = std::move(*http);
   return c;

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -23,6 +24,14 @@ int run_cli(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "gpucloud 0.1.0");
   int code = 0;
+  // Trust options of every client command (same as GPUCLOUD_CA / GPUCLOUD_FINGERPRINT).
+  app.add_option_function<std::string>(
+      "--ca", [](const std::string& v) { ::setenv("GPUCLOUD_CA", v.c_str(), 1); },
+      "client commands: trust the server via this CA certificate (PEM)");
+  app.add_option_function<std::string>(
+      "--fingerprint", [](const std::string& v) { ::setenv("GPUCLOUD_FINGERPRINT", v.c_str(), 1); },
+      "client commands: trust the server certificate with this SHA-256 fingerprint");
+  app.fallthrough();
 
   DevOptions dev;
   auto* dev_cmd =
@@ -123,6 +132,98 @@ int run_cli(int argc, char** argv) {
   auto* tenants_cmd = app.add_subcommand("tenants", "list tenants: quota, GPUs in use, jobs");
   tenants_cmd->add_flag("--json", as_json, "print a JSON array of tenants");
   tenants_cmd->callback([&] { code = cmd_tenants(as_json); });
+
+  ServerOptions srv;
+  auto* server_cmd = app.add_subcommand(
+      "server", "run the control plane alone; agents on other machines join it (docs/config.md)");
+  server_cmd->add_option("--data-dir", srv.data_dir, "where state, tokens, TLS files and logs live")
+      ->capture_default_str();
+  server_cmd->add_option("--listen", srv.listen, "HOST:PORT for the API (port 0: any free port)")
+      ->capture_default_str();
+  server_cmd->add_option("--tls-cert", srv.tls_cert,
+                         "PEM certificate (chain); default: a self-signed one in the data dir");
+  server_cmd->add_option("--tls-key", srv.tls_key, "PEM private key of --tls-cert");
+  server_cmd->add_flag("--plain-http", srv.plain_http,
+                       "serve plain http:// (loopback or a trusted network only)");
+  server_cmd->add_option("--config", srv.config_file,
+                         "tenants and tokens (docs/config.md); reloaded on SIGHUP");
+  server_cmd
+      ->add_option("--unreachable-after", srv.unreachable_after,
+                   "a silent node is unreachable after this long")
+      ->capture_default_str();
+  server_cmd
+      ->add_option("--down-after", srv.down_after,
+                   "a silent node is down (its attempts lost, jobs re-queued) after this long")
+      ->capture_default_str();
+  server_cmd->add_option("--poll-hold", srv.poll_hold, "longest an agent's long-poll is held")
+      ->capture_default_str();
+  server_cmd
+      ->add_option("--policy", srv.policy,
+                   "placement policy: default, first-fit, random, dot-product, clustering, "
+                   "packing, best-fit or fgd")
+      ->capture_default_str();
+  server_cmd->callback([&] { code = cmd_server(srv); });
+
+  AgentOptions agent;
+  auto* agent_cmd =
+      app.add_subcommand("agent", "run this machine's agent, joined to a server over the network");
+  agent_cmd->add_option("--server", agent.server, "the server, e.g. https://10.0.0.1:8443");
+  agent_cmd->add_option(
+      "--join-token", agent.join_token,
+      "a join token (gpucloud token create --role agent); or GPUCLOUD_JOIN_TOKEN");
+  agent_cmd->add_option("--data-dir", agent.data_dir, "the agent's state and job files")
+      ->capture_default_str();
+  agent_cmd->add_option("--name", agent.name, "node name (default: the hostname)");
+  agent_cmd->add_option("--sim-gpus", agent.sim_gpus, "simulate GPUs, e.g. 8xA100-80GB");
+  agent_cmd->add_option("--sim-cpus", agent.sim_cpus, "CPUs per GPU a simulated node advertises")
+      ->capture_default_str();
+  agent_cmd->add_option("--sim-mem", agent.sim_mem, "memory per GPU a simulated node advertises")
+      ->capture_default_str();
+  agent_cmd->add_option("--labels", agent.labels, "node labels, e.g. zone=a,pool=spot-a100");
+  agent_cmd->add_option("--ca", agent.ca, "trust the server's certificate via this CA (PEM)");
+  agent_cmd->add_option("--fingerprint", agent.fingerprint,
+                        "trust exactly the server certificate with this SHA-256 fingerprint");
+  agent_cmd->add_option("--advertise-address", agent.advertise_address,
+                        "address other nodes reach this one at (default: as the server sees it)");
+  agent_cmd
+      ->add_option("--fence-after", agent.fence_after,
+                   "stop this node's jobs after this long without the server (0: never); keep "
+                   "it below the server's --down-after")
+      ->capture_default_str();
+  agent_cmd->add_option("--poll-hold", agent.poll_hold, "longest the server may hold a poll")
+      ->capture_default_str();
+  agent_cmd->callback([&] { code = cmd_agent(agent); });
+
+  std::string token_role, token_ttl;
+  std::vector<std::string> token_tenants;
+  auto* token_cmd = app.add_subcommand("token", "create, list and revoke API and join tokens");
+  token_cmd->require_subcommand(1);
+  auto* token_create = token_cmd->add_subcommand("create", "create a token; prints its secret");
+  token_create->add_option("--role", token_role, "agent (a join token for nodes), member or admin")
+      ->required();
+  token_create->add_option("--ttl", token_ttl, "lifetime, e.g. 24h (default), 7d; 0: no expiry");
+  token_create->add_option("--tenant", token_tenants, "tenant a member token acts for, repeatable");
+  token_create->callback([&] { code = cmd_token_create(token_role, token_ttl, token_tenants); });
+  auto* token_list = token_cmd->add_subcommand("list", "list tokens (never their secrets)");
+  token_list->add_flag("--json", as_json, "print a JSON array");
+  token_list->callback([&] { code = cmd_token_list(as_json); });
+  std::string token_name;
+  auto* token_revoke = token_cmd->add_subcommand("revoke", "revoke a token by name");
+  token_revoke->add_option("name", token_name, "the token's name (see token list)")->required();
+  token_revoke->callback([&] { code = cmd_token_revoke(token_name); });
+
+  std::string node_name;
+  auto* node_cmd = app.add_subcommand("node", "cordon, uncordon or drain a node");
+  node_cmd->require_subcommand(1);
+  for (const char* action : {"cordon", "uncordon", "drain"}) {
+    const char* help = std::string(action) == "cordon" ? "place no new work on the node"
+                       : std::string(action) == "uncordon"
+                           ? "allow new work on the node again"
+                           : "cordon, and stop and re-queue its jobs";
+    auto* sub = node_cmd->add_subcommand(action, help);
+    sub->add_option("node", node_name, "node name or id")->required();
+    sub->callback([&, action] { code = cmd_node_action(action, node_name); });
+  }
 
   SimFgdOptions fgd;
   auto* sim_cmd = app.add_subcommand("sim", "simulate placement on real GPU-cluster traces");

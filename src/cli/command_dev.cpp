@@ -13,30 +13,13 @@
 
 #include "agent/agent.h"
 #include "cli/commands.h"
+#include "cli/daemon.h"
 #include "common/units.h"
 #include "server/server.h"
 
 namespace gpucloud::cli {
 
 namespace {
-
-Result<std::pair<std::string, int>> parse_listen(const std::string& listen) {
-  size_t colon = listen.rfind(':');
-  if (colon == std::string::npos || colon == 0)
-    return invalid(fmt::format(
-        "--listen '{}' is not HOST:PORT (e.g. 127.0.0.1:8080, or port 0 for any free port)",
-        listen));
-  std::string host = listen.substr(0, colon);
-  if (host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  try {
-    size_t used = 0;
-    int port = std::stoi(listen.substr(colon + 1), &used);
-    if (used != listen.size() - colon - 1 || port < 0 || port > 65535) throw std::out_of_range("");
-    return std::make_pair(host, port);
-  } catch (...) {
-    return invalid(fmt::format("--listen '{}': the port must be a number 0..65535", listen));
-  }
-}
 
 std::string binary_hint() {
   std::error_code ec;

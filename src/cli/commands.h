@@ -5,12 +5,15 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
+
 namespace gpucloud::cli {
 
 /// Exit codes shared by the commands.
 constexpr int kExitError = 1;  // the request failed (message on stderr)
 constexpr int kExitUsage = 2;  // bad flags or arguments
 constexpr int kExitLost = 75;  // --wait: the job was lost (EX_TEMPFAIL)
+constexpr int kExitAuth = 77;  // the server refused the token or credential (EX_NOPERM)
 
 struct RunOptions {
   std::string gpus, gpu_type, gpu_milli, gpu_memory, cpus, mem, replicas, name, workdir,
@@ -32,6 +35,35 @@ struct DevOptions {
   std::string unreachable_after = "15s";  // no poll for this long: node unreachable
   std::string down_after = "60s";         // no poll for this long: node down, attempts lost
   int64_t poll_hold_ms = 5000;
+};
+
+/// `gpucloud server`: the control plane alone (docs/config.md).
+struct ServerOptions {
+  std::string data_dir = ".gpucloud";
+  std::string listen = "0.0.0.0:8443";
+  std::string tls_cert, tls_key;  // PEM files; none: a self-signed pair in the data dir
+  bool plain_http = false;        // serve http:// (trusted networks and tests only)
+  std::string policy = "default";
+  std::string config_file;
+  std::string unreachable_after = "15s";
+  std::string down_after = "60s";
+  std::string poll_hold = "5s";
+};
+
+/// `gpucloud agent`: one node joining a server.
+struct AgentOptions {
+  std::string server;      // https://HOST:PORT
+  std::string join_token;  // or GPUCLOUD_JOIN_TOKEN
+  std::string data_dir = ".gpucloud-agent";
+  std::string name;  // default: the hostname
+  std::string sim_gpus;
+  std::string sim_cpus = "16";
+  std::string sim_mem = "128GiB";
+  std::string labels;  // k=v,k=v
+  std::string ca, fingerprint;
+  std::string advertise_address;
+  std::string fence_after = "45s";
+  std::string poll_hold = "5s";
 };
 
 /// `gpucloud sim fgd`: the FGD allocation experiment (shared/fgd-experiment.md).
@@ -74,11 +106,22 @@ int cmd_cancel(const std::string& id);
 int cmd_nodes(bool json);
 int cmd_tenants(bool json);
 int cmd_dev(const DevOptions& o);
+int cmd_server(const ServerOptions& o);
+int cmd_agent(const AgentOptions& o);
+int cmd_token_create(const std::string& role, const std::string& ttl,
+                     const std::vector<std::string>& tenants);
+int cmd_token_list(bool json);
+int cmd_token_revoke(const std::string& name);
+/// `gpucloud node cordon|uncordon|drain NODE`.
+int cmd_node_action(const std::string& action, const std::string& node);
 int cmd_sim_fgd(const SimFgdOptions& o);
 int cmd_sim_gen(const SimGenOptions& o);
 int cmd_sim_replay(const SimReplayOptions& o);
 
 /// Prints "error: message" to stderr and returns kExitError.
 int fail(const std::string& message);
+/// Prints "error: message" to stderr and returns kExitAuth for a refused token, else
+/// kExitError.
+int fail(const Error& error);
 
 }  // namespace gpucloud::cli

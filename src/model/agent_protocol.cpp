@@ -28,7 +28,15 @@ json allocation_to_json(const Allocation& a) {
           {"cpu_milli", a.cpu_milli},
           {"memory_mib", a.memory_mib},
           {"grace_ms", a.grace_ms},
-          {"max_runtime_ms", a.max_runtime_ms}};
+          {"max_runtime_ms", a.max_runtime_ms},
+          {"master_addr", a.master_addr},
+          {"master_port", a.master_port}};
+}
+
+int master_port_for(const std::string& job_id) {
+  uint32_t h = 2166136261u;  // FNV-1a: the same port on every node and across restarts
+  for (unsigned char c : job_id) h = (h ^ c) * 16777619u;
+  return 20000 + static_cast<int>(h % 20000);
 }
 
 Result<Allocation> allocation_from_json(const json& j) {
@@ -49,6 +57,8 @@ Result<Allocation> allocation_from_json(const json& j) {
     a.memory_mib = j.at("memory_mib").get<int64_t>();
     a.grace_ms = j.at("grace_ms").get<int64_t>();
     a.max_runtime_ms = j.at("max_runtime_ms").get<int64_t>();
+    a.master_addr = j.value("master_addr", "");
+    a.master_port = j.value("master_port", 0);
     return a;
   } catch (const json::exception& e) {
     return invalid(std::string("malformed allocation: ") + e.what());

@@ -32,7 +32,14 @@ struct Allocation {
   int64_t memory_mib = 0;
   int64_t grace_ms = 30'000;
   int64_t max_runtime_ms = 0;
+  // Rendezvous of a multi-replica job (docs/jobspec.md): rank 0's node address and a port
+  // chosen per job. Empty and 0 for older servers.
+  std::string master_addr;
+  int master_port = 0;
 };
+
+/// The rendezvous port of a job: deterministic in its id, within 20000..39999.
+int master_port_for(const std::string& job_id);
 
 /// Something that happened to a replica on the node. Sent until the server acknowledges its seq.
 struct ReplicaEvent {

@@ -39,6 +39,7 @@ struct NodeInfo {
   std::string gpu_backend;  // "nvml" or "simulated"
   std::string driver_version;
   std::string cuda_version;
+  std::string address;  // where other nodes reach it (MASTER_ADDR of multi-node jobs)
 };
 
 }  // namespace gpucloud

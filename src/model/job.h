@@ -62,8 +62,9 @@ struct Job {
   TimeMs started_at = 0;
   TimeMs finished_at = 0;
   bool cancel_requested = false;
-  /// Set while the attempt is stopped to be re-queued (e.g. "preempted for job 0193…"): the
-  /// job returns to pending without using a restart.
+  /// Set while the attempt is stopped to be re-queued (a preemption: "preempted for job
+  /// 0193…", or a drain: "node gpu-7 is draining"): once its replicas have stopped the job
+  /// returns to pending whatever its restart policy, without using a restart.
   std::string interrupt_reason;
   int interruptions = 0;     // attempts ended by interruption (not counted as restarts)
   std::string submitted_by;  // the token's name
@@ -73,8 +74,8 @@ struct Job {
 /// for exceeding max_runtime (even if it then exited 0).
 bool replica_failed(const ReplicaAssignment& r);
 
-/// Whether the current attempt is being wound down: cancelled, or a replica failed. Its other
-/// replicas are then stopped (and not started if they have not been yet).
+/// Whether the current attempt is being wound down: cancelled, interrupted, or a replica failed.
+/// Its other replicas are then stopped (and not started if they have not been yet).
 bool attempt_ending(const Job& job);
 
 /// The job's stable public JSON (docs/api.md): id, name, tenant, state, exit_code,

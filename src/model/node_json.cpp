@@ -35,7 +35,8 @@ json node_info_to_json(const NodeInfo& n) {
           {"labels", n.labels},
           {"gpu_backend", n.gpu_backend},
           {"driver_version", n.driver_version},
-          {"cuda_version", n.cuda_version}};
+          {"cuda_version", n.cuda_version},
+          {"address", n.address}};
 }
 
 Result<NodeInfo> node_info_from_json(const json& j) {
@@ -53,6 +54,8 @@ Result<NodeInfo> node_info_from_json(const json& j) {
     n.gpu_backend = j.value("gpu_backend", "");
     n.driver_version = j.value("driver_version", "");
     n.cuda_version = j.value("cuda_version", "");
+    n.address = j.value("address", "");
+    if (n.address.size() > 253) return invalid("node address must be at most 253 characters");
     std::set<int> indices;
     const auto& gpus = j.at("gpus");
     if (gpus.size() > 64)

@@ -1,4 +1,4 @@
-// HttpClient: a blocking HTTP/1.1 client with one keep-alive connection, used by the CLI
+// HttpClient: a blocking HTTP/1.1 (or https) client with one keep-alive connection, used by the CLI
 // and by agents. One request at a time per client; interrupt() may be called from any thread.
 #pragma once
 
@@ -8,13 +8,16 @@
 
 #include "common/result.h"
 #include "net/http_types.h"
+#include "net/tls.h"
 
 namespace gpucloud::net {
 
 class HttpClient {
  public:
-  /// base_url: "http://HOST:PORT". Fails on a malformed URL or an unsupported scheme.
-  static Result<std::unique_ptr<HttpClient>> create(const std::string& base_url);
+  /// base_url: "https://HOST:PORT" (trusted as tls says) or "http://HOST:PORT". Fails on a
+  /// malformed URL, an unsupported scheme, or an unreadable CA file or malformed fingerprint.
+  static Result<std::unique_ptr<HttpClient>> create(const std::string& base_url,
+                                                    const TlsClientOptions& tls = {});
   ~HttpClient();
 
   /// Sends a request and waits up to timeout_ms for the whole response. A connection the server

@@ -5,7 +5,7 @@
 
 #include <optional>
 
-#include "net/asio.h"
+#include "net/asio_ssl.h"
 
 namespace gpucloud::net {
 namespace {
@@ -46,6 +46,7 @@ struct HttpServer::Impl {
   HttpHandler handler;
   HttpServerConfig config;
   std::optional<tcp::acceptor> acceptor;
+  std::optional<ssl::context> tls;  // set when serving https
 
   Impl(EventLoop& l, HttpHandler h) : loop(l), handler(std::move(h)) {}
   asio::io_context& ioc() { return *static_cast<asio::io_context*>(loop.native_handle()); }
@@ -74,13 +75,36 @@ struct HttpServer::Impl {
     std::string remote;
     auto ep = socket.remote_endpoint(ec);
     if (!ec) remote = ep.address().to_string();
-    beast::tcp_stream stream(std::move(socket));
+    if (!tls) {
+      beast::tcp_stream stream(std::move(socket));
+      co_await serve(stream, remote);
+      stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+      co_return;
+    }
+    TlsStream stream(std::move(socket), *tls);
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
+    co_await stream.async_handshake(ssl::stream_base::server,
+                                    asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      spdlog::debug("http: TLS handshake with {} failed: {}", remote, ec.message());
+      co_return;
+    }
+    co_await serve(stream, remote);
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(2));
+    co_await stream.async_shutdown(asio::redirect_error(asio::use_awaitable, ec));
+  }
+
+  // Reads requests and writes responses on one connection until it closes.
+  template <class Stream>
+  asio::awaitable<void> serve(Stream& stream, const std::string& remote) {
+    boost::system::error_code ec;
+    auto& lowest = beast::get_lowest_layer(stream);
     beast::flat_buffer buffer;
     for (;;) {
       http::request_parser<http::string_body> parser;
       parser.body_limit(config.body_limit);
       parser.header_limit(64 * 1024);
-      stream.expires_after(std::chrono::milliseconds(config.idle_timeout_ms));
+      lowest.expires_after(std::chrono::milliseconds(config.idle_timeout_ms));
       co_await http::async_read(stream, buffer, parser,
                                 asio::redirect_error(asio::use_awaitable, ec));
       if (ec) {
@@ -95,16 +119,16 @@ struct HttpServer::Impl {
           co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
           // Read and drop what the client still sends (up to 2 s), so that closing the socket
           // does not reset the connection before the client has read the answer.
-          stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-          stream.expires_after(std::chrono::seconds(2));
+          if (!tls) lowest.socket().shutdown(tcp::socket::shutdown_send, ec);
+          lowest.expires_after(std::chrono::seconds(2));
           char sink[65536];
           while (!ec)
             co_await stream.async_read_some(asio::buffer(sink),
                                             asio::redirect_error(asio::use_awaitable, ec));
-          break;
+          co_return;
         } else if (ec != http::error::end_of_stream && ec != beast::error::timeout &&
                    ec != asio::error::connection_reset && ec != asio::error::eof &&
-                   ec != asio::error::operation_aborted) {
+                   ec != asio::error::operation_aborted && ec != ssl::error::stream_truncated) {
           http::response<http::string_body> res{http::status::bad_request, 11};
           res.set(http::field::content_type, "application/json");
           res.body() = error_body("invalid_argument", "malformed HTTP request: " + ec.message());
@@ -112,7 +136,7 @@ struct HttpServer::Impl {
           res.prepare_payload();
           co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
         }
-        break;
+        co_return;
       }
       auto req = parser.release();
       bool keep_alive = req.keep_alive();
@@ -120,7 +144,7 @@ struct HttpServer::Impl {
       bool head = req.method() == http::verb::head;
       auto pending = std::make_shared<PendingResponse>(stream.get_executor());
       auto ex = stream.get_executor();
-      stream.expires_never();
+      lowest.expires_never();
       handler(to_request(std::move(req), remote),
               [pending, ex, done = std::make_shared<std::atomic<bool>>(false)](HttpResponse r) {
                 if (done->exchange(true)) return;
@@ -140,11 +164,10 @@ struct HttpServer::Impl {
       res.body() = std::move(out.body);
       res.prepare_payload();
       if (head) res.body().clear();
-      stream.expires_after(std::chrono::seconds(30));
+      lowest.expires_after(std::chrono::seconds(30));
       co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
-      if (ec || !keep_alive) break;
+      if (ec || !keep_alive) co_return;
     }
-    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
   }
 };
 
@@ -155,6 +178,23 @@ HttpServer::~HttpServer() = default;
 Result<int> HttpServer::listen(const HttpServerConfig& config) {
   impl_->config = config;
   boost::system::error_code ec;
+  if (!config.tls_cert_file.empty() || !config.tls_key_file.empty()) {
+    if (config.tls_cert_file.empty() || config.tls_key_file.empty())
+      return invalid("TLS needs both a certificate and a key (--tls-cert FILE --tls-key FILE)");
+    auto& ctx = impl_->tls.emplace(ssl::context::tls_server);
+    ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                    ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+    ctx.use_certificate_chain_file(config.tls_cert_file, ec);
+    if (ec)
+      return invalid(fmt::format("--tls-cert {}: {}; give a PEM certificate (chain)",
+                                 config.tls_cert_file, ec.message()));
+    ctx.use_private_key_file(config.tls_key_file, ssl::context::pem, ec);
+    if (ec)
+      return invalid(fmt::format("--tls-key {}: {}; give the PEM private key of the certificate",
+                                 config.tls_key_file, ec.message()));
+    // Resumed sessions spare reconnecting agents a full handshake after a server hiccup.
+    SSL_CTX_set_session_cache_mode(ctx.native_handle(), SSL_SESS_CACHE_SERVER);
+  }
   auto address = asio::ip::make_address(config.host, ec);
   if (ec)
     return invalid(

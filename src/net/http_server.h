@@ -1,5 +1,6 @@
 // HttpServer: HTTP/1.1 with keep-alive on Boost.Beast coroutines, one EventLoop thread.
-// Handlers may answer later (long-poll) without holding a thread.
+// Handlers may answer later (long-poll) without holding a thread. Plain http, or https when
+// given a certificate and key (TLS 1.2+ on OpenSSL).
 #pragma once
 
 #include <memory>
@@ -16,6 +17,8 @@ struct HttpServerConfig {
   int port = 8080;  // 0 = any free port
   size_t body_limit = 16 << 20;
   int idle_timeout_ms = 120'000;
+  std::string tls_cert_file;  // PEM; with tls_key_file, the server speaks only https
+  std::string tls_key_file;
 };
 
 class HttpServer {

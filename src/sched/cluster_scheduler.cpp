@@ -152,18 +152,38 @@ int ClusterScheduler::intern_shape(const JobRequest& req) {
 void ClusterScheduler::refresh_ranking(Shape& s) {
   const auto& log = classes_.activations();
   if (s.status.size() < classes_.size()) s.status.resize(classes_.size(), 0);
-  for (; s.cursor < log.size(); ++s.cursor) {
-    int c = log[s.cursor];
-    if (s.status[c] != 0) continue;
-    const NodeClass& nc = classes_.get(c);
-    if (nc.members.empty()) continue;  // logged again when it gains a member
-    if (!node_could_fit(s.req, nc.state) || !cpu_memory_fit(s.req, nc.state) ||
-        !choose_gpus(s.req, nc.state)) {
-      s.status[c] = 2;
-      continue;
-    }
-    s.ranked.insert({scorer_.score(nc, s.req, s.pod), c});
-    s.status[c] = 1;
+  if (s.cursor == 0 && log.size() > classes_.active().size()) {
+    // A new (or reset) ranking: the classes with members now are all it needs.
+    for (int c : classes_.active()) rank_class(s, c);
+    s.cursor = log.size();
+    return;
+  }
+  for (; s.cursor < log.size(); ++s.cursor) rank_class(s, log[s.cursor]);
+}
+
+void ClusterScheduler::rank_class(Shape& s, int c) {
+  if (s.status[c] != 0) return;
+  const NodeClass& nc = classes_.get(c);
+  if (nc.members.empty()) return;  // logged again when it gains a member
+  if (!node_could_fit(s.req, nc.state) || !cpu_memory_fit(s.req, nc.state) ||
+      !choose_gpus(s.req, nc.state)) {
+    s.status[c] = 2;
+    return;
+  }
+  s.ranked.insert({scorer_.score(nc, s.req, s.pod), c});
+  s.status[c] = 1;
+}
+
+void ClusterScheduler::index_running(const RunningJob& r, bool add) {
+  auto key = std::make_pair(r.req.priority, r.req.job_id);
+  if (add) {
+    by_priority_.insert(key);
+    if (r.req.preemptible()) spot_running_.insert(r.req.job_id);
+    if (r.borrowed) borrowed_running_.insert(r.req.job_id);
+  } else {
+    by_priority_.erase(key);
+    spot_running_.erase(r.req.job_id);
+    borrowed_running_.erase(r.req.job_id);
   }
 }
 
@@ -257,6 +277,7 @@ Status ClusterScheduler::start(const JobRequest& job, const Placement& where, Ti
     r.expected_end = started_at + job.max_runtime_ms;
     ends_.insert({r.expected_end, job.job_id});
   }
+  index_running(r, true);
   running_.emplace(job.job_id, std::move(r));
   return {};
 }
@@ -275,6 +296,7 @@ void ClusterScheduler::finish(const std::string& job_id) {
     nodes_[slot].jobs.erase(job_id);
   }
   if (r.expected_end != kNever) ends_.erase({r.expected_end, job_id});
+  index_running(r, false);
   running_.erase(it);
   ++release_epoch_;
 }
@@ -307,6 +329,7 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
   }
   nominated_slots_.erase(job.req.job_id);
   std::string id = job.req.job_id;
+  index_running(r, true);
   running_.emplace(id, std::move(r));
   pending_.erase(id);  // `job` is gone from here on
 }

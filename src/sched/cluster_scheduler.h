@@ -106,6 +106,8 @@ class ClusterScheduler final : public Scheduler {
   void apply_replica(int slot, const JobRequest& req, const ReplicaPlacement& rp, int sign);
   int intern_shape(const JobRequest& req);
   void refresh_ranking(Shape& shape);
+  void rank_class(Shape& shape, int class_id);
+  void index_running(const RunningJob& job, bool add);
   void maybe_refresh_profile();
   void update_capacity();
   void decide(PendingJob& job, TimeMs now, Plan& plan, bool full_pass);
@@ -146,7 +148,10 @@ class ClusterScheduler final : public Scheduler {
   std::unordered_map<std::string, int> shape_by_key_;
   std::map<std::string, PendingJob> pending_;
   std::map<std::string, RunningJob> running_;
-  std::set<std::pair<TimeMs, std::string>> ends_;                 // expected end, job id
+  std::set<std::pair<TimeMs, std::string>> ends_;  // expected end, job id
+  // Running jobs that some pending job might preempt: by priority, spot ones, borrowing ones.
+  std::set<std::pair<int, std::string>> by_priority_;
+  std::set<std::string> spot_running_, borrowed_running_;
   std::map<std::string, std::set<std::string>> nominated_slots_;  // preemptor -> node ids
   uint64_t next_seq_ = 1;
   uint64_t decided_seq_ = 0;    // jobs up to this seq were decided in an earlier pass

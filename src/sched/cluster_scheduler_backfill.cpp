@@ -32,8 +32,8 @@ std::optional<ClusterScheduler::Reservation> ClusterScheduler::reserve(const Pen
   // Replicas that fit now, per node, and in all (nodes statically able to run the job only).
   std::map<int, int> fit_now;
   int total = 0;
-  for (size_t id = 0; id < classes_.size(); ++id) {
-    const NodeClass& c = classes_.get(static_cast<int>(id));
+  for (int id : classes_.active()) {
+    const NodeClass& c = classes_.get(id);
     if (c.members.empty() || !node_could_fit(one, c.state)) continue;
     int k = replicas_fitting(one, c.state, want);
     if (k == 0) continue;

@@ -124,8 +124,8 @@ std::string ClusterScheduler::resource_reason(const PendingJob& job) {
   int matching = 0, largest_block = -1, placeable = 0;
   std::string largest_node;
   const NodeClass* cpu_class = nullptr;
-  for (size_t id = 0; id < classes_.size(); ++id) {
-    const NodeClass& c = classes_.get(static_cast<int>(id));
+  for (int id : classes_.active()) {
+    const NodeClass& c = classes_.get(id);
     if (c.members.empty()) continue;
     std::string why;
     if (!node_could_fit(req, c.state, &why)) {

@@ -104,13 +104,34 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
   whole.memory_mib = one.memory_mib * job.req.replicas;
   bool try_whole = job.req.replicas > 1 && one.gpu_milli == 0;
   int64_t milli = one.gpu_milli > 0 ? one.gpu_milli : int64_t{one.gpus} * 1000;
+  // Only nodes where something may be preempted, and for gangs also nodes a replica fits now.
+  std::set<int> slots;
+  auto consider = [&](const std::string& id) {
+    const RunningJob& r = running_.at(id);
+    if (!may_preempt(job, r)) return;
+    for (const auto& [slot, rp] : r.replicas) slots.insert(slot);
+  };
+  for (const auto& [priority, id] : by_priority_) {
+    if (priority >= job.req.priority) break;
+    consider(id);
+  }
+  if (!job.req.preemptible())
+    for (const auto& id : spot_running_) consider(id);
+  for (const auto& id : borrowed_running_) consider(id);
+  if (slots.empty()) return std::nullopt;
+  if (job.req.replicas > 1) {
+    Shape& shape = shapes_[job.shape];
+    refresh_ranking(shape);
+    for (const auto& entry : shape.ranked) {
+      const auto& members = classes_.get(entry.second).members;
+      slots.insert(members.begin(), members.end());
+    }
+  }
   std::vector<VictimOption> per_replica, per_gang;
   std::map<int, bool> class_fits;  // static fit per class
-  for (int slot = 0; slot < static_cast<int>(nodes_.size()); ++slot) {
+  for (int slot : slots) {
     const Node& n = nodes_[slot];
-    if (!n.present || n.jobs.empty()) {
-      if (!n.present || job.req.replicas == 1) continue;
-    }
+    if (!n.present) continue;
     int cls = classes_.class_of(slot);
     auto [cf, fresh] = class_fits.try_emplace(cls, false);
     if (fresh) cf->second = node_could_fit(one, n.state);
@@ -159,8 +180,8 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_reclaim_victims
   int64_t milli = gpu_milli_of(job.req);
   if (milli == 0) return std::nullopt;
   std::set<std::string> models;
-  for (size_t id = 0; id < classes_.size(); ++id) {
-    const NodeClass& c = classes_.get(static_cast<int>(id));
+  for (int id : classes_.active()) {
+    const NodeClass& c = classes_.get(id);
     if (!c.members.empty() && node_could_fit(shapes_[job.shape].req, c.state))
       models.insert(c.gpu_model);
   }
@@ -169,9 +190,10 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_reclaim_victims
     int64_t need = tenants_.cohort_excess(job.req.tenant, model, milli);
     if (need == 0) continue;
     std::vector<const RunningJob*> borrowers;
-    for (const auto& [id, r] : running_)
-      if (!r.models.empty() && r.models[0] == model && may_reclaim(job, r) &&
-          r.placed_pass != pass_ && !r.preempting)
+    for (const auto& id : borrowed_running_)
+      if (const RunningJob& r = running_.at(id); !r.models.empty() && r.models[0] == model &&
+                                                 may_reclaim(job, r) && r.placed_pass != pass_ &&
+                                                 !r.preempting)
         borrowers.push_back(&r);
     std::sort(borrowers.begin(), borrowers.end(), [](const RunningJob* a, const RunningJob* b) {
       return cheaper_victim(a->req, false, a->started_at, b->req, false, b->started_at);

@@ -41,12 +41,17 @@ void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, in
   slot_class_[slot] = id;
   auto& members = classes_[id].members;
   members.insert(slot);
-  if (members.size() == 1) activations_.push_back(id);
+  if (members.size() == 1) {
+    activations_.push_back(id);
+    active_.insert(id);
+  }
 }
 
 void NodeClassIndex::remove(int slot) {
   if (slot >= static_cast<int>(slot_class_.size()) || slot_class_[slot] < 0) return;
-  classes_[slot_class_[slot]].members.erase(slot);
+  auto& members = classes_[slot_class_[slot]].members;
+  members.erase(slot);
+  if (members.empty()) active_.erase(slot_class_[slot]);
   slot_class_[slot] = -1;
 }
 

@@ -42,6 +42,8 @@ class NodeClassIndex {
 
   /// Class ids in the order they gained a first member (again): consumers keep a cursor.
   const std::vector<int>& activations() const { return activations_; }
+  /// The classes that have members now, by id.
+  const std::set<int>& active() const { return active_; }
 
  private:
   static std::string key(const NodeState& state, int share_jobs, int whole_jobs);
@@ -50,6 +52,7 @@ class NodeClassIndex {
   std::unordered_map<std::string, int> by_key_;
   std::vector<int> slot_class_;  // -1: no class
   std::vector<int> activations_;
+  std::set<int> active_;
 };
 
 }  // namespace gpucloud::sched

@@ -1,7 +1,10 @@
 #include "server/auth.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
+#include "common/units.h"
 #include "net/crypto.h"
 
 namespace gpucloud::server {
@@ -34,6 +37,22 @@ std::optional<Principal> Authenticator::authenticate(const std::string& header, 
   const auto& t = it->second;
   if (t.revoked || (t.expires_at != 0 && t.expires_at <= now)) return std::nullopt;
   return Principal{t.name, t.role, t.tenants, ""};
+}
+
+std::string Authenticator::rejection(const std::string& header, TimeMs now) const {
+  const std::string prefix = "Bearer ";
+  if (header.size() <= prefix.size() || header.compare(0, prefix.size(), prefix) != 0) return "";
+  auto it = tokens_.find(net::sha256_hex(header.substr(prefix.size())));
+  if (it == tokens_.end()) return "";
+  const auto& t = it->second;
+  std::string fix = t.role == "agent"
+                        ? "ask an admin for a new one: gpucloud token create --role agent"
+                        : "ask an admin for a new token";
+  if (t.revoked) return fmt::format("token '{}' was revoked; {}", t.name, fix);
+  if (t.expires_at != 0 && t.expires_at <= now)
+    return fmt::format("token '{}' expired {} ago; {}", t.name,
+                       format_duration_ms(now - t.expires_at), fix);
+  return "";
 }
 
 }  // namespace gpucloud::server

@@ -32,6 +32,9 @@ class Authenticator {
                            const std::string& node_name);
   /// The principal for an "Authorization: Bearer ..." header value, or nullopt.
   std::optional<Principal> authenticate(const std::string& authorization_header, TimeMs now) const;
+  /// Why a known token was refused (revoked, expired) with what to do, or "" when the token is
+  /// unknown or valid.
+  std::string rejection(const std::string& authorization_header, TimeMs now) const;
 
  private:
   std::unordered_map<std::string, store::TokenRecord> tokens_;

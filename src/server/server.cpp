@@ -208,11 +208,15 @@ Result<int> Server::start() {
                                             [this](net::HttpRequest&& req, net::Responder respond) {
                                               handle(std::move(req), std::move(respond));
                                             });
-  auto port = http_->listen({config_.listen_host, config_.listen_port});
+  net::HttpServerConfig http_config;
+  http_config.host = config_.listen_host;
+  http_config.port = config_.listen_port;
+  GPUCLOUD_TRY(prepare_tls(http_config));
+  auto port = http_->listen(http_config);
   if (!port) return port.error();
   std::string host = config_.listen_host == "0.0.0.0" ? "127.0.0.1" : config_.listen_host;
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
-  url_ = fmt::format("http://{}:{}", host, *port);
+  url_ = fmt::format("{}://{}:{}", config_.tls ? "https" : "http", host, *port);
   GPUCLOUD_TRY(write_secret_file(layout_.address(), url_));
   // Node liveness, and a first scheduling pass for jobs loaded from the store.
   struct Ticker {
@@ -235,10 +239,12 @@ void Server::handle(net::HttpRequest&& req, net::Responder respond) {
   }
   auto who = auth_.authenticate(req.header("authorization"), clock_.now_ms());
   if (!who) {
-    respond(error_response({ErrorCode::kUnauthenticated,
-                            "missing or invalid token: send 'Authorization: Bearer <token>' (the "
-                            "CLI reads GPUCLOUD_TOKEN, "
-                            "or the admin.token file in the data dir)"}));
+    std::string why = auth_.rejection(req.header("authorization"), clock_.now_ms());
+    respond(error_response(
+        {ErrorCode::kUnauthenticated,
+         !why.empty() ? why
+                      : "missing or invalid token: send 'Authorization: Bearer <token>' (the "
+                        "CLI reads GPUCLOUD_TOKEN, or the admin.token file in the data dir)"}));
     return;
   }
   try {
@@ -268,13 +274,13 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
           {ErrorCode::kPermissionDenied, "poll needs a node credential from /v1/agent/register"}));
     return poll(req, who, std::move(respond));
   }
-  if (who.role == "node")
-    return respond(
-        error_response({ErrorCode::kPermissionDenied, "a node credential may only poll"}));
   if (p == "/v1/agent/register") {
     if (m != "POST") return method_not_allowed("POST");
     return respond(register_node(req, who));
   }
+  if (who.role == "node")
+    return respond(error_response(
+        {ErrorCode::kPermissionDenied, "a node credential may only register and poll"}));
   if (who.role == "agent")
     return respond(error_response(
         {ErrorCode::kPermissionDenied, "an agent join token may only register nodes"}));
@@ -291,6 +297,7 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
     if (m != "GET") return method_not_allowed("GET");
     return respond(list_nodes(who));
   }
+  if (route_admin(req, who, respond)) return;
   const std::string jobs_prefix = "/v1/jobs/";
   if (p.rfind(jobs_prefix, 0) == 0) {
     std::string rest = p.substr(jobs_prefix.size());

@@ -32,6 +32,10 @@ struct ServerConfig {
   int64_t down_after_ms = 60'000;         // no poll for this long: node down, its attempts lost
   std::string policy = "default";  // a sched placement policy (sched::scheduler_policy_names)
   std::string config_file;         // tenants and tokens (docs/config.md); "" = none
+  // https: with tls on and no cert/key given, a self-signed pair is made in <data-dir>/tls.
+  bool tls = false;
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 /// Paths of the files a server keeps in its data dir.
@@ -42,6 +46,8 @@ struct DataDirLayout {
   std::string agent_token() const { return root + "/agent.token"; }
   std::string address() const { return root + "/address"; }
   std::string logs() const { return root + "/logs"; }
+  std::string tls_cert() const { return root + "/tls/server.crt"; }
+  std::string tls_key() const { return root + "/tls/server.key"; }
 };
 
 class Server {
@@ -53,8 +59,12 @@ class Server {
 
   /// Starts listening; returns the bound port and writes "http://HOST:PORT" to the address file.
   Result<int> start();
-  /// The base URL clients use, e.g. http://127.0.0.1:8080 (valid after start()).
+  /// The base URL clients use, e.g. https://10.0.0.1:8443 (valid after start()).
   const std::string& url() const { return url_; }
+  /// The SHA-256 fingerprint of the server's TLS certificate ("" without TLS; after start()).
+  const std::string& tls_fingerprint() const { return tls_fingerprint_; }
+  /// The certificate file served over TLS ("" without TLS; after start()).
+  const std::string& tls_cert_file() const { return tls_cert_file_; }
   const DataDirLayout& layout() const { return layout_; }
   /// Reads the config file again (on SIGHUP). On an error the old config stays in force.
   /// Must run on the server's loop.
@@ -94,6 +104,17 @@ class Server {
   net::HttpResponse list_tenants(const Principal& who);
   void apply_tokens();
   Status check_config_tokens(const ServerFileConfig& config) const;
+
+  // Join tokens and node administration (server_admin.cpp)
+  net::HttpResponse create_token(const net::HttpRequest& req, const Principal& who);
+  net::HttpResponse list_tokens(const Principal& who);
+  net::HttpResponse revoke_token(const std::string& name, const Principal& who);
+  /// POST /v1/nodes/NODE/{cordon,uncordon,drain}.
+  net::HttpResponse node_action(const std::string& node, const std::string& action,
+                                const Principal& who);
+  /// Routes /v1/tokens... and /v1/nodes/...; false when the path is not one of them.
+  bool route_admin(net::HttpRequest& req, const Principal& who, net::Responder& respond);
+  Status prepare_tls(net::HttpServerConfig& http);
 
   // Agents (server_agents.cpp)
   net::HttpResponse register_node(const net::HttpRequest& req, const Principal& who);
@@ -141,6 +162,8 @@ class Server {
   LogStore logs_;
   IdGenerator ids_;
   std::string url_;
+  std::string tls_fingerprint_;
+  std::string tls_cert_file_;
 
   std::map<std::string, Job> jobs_;  // pending and running jobs (terminal ones are in the store)
   std::map<std::string, store::NodeRecord> nodes_;

@@ -41,7 +41,7 @@ bool parse_key(const std::string& key, std::string& job_id, int& attempt, int& r
 }  // namespace
 
 net::HttpResponse Server::register_node(const net::HttpRequest& req, const Principal& who) {
-  if (who.role != "agent" && !who.is_admin())
+  if (who.role != "agent" && who.role != "node" && !who.is_admin())
     return error_response({ErrorCode::kPermissionDenied,
                            "registering a node needs an agent join token or the admin token"});
   auto body = parse_json_body(req.body);
@@ -56,6 +56,14 @@ net::HttpResponse Server::register_node(const net::HttpRequest& req, const Princ
       return error_response(invalid(fmt::format("register: {} must be a string", field)));
   std::string node_id = body->value("node_id", "");
   std::string credential = body->value("credential", "");
+  // A node credential re-registers its own node only (after a restart of the agent or server).
+  if (who.role == "node" && node_id != who.node_id)
+    return error_response(
+        {ErrorCode::kPermissionDenied, "a node credential may only re-register its own node"});
+  if (info->address.empty()) {  // the address the agent's connection came from
+    info->address = req.remote_address;
+    if (info->address.rfind("::ffff:", 0) == 0) info->address = info->address.substr(7);
+  }
   store::NodeRecord* existing = nullptr;
   if (!node_id.empty()) {
     auto it = nodes_.find(node_id);
@@ -302,6 +310,9 @@ std::vector<Allocation> Server::desired_for(const std::string& node_id) {
       a.memory_mib = r.memory_mib;
       a.grace_ms = job.spec.grace_period_ms;
       a.max_runtime_ms = job.spec.max_runtime_ms;
+      if (auto rank0 = nodes_.find(job.replicas.front().node_id); rank0 != nodes_.end())
+        a.master_addr = rank0->second.info.address;
+      a.master_port = master_port_for(job.id);
       out.push_back(std::move(a));
     }
   }

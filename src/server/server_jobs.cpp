@@ -250,6 +250,7 @@ net::HttpResponse Server::list_nodes(const Principal& who) {
     out.push_back({{"id", rec.id},
                    {"name", rec.info.name},
                    {"hostname", rec.info.hostname},
+                   {"address", rec.info.address},
                    {"state", rec.state},
                    {"cordoned", rec.cordoned},
                    {"gpu_backend", rec.info.gpu_backend},

@@ -1,0 +1,348 @@
+// bench_agents: simulates N agents against a real `gpucloud server` over TLS, on one thread
+// with Asio coroutines (not a thread per agent). Each agent registers, then on one keep-alive
+// TLS connection alternates a heartbeat (a poll answered at once, carrying its status) and a
+// long-poll the server holds for --interval, i.e. one heartbeat per interval per agent.
+// Then it measures submit->running on a real remote `gpucloud agent`. Prints JSON last.
+//
+//   bench_agents [--agents N] [--duration SECONDS] [--interval SECONDS] [--jobs N]
+//
+// Beast is used directly here: a benchmark is one translation unit outside the product.
+// clang-format off
+#include <utility>
+// clang-format on
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Stats {
+  std::vector<double> latencies_ms;  // heartbeats inside the measurement window
+  int64_t heartbeats = 0;
+  int held = 0;  // agents registered and polling
+  int errors = 0;
+  bool measuring = false;
+};
+
+std::string read_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+double cpu_seconds_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t close = s.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(s.substr(close + 2));
+  std::string f;
+  std::vector<std::string> fields;
+  while (rest >> f) fields.push_back(f);
+  // fields[0] is state (field 3): utime is field 14, stime 15.
+  return (std::stod(fields[11]) + std::stod(fields[12])) / sysconf(_SC_CLK_TCK);
+}
+
+int64_t rss_mib_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) / 1024;
+  return 0;
+}
+
+double self_cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    FILE* f = std::fopen(log.c_str(), "w");
+    dup2(fileno(f), 1);
+    dup2(fileno(f), 2);
+    std::vector<char*> a;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+using Stream = beast::ssl_stream<beast::tcp_stream>;
+
+// JSON bodies are built outside the coroutines (g++ 12 rejects brace-initialised JSON with
+// string literals inside a coroutine frame).
+json register_body(int i) {
+  json node = {{"name", "bench-" + std::to_string(i)},
+               {"hostname", "bench"},
+               {"gpus", json::array()},
+               {"cpu_milli", 1000},
+               {"memory_mib", 1024}};
+  return {{"node", node}};
+}
+
+json poll_body(const std::string& node_id, int64_t version, int64_t hold_ms) {
+  return {{"node_id", node_id},      {"applied_version", version}, {"running", json::array()},
+          {"events", json::array()}, {"logs", json::array()},      {"hold_ms", hold_ms}};
+}
+
+json job_body() {
+  return {{"command", {"/bin/true"}}, {"gpus", 1}, {"workdir", "/tmp"}};
+}
+
+asio::awaitable<json> call(Stream& s, beast::flat_buffer& buf, const std::string& target,
+                           const std::string& token, const json& body) {
+  http::request<http::string_body> req{http::verb::post, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  req.set(http::field::authorization, "Bearer " + token);
+  req.set(http::field::content_type, "application/json");
+  req.body() = body.dump();
+  req.keep_alive(true);
+  req.prepare_payload();
+  co_await http::async_write(s, req, asio::use_awaitable);
+  http::response<http::string_body> res;
+  co_await http::async_read(s, buf, res, asio::use_awaitable);
+  if (res.result_int() != 200) throw std::runtime_error(target + ": " + res.body());
+  co_return json::parse(res.body());
+}
+
+asio::awaitable<void> agent(int i, tcp::endpoint ep, ssl::context& ctx, std::string token,
+                            int interval_ms, Clock::time_point stop, Stats& stats) {
+  auto ex = co_await asio::this_coro::executor;
+  try {
+    Stream s(ex, ctx);
+    co_await beast::get_lowest_layer(s).async_connect(ep, asio::use_awaitable);
+    beast::get_lowest_layer(s).socket().set_option(tcp::no_delay(true));
+    co_await s.async_handshake(ssl::stream_base::client, asio::use_awaitable);
+    beast::flat_buffer buf;
+    json reg_body = register_body(i);
+    json reg = co_await call(s, buf, "/v1/agent/register", token, reg_body);
+    std::string node_id = reg["node_id"], credential = reg["credential"];
+    int64_t version = 0;
+    ++stats.held;
+    while (Clock::now() < stop) {
+      json hb = poll_body(node_id, version, 0);
+      auto t0 = Clock::now();
+      json r = co_await call(s, buf, "/v1/agent/poll", credential, hb);
+      double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      version = r.value("version", version);
+      if (stats.measuring) {
+        stats.latencies_ms.push_back(ms);
+        ++stats.heartbeats;
+      }
+      hb["applied_version"] = version;
+      hb["hold_ms"] = interval_ms;  // the long-poll: held by the server until the interval ends
+      r = co_await call(s, buf, "/v1/agent/poll", credential, hb);
+      version = r.value("version", version);
+    }
+  } catch (const std::exception& e) {
+    if (++stats.errors <= 5) std::cerr << "agent " << i << ": " << e.what() << "\n";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int agents = 1000, duration_s = 30, interval_s = 5, jobs = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    int v = std::stoi(argv[i + 1]);
+    if (a == "--agents")
+      agents = v;
+    else if (a == "--duration")
+      duration_s = v;
+    else if (a == "--interval")
+      interval_s = v;
+    else if (a == "--jobs")
+      jobs = v;
+    else
+      return std::cerr << "unknown flag " << a << "\n", 2;
+  }
+  rlimit lim{};
+  getrlimit(RLIMIT_NOFILE, &lim);
+  lim.rlim_cur = lim.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &lim);  // children (the server) inherit it
+
+  std::string dir =
+      std::filesystem::temp_directory_path() / ("bench_agents." + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  pid_t server = spawn(
+      {GPUCLOUD_BINARY, "server", "--data-dir", dir + "/server", "--listen", "127.0.0.1:0",
+       "--poll-hold", std::to_string(interval_s) + "s", "--unreachable-after",
+       std::to_string(interval_s * 4) + "s", "--down-after", std::to_string(interval_s * 12) + "s"},
+      dir + "/server.log");
+  std::string address;
+  for (int i = 0; i < 200 && address.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    address = read_line(dir + "/server/address");
+  }
+  if (address.empty()) return std::cerr << "server did not start; see " << dir << "\n", 1;
+  std::string port = address.substr(address.rfind(':') + 1);
+  std::string join = read_line(dir + "/server/agent.token");
+  std::string admin = read_line(dir + "/server/admin.token");
+
+  asio::io_context ioc(1);
+  ssl::context ctx(ssl::context::tls_client);
+  ctx.set_verify_mode(ssl::verify_none);  // the load generator trusts its own server
+  tcp::endpoint ep(asio::ip::make_address("127.0.0.1"),
+                   static_cast<unsigned short>(std::stoi(port)));
+  Stats stats;
+  int ramp_s = std::max(5, agents / 1000);
+  auto stop = Clock::now() + std::chrono::seconds(ramp_s + duration_s);
+  for (int i = 0; i < agents; ++i)
+    asio::co_spawn(ioc, agent(i, ep, ctx, join, interval_s * 1000, stop, stats), asio::detached);
+  double server_cpu0 = 0, self_cpu0 = 0;
+  asio::steady_timer start_window(ioc, std::chrono::seconds(ramp_s));
+  start_window.async_wait([&](auto) {
+    stats.measuring = true;
+    server_cpu0 = cpu_seconds_of(server);
+    self_cpu0 = self_cpu_seconds();
+  });
+  double server_cpu = 0, self_cpu = 0;
+  int64_t rss = 0;
+  int held = 0;
+  asio::steady_timer end_window(
+      ioc, std::chrono::seconds(ramp_s + duration_s) - std::chrono::milliseconds(200));
+  end_window.async_wait([&](auto) {
+    stats.measuring = false;
+    server_cpu = cpu_seconds_of(server) - server_cpu0;
+    self_cpu = self_cpu_seconds() - self_cpu0;
+    rss = rss_mib_of(server);
+    held = stats.held - stats.errors;
+  });
+  ioc.run();
+
+  // Submit -> running on a remote agent (a real `gpucloud agent` process).
+  std::vector<double> submit_ms;
+  pid_t remote = -1;
+  {
+    // The agent pins the certificate's fingerprint, read from the server's banner.
+    std::ifstream log(dir + "/server.log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    size_t at = text.find("SHA256 ");
+    std::string fp = at == std::string::npos ? "" : text.substr(at + 7, 95);
+    remote = spawn({GPUCLOUD_BINARY, "agent", "--server", address, "--join-token", join,
+                    "--fingerprint", fp, "--data-dir", dir + "/agent", "--name", "remote",
+                    "--sim-gpus", "1xA100-80GB", "--poll-hold", std::to_string(interval_s) + "s"},
+                   dir + "/agent.log");
+    asio::io_context io2(1);
+    asio::co_spawn(
+        io2,
+        [&]() -> asio::awaitable<void> {
+          auto ex = co_await asio::this_coro::executor;
+          Stream s(ex, ctx);
+          co_await beast::get_lowest_layer(s).async_connect(ep, asio::use_awaitable);
+          co_await s.async_handshake(ssl::stream_base::client, asio::use_awaitable);
+          beast::flat_buffer buf;
+          asio::steady_timer t(ex);
+          for (int attempt = 0; attempt < 100; ++attempt) {  // wait for the remote node
+            http::request<http::string_body> req{http::verb::get, "/v1/nodes", 11};
+            req.set(http::field::authorization, "Bearer " + admin);
+            req.keep_alive(true);
+            co_await http::async_write(s, req, asio::use_awaitable);
+            http::response<http::string_body> res;
+            co_await http::async_read(s, buf, res, asio::use_awaitable);
+            if (res.body().find("\"remote\"") != std::string::npos) break;
+            t.expires_after(std::chrono::milliseconds(100));
+            co_await t.async_wait(asio::use_awaitable);
+          }
+          t.expires_after(std::chrono::seconds(1));
+          co_await t.async_wait(asio::use_awaitable);
+          for (int j = 0; j < jobs; ++j) {
+            json spec = job_body();
+            http::request<http::string_body> req{http::verb::post, "/v1/jobs", 11};
+            req.set(http::field::authorization, "Bearer " + admin);
+            req.set(http::field::content_type, "application/json");
+            req.body() = spec.dump();
+            req.keep_alive(true);
+            req.prepare_payload();
+            co_await http::async_write(s, req, asio::use_awaitable);
+            http::response<http::string_body> res;
+            co_await http::async_read(s, buf, res, asio::use_awaitable);
+            std::string id = json::parse(res.body()).value("id", "");
+            for (int k = 0; k < 200; ++k) {  // until it has ended (started_at is then known)
+              t.expires_after(std::chrono::milliseconds(20));
+              co_await t.async_wait(asio::use_awaitable);
+              http::request<http::string_body> get{http::verb::get, "/v1/jobs/" + id, 11};
+              get.set(http::field::authorization, "Bearer " + admin);
+              get.keep_alive(true);
+              co_await http::async_write(s, get, asio::use_awaitable);
+              http::response<http::string_body> r2;
+              co_await http::async_read(s, buf, r2, asio::use_awaitable);
+              json job = json::parse(r2.body());
+              if (job.value("state", "") == "succeeded") {
+                submit_ms.push_back(static_cast<double>(job.value("started_at_ms", int64_t{0}) -
+                                                        job.value("created_at_ms", int64_t{0})));
+                break;
+              }
+            }
+          }
+        },
+        [](std::exception_ptr e) {
+          if (e) try {
+              std::rethrow_exception(e);
+            } catch (const std::exception& x) {
+              std::cerr << "submit: " << x.what() << "\n";
+            }
+        });
+    io2.run();
+  }
+  kill(remote, SIGTERM);
+  waitpid(remote, nullptr, 0);
+  kill(server, SIGTERM);
+  waitpid(server, nullptr, 0);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+
+  json out = {{"agents", agents},
+              {"agents_held", held},
+              {"errors", stats.errors},
+              {"window_s", duration_s},
+              {"heartbeats_per_s", stats.heartbeats / static_cast<double>(duration_s)},
+              {"heartbeat_p50_ms", percentile(stats.latencies_ms, 0.5)},
+              {"heartbeat_p99_ms", percentile(stats.latencies_ms, 0.99)},
+              {"server_cpu_pct", 100 * server_cpu / duration_s},
+              {"server_rss_mib", rss},
+              {"loadgen_cpu_pct", 100 * self_cpu / duration_s},
+              {"open_files_limit", lim.rlim_cur},
+              {"submit_to_running_p50_ms", percentile(submit_ms, 0.5)},
+              {"submit_to_running_jobs", submit_ms.size()}};
+  std::cout << out.dump() << std::endl;
+  return 0;
+}

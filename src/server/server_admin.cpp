@@ -1,0 +1,246 @@
+// Operator endpoints: join tokens (create, list, revoke), node cordon/uncordon/drain, and the
+// server's TLS certificate.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "common/units.h"
+#include "net/crypto.h"
+#include "net/tls.h"
+#include "server/http_util.h"
+#include "server/server.h"
+
+namespace gpucloud::server {
+
+using json = nlohmann::json;
+
+namespace {
+
+constexpr int64_t kDefaultTokenTtlMs = 24 * 3600 * 1000LL;
+
+std::string token_state(const store::TokenRecord& t, TimeMs now) {
+  if (t.revoked) return "revoked";
+  if (t.expires_at != 0 && t.expires_at <= now) return "expired";
+  return "active";
+}
+
+Error admin_only(const char* what) {
+  return {ErrorCode::kPermissionDenied, fmt::format("{} needs the admin token", what)};
+}
+
+}  // namespace
+
+bool Server::route_admin(net::HttpRequest& req, const Principal& who, net::Responder& respond) {
+  const std::string& p = req.path;
+  const std::string& m = req.method;
+  auto not_allowed = [&](const char* allowed) {
+    auto r = error_response(
+        {ErrorCode::kInvalidArgument, fmt::format("{} does not accept {}; use {}", p, m, allowed)});
+    r.status = 405;
+    r.headers.push_back({"Allow", allowed});
+    respond(r);
+    return true;
+  };
+  if (p == "/v1/tokens") {
+    if (m == "POST") return respond(create_token(req, who)), true;
+    if (m == "GET") return respond(list_tokens(who)), true;
+    return not_allowed("GET, POST");
+  }
+  const std::string tokens_prefix = "/v1/tokens/";
+  if (p.rfind(tokens_prefix, 0) == 0) {
+    std::string rest = p.substr(tokens_prefix.size());
+    const std::string revoke_suffix = "/revoke";
+    bool revoke_path =
+        rest.size() > revoke_suffix.size() &&
+        rest.compare(rest.size() - revoke_suffix.size(), revoke_suffix.size(), revoke_suffix) == 0;
+    if (revoke_path && m != "POST") return not_allowed("POST");
+    if (!revoke_path && m != "DELETE") return not_allowed("DELETE");
+    if (revoke_path) rest.resize(rest.size() - revoke_suffix.size());
+    return respond(revoke_token(rest, who)), true;
+  }
+  const std::string nodes_prefix = "/v1/nodes/";
+  if (p.rfind(nodes_prefix, 0) == 0) {
+    std::string rest = p.substr(nodes_prefix.size());
+    size_t slash = rest.find('/');
+    if (slash == std::string::npos) return false;
+    if (m != "POST") return not_allowed("POST");
+    return respond(node_action(rest.substr(0, slash), rest.substr(slash + 1), who)), true;
+  }
+  return false;
+}
+
+net::HttpResponse Server::create_token(const net::HttpRequest& req, const Principal& who) {
+  if (!who.is_admin()) return error_response(admin_only("creating tokens"));
+  auto body = parse_json_body(req.body.empty() ? "{}" : req.body);
+  if (!body) return error_response(body.error());
+  if (!body->is_object()) return error_response(invalid("token: expected a JSON object"));
+  std::string role = body->value("role", "");
+  if (role != "agent" && role != "admin" && role != "member")
+    return error_response(invalid(fmt::format(
+        "token role '{}' is not agent, member or admin (--role agent makes a join token for "
+        "new nodes)",
+        role)));
+  TimeMs now = clock_.now_ms();
+  int64_t ttl_ms = kDefaultTokenTtlMs;
+  if (body->contains("ttl")) {
+    if (!(*body)["ttl"].is_string())
+      return error_response(invalid("token ttl must be a string such as \"24h\" or \"0\""));
+    std::string ttl = (*body)["ttl"].get<std::string>();
+    auto parsed = ttl == "0" || ttl == "never" ? Result<int64_t>(0) : parse_duration_ms(ttl);
+    if (!parsed || *parsed < 0)
+      return error_response(invalid(fmt::format(
+          "token ttl '{}' is not a duration (e.g. 30m, 24h, 7d; 0 for no expiry)", ttl)));
+    ttl_ms = *parsed;
+  }
+  store::TokenRecord record;
+  record.role = role;
+  if (role == "member") {
+    if (!body->contains("tenants") || !(*body)["tenants"].is_array() || (*body)["tenants"].empty())
+      return error_response(invalid("a member token needs \"tenants\": [\"team-a\", ...]"));
+    for (const auto& t : (*body)["tenants"]) {
+      if (!t.is_string()) return error_response(invalid("tenants must be strings"));
+      record.tenants.push_back(t.get<std::string>());
+    }
+  }
+  std::string secret = random_token();
+  record.sha256 = net::sha256_hex(secret);
+  record.name = fmt::format("{}-{}", role == "agent" ? "join" : role, record.sha256.substr(0, 8));
+  record.created_at = now;
+  record.expires_at = ttl_ms == 0 ? 0 : now + ttl_ms;
+  store::WriteBatch batch;
+  batch.tokens.push_back(record);
+  batch.audit.push_back(
+      {now, who.name, "token.create", record.name,
+       fmt::format("role {}, ttl {}", role, ttl_ms == 0 ? "none" : format_duration_ms(ttl_ms))});
+  if (auto st = commit(batch); !st.ok()) return error_response(st.error());
+  store_tokens_.push_back(record);
+  apply_tokens();
+  spdlog::info("{} created token {} (role {})", who.name, record.name, role);
+  return json_response(201, {{"name", record.name},
+                             {"role", role},
+                             {"token", secret},
+                             {"created_at_ms", record.created_at},
+                             {"expires_at_ms", record.expires_at}});
+}
+
+net::HttpResponse Server::list_tokens(const Principal& who) {
+  if (!who.is_admin()) return error_response(admin_only("listing tokens"));
+  TimeMs now = clock_.now_ms();
+  json out = json::array();
+  for (const auto& t : store_tokens_)
+    out.push_back({{"name", t.name},
+                   {"role", t.role},
+                   {"tenants", t.tenants},
+                   {"state", token_state(t, now)},
+                   {"created_at_ms", t.created_at},
+                   {"expires_at_ms", t.expires_at}});
+  return json_response(200, {{"tokens", out}});
+}
+
+net::HttpResponse Server::revoke_token(const std::string& name, const Principal& who) {
+  if (!who.is_admin()) return error_response(admin_only("revoking tokens"));
+  if (name == "admin")
+    return error_response({ErrorCode::kConflict,
+                           "the server's own admin token cannot be revoked over the API; delete "
+                           "<data-dir>/admin.token and restart the server to replace it"});
+  for (auto& t : store_tokens_) {
+    if (t.name != name) continue;
+    if (!t.revoked) {
+      TimeMs now = clock_.now_ms();
+      store::TokenRecord updated = t;
+      updated.revoked = true;
+      store::WriteBatch batch;
+      batch.tokens.push_back(updated);
+      batch.audit.push_back({now, who.name, "token.revoke", name, "role " + t.role});
+      if (auto st = commit(batch); !st.ok()) return error_response(st.error());
+      t.revoked = true;
+      apply_tokens();
+      spdlog::info("{} revoked token {}", who.name, name);
+    }
+    return json_response(200, {{"name", name}, {"state", "revoked"}});
+  }
+  return error_response(
+      not_found(fmt::format("no token named '{}'; `gpucloud token list` shows the names", name)));
+}
+
+net::HttpResponse Server::node_action(const std::string& node, const std::string& action,
+                                      const Principal& who) {
+  if (action != "cordon" && action != "uncordon" && action != "drain")
+    return error_response(not_found(fmt::format(
+        "no such node action '{}': use cordon, uncordon or drain (see docs/api.md)", action)));
+  if (!who.is_admin()) return error_response(admin_only(("node " + action).c_str()));
+  store::NodeRecord* rec = nullptr;
+  for (auto& [id, n] : nodes_)
+    if (id == node || n.info.name == node) rec = &n;
+  if (!rec)
+    return error_response(
+        not_found(fmt::format("no node named '{}'; `gpucloud nodes` lists them", node)));
+  TimeMs now = clock_.now_ms();
+  store::WriteBatch batch;
+  rec->cordoned = action != "uncordon";
+  batch.nodes.push_back(*rec);
+  batch.audit.push_back({now, who.name, "node." + action, rec->id, rec->info.name});
+  int interrupted = 0;
+  if (action == "drain") {
+    // Each job with a replica here stops as a whole (a gang restarts together) and is
+    // re-queued once its replicas have had their interruption signal and grace period.
+    for (auto& [job_id, job] : jobs_) {
+      if (job.cancel_requested || !job.interrupt_reason.empty() || is_terminal(job.state)) continue;
+      bool here = std::any_of(job.replicas.begin(), job.replicas.end(), [&](const auto& r) {
+        return r.node_id == rec->id && r.state != ReplicaState::kExited;
+      });
+      if (!here) continue;
+      job.interrupt_reason = fmt::format("node {} is draining", rec->info.name);
+      job.message = job.interrupt_reason;
+      stop_replicas(job);
+      batch.jobs.push_back(job);
+      batch.audit.push_back({now, who.name, "job.interrupt", job.id, job.message});
+      ++interrupted;
+    }
+  }
+  if (auto st = commit(batch); !st.ok()) return error_response(st.error());
+  spdlog::info("{}: node {} {}{}", who.name, rec->info.name, action,
+               action == "drain" ? fmt::format(" ({} jobs interrupted)", interrupted) : "");
+  if (action == "uncordon") schedule_soon();
+  return json_response(200, {{"id", rec->id},
+                             {"name", rec->info.name},
+                             {"cordoned", rec->cordoned},
+                             {"jobs_interrupted", interrupted}});
+}
+
+Status Server::prepare_tls(net::HttpServerConfig& http) {
+  if (!config_.tls) return {};
+  std::string cert = config_.tls_cert_file, key = config_.tls_key_file;
+  if (cert.empty() != key.empty())
+    return invalid(
+        "give both --tls-cert FILE and --tls-key FILE, or neither (then a self-signed "
+        "certificate is made in the data dir)");
+  if (cert.empty()) {
+    cert = layout_.tls_cert();
+    key = layout_.tls_key();
+    namespace fs = std::filesystem;
+    if (!fs::exists(cert) || !fs::exists(key)) {
+      std::error_code ec;
+      fs::create_directories(layout_.root + "/tls", ec);
+      std::vector<std::string> ips = net::local_addresses();
+      if (config_.listen_host != "0.0.0.0" && config_.listen_host != "::")
+        ips.push_back(config_.listen_host);
+      char hostname[256] = {};
+      ::gethostname(hostname, sizeof hostname - 1);
+      GPUCLOUD_TRY(net::generate_self_signed(cert, key, ips, {hostname}));
+      spdlog::info("created a self-signed TLS certificate {}", cert);
+    }
+  }
+  auto fp = net::certificate_fingerprint(cert);
+  if (!fp) return fp.error();
+  tls_fingerprint_ = *fp;
+  tls_cert_file_ = cert;
+  http.tls_cert_file = cert;
+  http.tls_key_file = key;
+  return {};
+}
+
+}  // namespace gpucloud::server

@@ -1,0 +1,68 @@
+// NetnsCluster: a real `gpucloud server` in one namespace of a NetnsLab and real
+// `gpucloud agent`s in the others, over TLS pinned by fingerprint, with short timeouts.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "dev_cluster.h"
+#include "netns_lab.h"
+
+namespace gpucloud::testing {
+
+/// The timeouts every cluster test runs with (flags of server and agents).
+struct ClusterTimeouts {
+  std::string poll_hold = "1s";
+  std::string unreachable_after = "2s";
+  std::string down_after = "8s";
+  std::string fence_after = "3s";
+};
+
+class NetnsCluster {
+ public:
+  /// Starts the server and `agents` agents (each with 2 simulated A100s); waits until all
+  /// nodes are ready.
+  NetnsCluster(NetnsLab& lab, int agents, ClusterTimeouts timeouts = {});
+  ~NetnsCluster();
+
+  /// Starts (or restarts) the server with the same data dir; waits until it answers.
+  void start_server();
+  void kill_server();
+  /// Starts (or restarts) agent i (1-based) with its data dir.
+  void start_agent(int i);
+  void kill_agent(int i);
+  std::string agent_name(int i) const { return "agent" + std::to_string(i); }
+
+  /// Runs `gpucloud ARGS...` in the server's namespace against the server, as admin.
+  CommandResult cli(const std::vector<std::string>& args, int timeout_s = 30) const;
+  /// Submits with `run` and returns the job id (throws on failure).
+  std::string submit(const std::vector<std::string>& run_args) const;
+  nlohmann::json job(const std::string& id) const;
+  /// A node's state ("ready", "unreachable", "down") or "" when unknown.
+  std::string node_state(const std::string& name) const;
+  /// Waits until pred(job JSON) holds.
+  bool wait_job(const std::string& id, const std::function<bool(const nlohmann::json&)>& pred,
+                std::chrono::milliseconds timeout = std::chrono::seconds(30)) const;
+
+  const std::string& url() const { return url_; }
+  const std::string& fingerprint() const { return fingerprint_; }
+  const std::string& join_token() const { return join_token_; }
+  const std::string& work_dir() const { return dir_.path(); }
+  /// A shared directory the jobs may write to (all namespaces share the file system).
+  std::string shared_dir() const { return dir_.path() + "/shared"; }
+  NetnsLab& lab() { return lab_; }
+
+ private:
+  NetnsLab& lab_;
+  ClusterTimeouts timeouts_;
+  TempDir dir_;
+  std::string url_, fingerprint_, join_token_, admin_token_;
+  pid_t server_pid_ = -1;
+  std::vector<pid_t> agent_pids_;  // index i-1
+};
+
+}  // namespace gpucloud::testing
