@@ -185,7 +185,8 @@ Status Server::load_state() {
     // a server restart alone does not mark healthy nodes down.
     node.last_seen = clock_.now_ms();
     runtime_[node.id].version = ++version_clock_;
-    nodes_.emplace(node.id, std::move(node));
+    sched_dirty_nodes_.insert(node.id);
+    put_node(node);
   }
   // What this process never saw happen is taken to have happened at load time: agents that
   // apply the first desired set of this server process have seen every placement and stop.

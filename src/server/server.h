@@ -141,6 +141,15 @@ class Server {
   int priority_of(const Job& job) const;
   /// Every node with its current use (from the replicas of active jobs).
   std::vector<sched::NodeState> node_states() const;
+  /// The node as the scheduler sees it, without its use.
+  static sched::NodeState node_state(const store::NodeRecord& rec);
+  /// Brings the scheduler up to date: the nodes that changed since, and every active job.
+  void sync_scheduler(sched::Snapshot& jobs);
+  /// Records that a node's record changed (registered, state, cordon): the scheduler is told at
+  /// its next pass, and a pass is arranged.
+  void node_changed(const std::string& node_id);
+  /// Puts the record into nodes_ and keeps the name index current.
+  void put_node(const store::NodeRecord& record);
   /// Called when a replica's state changed; decides whether the attempt and the job end.
   void settle_attempt(Job& job, store::WriteBatch& batch);
   void end_job(Job& job, JobState state, std::optional<int> exit_code, std::string message,
@@ -167,6 +176,11 @@ class Server {
 
   std::map<std::string, Job> jobs_;  // pending and running jobs (terminal ones are in the store)
   std::map<std::string, store::NodeRecord> nodes_;
+  std::unordered_map<std::string, std::set<std::string>> node_ids_by_name_;  // index of nodes_
+  // Nodes whose record changed since the scheduler was last told (they are told at the next
+  // pass that has pending jobs to decide): a pass costs O(changed nodes + active jobs), not
+  // O(all nodes).
+  std::set<std::string> sched_dirty_nodes_;
   std::unordered_map<std::string, NodeRuntime> runtime_;
   int64_t version_clock_ = 0;
   int lock_fd_ = -1;  // holds an exclusive flock on <data-dir>/server.lock

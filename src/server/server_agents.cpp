@@ -71,8 +71,12 @@ net::HttpResponse Server::register_node(const net::HttpRequest& req, const Princ
         net::constant_time_equal(net::sha256_hex(credential), it->second.credential_sha256))
       existing = &it->second;
   }
-  for (auto& [id, node] : nodes_) {
-    if (node.info.name == info->name && &node != existing) {
+  std::vector<std::string> same_name;  // the records with this name (by the index, by id)
+  if (auto named = node_ids_by_name_.find(info->name); named != node_ids_by_name_.end())
+    same_name.assign(named->second.begin(), named->second.end());
+  for (const auto& id : same_name) {
+    auto& node = nodes_.at(id);
+    if (&node != existing) {
       if (node.state == "ready")
         return error_response(
             {ErrorCode::kConflict,
@@ -105,7 +109,7 @@ net::HttpResponse Server::register_node(const net::HttpRequest& req, const Princ
                                      record.info.gpus.size(), record.info.gpu_backend)});
   if (auto st = commit(batch); !st.ok()) return error_response(st.error());
   auth_.set_node_credential(record.credential_sha256, record.id, record.info.name);
-  nodes_[record.id] = record;
+  put_node(record);
   auto& rt = runtime_[record.id];
   if (rt.version == 0) rt.version = ++version_clock_;
   if (existing && fresh_credential) {
@@ -129,7 +133,7 @@ net::HttpResponse Server::register_node(const net::HttpRequest& req, const Princ
   }
   spdlog::info("node {} ({}) registered with {} GPUs", record.info.name, record.id,
                record.info.gpus.size());
-  schedule_soon();
+  node_changed(record.id);
   return json_response(
       200,
       {{"node_id", record.id}, {"credential", credential}, {"poll_hold_ms", config_.poll_hold_ms}});
@@ -154,7 +158,7 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
     batch.audit.push_back({now, "server", "node.ready", node.id, "was " + node.state});
     node.state = "ready";
     batch.nodes.push_back(node);
-    schedule_soon();
+    node_changed(node.id);
   }
   auto& rt = runtime_[node.id];
   // Logs first: a replica's last output travels in the same poll as its exit.
@@ -348,12 +352,14 @@ void Server::check_node_liveness() {
     TimeMs silent = now - node.last_seen;
     if (node.state == "ready" && silent > config_.unreachable_after_ms) {
       node.state = "unreachable";
+      sched_dirty_nodes_.insert(id);  // takes no new work (told at the next pass)
       spdlog::warn("node {} is unreachable (no poll for {} ms)", node.info.name, silent);
       batch.nodes.push_back(node);
       batch.audit.push_back({now, "server", "node.unreachable", id, ""});
     }
     if (node.state == "unreachable" && silent > config_.down_after_ms) {
       node.state = "down";
+      sched_dirty_nodes_.insert(id);
       spdlog::warn("node {} is down; its attempts are lost", node.info.name);
       batch.nodes.push_back(node);
       batch.audit.push_back({now, "server", "node.down", id, ""});
