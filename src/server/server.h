@@ -4,7 +4,9 @@
 
 #include <map>
 #include <memory>
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -117,7 +119,11 @@ class Server {
   Status prepare_tls(net::HttpServerConfig& http);
 
   // Agents (server_agents.cpp)
-  net::HttpResponse register_node(const net::HttpRequest& req, const Principal& who);
+  void register_node(const net::HttpRequest& req, const Principal& who, net::Responder respond);
+  /// The answer now, or nullopt when `answer` is called once the registration is durable.
+  std::optional<net::HttpResponse> register_node_now(
+      const net::HttpRequest& req, const Principal& who,
+      const std::function<void(net::HttpResponse)>& answer);
   void poll(const net::HttpRequest& req, const Principal& who, net::Responder respond);
   void apply_event(const std::string& node_id, const ReplicaEvent& event, store::WriteBatch& batch);
   void reconcile_running(const std::string& node_id, const PollRequest& poll,
@@ -157,7 +163,11 @@ class Server {
   void stop_replicas(Job& job);
   /// Drops the per-replica bookkeeping of the job's current attempt (it has ended).
   void forget_attempt(const Job& job);
+  /// Commits the batch (after the writes queued by commit_later, in one transaction).
   Status commit(store::WriteBatch& batch);
+  /// Queues the batch for a commit soon, shared with the other batches queued meanwhile (group
+  /// commit), and calls `then` once it is durable. A commit() in between writes it first.
+  void commit_later(store::WriteBatch& batch, std::function<void()> then);
 
   ServerConfig config_;
   DataDirLayout layout_;
@@ -188,6 +198,9 @@ class Server {
   std::vector<store::TokenRecord> store_tokens_;  // admin and agent-join (from the store)
   bool schedule_pending_ = false;
   std::vector<std::string> finished_;  // ended jobs to drop from jobs_ after the next commit
+  store::WriteBatch group_batch_;      // queued by commit_later, written by the next commit
+  std::vector<std::function<void()>> group_waiters_;  // called once group_batch_ is durable
+  bool group_flush_posted_ = false;
 };
 
 }  // namespace gpucloud::server

@@ -40,7 +40,15 @@ bool parse_key(const std::string& key, std::string& job_id, int& attempt, int& r
 
 }  // namespace
 
-net::HttpResponse Server::register_node(const net::HttpRequest& req, const Principal& who) {
+void Server::register_node(const net::HttpRequest& req, const Principal& who,
+                           net::Responder respond) {
+  std::function<void(net::HttpResponse)> answer = std::move(respond);
+  if (auto r = register_node_now(req, who, answer)) answer(std::move(*r));
+}
+
+std::optional<net::HttpResponse> Server::register_node_now(
+    const net::HttpRequest& req, const Principal& who,
+    const std::function<void(net::HttpResponse)>& answer) {
   if (who.role != "agent" && who.role != "node" && !who.is_admin())
     return error_response({ErrorCode::kPermissionDenied,
                            "registering a node needs an agent join token or the admin token"});
@@ -107,7 +115,6 @@ net::HttpResponse Server::register_node(const net::HttpRequest& req, const Princ
   batch.audit.push_back({now, who.name, existing ? "node.reregister" : "node.register", record.id,
                          fmt::format("{} with {} GPUs ({})", record.info.name,
                                      record.info.gpus.size(), record.info.gpu_backend)});
-  if (auto st = commit(batch); !st.ok()) return error_response(st.error());
   auth_.set_node_credential(record.credential_sha256, record.id, record.info.name);
   put_node(record);
   auto& rt = runtime_[record.id];
@@ -125,18 +132,26 @@ net::HttpResponse Server::register_node(const net::HttpRequest& req, const Princ
           r.message = fmt::format("the agent on {} restarted without its state", record.info.name);
           touched.insert(job_id);
         }
-    store::WriteBatch lost;
     for (const auto& job_id : touched)
-      if (auto it = jobs_.find(job_id); it != jobs_.end()) settle_attempt(it->second, lost);
-    (void)commit(lost);
+      if (auto it = jobs_.find(job_id); it != jobs_.end()) settle_attempt(it->second, batch);
     rt.acked_seq = 0;  // the new agent numbers its events afresh
   }
   spdlog::info("node {} ({}) registered with {} GPUs", record.info.name, record.id,
                record.info.gpus.size());
   node_changed(record.id);
-  return json_response(
+  auto response = json_response(
       200,
       {{"node_id", record.id}, {"credential", credential}, {"poll_hold_ms", config_.poll_hold_ms}});
+  if (existing && fresh_credential) {  // lost replicas: durable before anything else is said
+    if (auto st = commit(batch); !st.ok()) return error_response(st.error());
+    return response;
+  }
+  // The answer waits for the record to be durable; registrations that arrive together share
+  // one transaction (a fleet that joins at once would otherwise wait on one fsync each).
+  commit_later(batch, [answer, response = std::move(response)]() mutable {
+    answer(std::move(response));
+  });
+  return std::nullopt;
 }
 
 void Server::poll(const net::HttpRequest& req, const Principal& who, net::Responder respond) {
