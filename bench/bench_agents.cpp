@@ -5,6 +5,11 @@
 // Then it measures submit->running on a real remote `gpucloud agent`. Prints JSON last.
 //
 //   bench_agents [--agents N] [--duration SECONDS] [--interval SECONDS] [--jobs N]
+//                [--ramp-concurrency N] [--ramp-timeout SECONDS]
+//
+// The measuring window (--duration) opens only when every agent has registered and completed
+// its first heartbeat; the ramp before it is reported apart (ramp_s, and CPU during it). At
+// most --ramp-concurrency agents (default 256) handshake and register at the same time.
 //
 // Beast is used directly here: a benchmark is one translation unit outside the product.
 // clang-format off
@@ -24,6 +29,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -43,9 +49,15 @@ namespace {
 struct Stats {
   std::vector<double> latencies_ms;  // heartbeats inside the measurement window
   int64_t heartbeats = 0;
-  int held = 0;  // agents registered and polling
+  int held = 0;   // agents registered
+  int ready = 0;  // agents registered that have completed their first heartbeat
   int errors = 0;
   bool measuring = false;
+  Clock::time_point stop = Clock::time_point::max();  // set when the window opens
+  std::function<void()> on_ready;                     // called when an agent is ready
+  int connecting = 0;      // agents between connect and register (bounded by the ramp limit)
+  int ramp_limit = 256;    // at most this many handshakes+registrations in flight
+  std::vector<std::function<void()>> ramp_waiters;
 };
 
 std::string read_line(const std::string& path) {
@@ -143,9 +155,38 @@ asio::awaitable<json> call(Stream& s, beast::flat_buffer& buf, const std::string
 }
 
 asio::awaitable<void> agent(int i, tcp::endpoint ep, ssl::context& ctx, std::string token,
-                            int interval_ms, Clock::time_point stop, Stats& stats) {
+                            int interval_ms, Stats& stats) {
   auto ex = co_await asio::this_coro::executor;
+  bool in_ramp = false;
+  auto leave_ramp = [&] {
+    if (!in_ramp) return;
+    in_ramp = false;
+    --stats.connecting;
+    if (!stats.ramp_waiters.empty()) {
+      auto next = std::move(stats.ramp_waiters.back());
+      stats.ramp_waiters.pop_back();
+      next();
+    }
+  };
   try {
+    // The ramp: at most ramp_limit agents connect and register at once (as a real fleet that
+    // comes up over some seconds would), so that the listen backlog does not overflow.
+    if (stats.connecting >= stats.ramp_limit) {
+      asio::steady_timer gate(ex, Clock::time_point::max());
+      stats.ramp_waiters.push_back([&gate] { gate.cancel(); });
+      boost::system::error_code ec;
+      co_await gate.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    if (Clock::now() >= stats.stop) {  // the window is over: too late to join
+      if (!stats.ramp_waiters.empty()) {  // pass the turn on, so every waiter ends
+        auto next = std::move(stats.ramp_waiters.back());
+        stats.ramp_waiters.pop_back();
+        next();
+      }
+      co_return;
+    }
+    ++stats.connecting;
+    in_ramp = true;
     Stream s(ex, ctx);
     co_await beast::get_lowest_layer(s).async_connect(ep, asio::use_awaitable);
     beast::get_lowest_layer(s).socket().set_option(tcp::no_delay(true));
@@ -156,13 +197,19 @@ asio::awaitable<void> agent(int i, tcp::endpoint ep, ssl::context& ctx, std::str
     std::string node_id = reg["node_id"], credential = reg["credential"];
     int64_t version = 0;
     ++stats.held;
-    while (Clock::now() < stop) {
+    bool first = true;
+    while (Clock::now() < stats.stop) {
       json hb = poll_body(node_id, version, 0);
       auto t0 = Clock::now();
       json r = co_await call(s, buf, "/v1/agent/poll", credential, hb);
       double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       version = r.value("version", version);
-      if (stats.measuring) {
+      if (first) {
+        first = false;
+        leave_ramp();
+        ++stats.ready;
+        if (stats.on_ready) stats.on_ready();
+      } else if (stats.measuring) {
         stats.latencies_ms.push_back(ms);
         ++stats.heartbeats;
       }
@@ -173,13 +220,16 @@ asio::awaitable<void> agent(int i, tcp::endpoint ep, ssl::context& ctx, std::str
     }
   } catch (const std::exception& e) {
     if (++stats.errors <= 5) std::cerr << "agent " << i << ": " << e.what() << "\n";
+    if (stats.on_ready) stats.on_ready();  // one fewer to wait for
   }
+  leave_ramp();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int agents = 1000, duration_s = 30, interval_s = 5, jobs = 20;
+  int agents = 1000, duration_s = 30, interval_s = 5, jobs = 20, ramp_limit = 256,
+      ramp_timeout_s = 300;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     int v = std::stoi(argv[i + 1]);
@@ -191,6 +241,10 @@ int main(int argc, char** argv) {
       interval_s = v;
     else if (a == "--jobs")
       jobs = v;
+    else if (a == "--ramp-concurrency")
+      ramp_limit = std::max(1, v);
+    else if (a == "--ramp-timeout")
+      ramp_timeout_s = v;
     else
       return std::cerr << "unknown flag " << a << "\n", 2;
   }
@@ -223,28 +277,47 @@ int main(int argc, char** argv) {
   tcp::endpoint ep(asio::ip::make_address("127.0.0.1"),
                    static_cast<unsigned short>(std::stoi(port)));
   Stats stats;
-  int ramp_s = std::max(5, agents / 1000);
-  auto stop = Clock::now() + std::chrono::seconds(ramp_s + duration_s);
+  stats.ramp_limit = ramp_limit;
   for (int i = 0; i < agents; ++i)
-    asio::co_spawn(ioc, agent(i, ep, ctx, join, interval_s * 1000, stop, stats), asio::detached);
-  double server_cpu0 = 0, self_cpu0 = 0;
-  asio::steady_timer start_window(ioc, std::chrono::seconds(ramp_s));
-  start_window.async_wait([&](auto) {
-    stats.measuring = true;
-    server_cpu0 = cpu_seconds_of(server);
-    self_cpu0 = self_cpu_seconds();
-  });
+    asio::co_spawn(ioc, agent(i, ep, ctx, join, interval_s * 1000, stats), asio::detached);
+  // The measuring window opens once every agent has registered and completed its first
+  // heartbeat (the ramp is reported apart), or after --ramp-timeout whatever the count.
+  auto ramp_start = Clock::now();
+  double ramp_s = 0, server_cpu0 = 0, self_cpu0 = 0, ramp_server_cpu = 0, ramp_self_cpu = 0;
+  int ready_at_open = 0;
   double server_cpu = 0, self_cpu = 0;
   int64_t rss = 0;
   int held = 0;
-  asio::steady_timer end_window(
-      ioc, std::chrono::seconds(ramp_s + duration_s) - std::chrono::milliseconds(200));
-  end_window.async_wait([&](auto) {
-    stats.measuring = false;
-    server_cpu = cpu_seconds_of(server) - server_cpu0;
-    self_cpu = self_cpu_seconds() - self_cpu0;
-    rss = rss_mib_of(server);
-    held = stats.held - stats.errors;
+  asio::steady_timer ramp_timeout(ioc, std::chrono::seconds(ramp_timeout_s));
+  asio::steady_timer end_window(ioc, Clock::time_point::max());
+  auto open_window = [&] {
+    if (stats.measuring || stats.stop != Clock::time_point::max()) return;
+    ramp_timeout.cancel();
+    auto now = Clock::now();
+    ramp_s = std::chrono::duration<double>(now - ramp_start).count();
+    ready_at_open = stats.ready;
+    stats.measuring = true;
+    server_cpu0 = cpu_seconds_of(server);
+    self_cpu0 = self_cpu_seconds();
+    ramp_server_cpu = server_cpu0;
+    ramp_self_cpu = self_cpu0;
+    std::cerr << "ramp: " << stats.ready << " agents ready after " << ramp_s << " s; measuring "
+              << duration_s << " s\n";
+    stats.stop = now + std::chrono::seconds(duration_s);
+    end_window.expires_at(stats.stop - std::chrono::milliseconds(200));
+    end_window.async_wait([&](auto) {
+      stats.measuring = false;
+      server_cpu = cpu_seconds_of(server) - server_cpu0;
+      self_cpu = self_cpu_seconds() - self_cpu0;
+      rss = rss_mib_of(server);
+      held = stats.held - stats.errors;
+    });
+  };
+  stats.on_ready = [&] {
+    if (stats.ready + stats.errors >= agents) open_window();
+  };
+  ramp_timeout.async_wait([&](boost::system::error_code ec) {
+    if (!ec) open_window();
   });
   ioc.run();
 
@@ -334,6 +407,10 @@ int main(int argc, char** argv) {
               {"agents_held", held},
               {"errors", stats.errors},
               {"window_s", duration_s},
+              {"agents_ready_at_window", ready_at_open},
+              {"ramp_s", ramp_s},
+              {"ramp_server_cpu_pct", ramp_s > 0 ? 100 * ramp_server_cpu / ramp_s : 0},
+              {"ramp_loadgen_cpu_pct", ramp_s > 0 ? 100 * ramp_self_cpu / ramp_s : 0},
               {"heartbeats_per_s", stats.heartbeats / static_cast<double>(duration_s)},
               {"heartbeat_p50_ms", percentile(stats.latencies_ms, 0.5)},
               {"heartbeat_p99_ms", percentile(stats.latencies_ms, 0.99)},

@@ -20,9 +20,9 @@ void Authenticator::set_tokens(const std::vector<store::TokenRecord>& tokens) {
 
 void Authenticator::set_node_credential(const std::string& sha256, const std::string& node_id,
                                         const std::string& node_name) {
-  std::erase_if(nodes_, [&](const auto& entry) {
-    return entry.second.node_id == node_id;
-  });  // the old one stops working
+  auto& current = credential_of_node_[node_id];
+  if (!current.empty()) nodes_.erase(current);  // the old one stops working
+  current = sha256;
   nodes_[sha256] = Principal{node_name, "node", {}, node_id};
 }
 

@@ -39,6 +39,7 @@ class Authenticator {
  private:
   std::unordered_map<std::string, store::TokenRecord> tokens_;
   std::unordered_map<std::string, Principal> nodes_;
+  std::unordered_map<std::string, std::string> credential_of_node_;  // node id -> key in nodes_
 };
 
 }  // namespace gpucloud::server

@@ -185,7 +185,8 @@ Status Server::load_state() {
     // a server restart alone does not mark healthy nodes down.
     node.last_seen = clock_.now_ms();
     runtime_[node.id].version = ++version_clock_;
-    nodes_.emplace(node.id, std::move(node));
+    sched_dirty_nodes_.insert(node.id);
+    put_node(node);
   }
   // What this process never saw happen is taken to have happened at load time: agents that
   // apply the first desired set of this server process have seen every placement and stop.
@@ -276,7 +277,7 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
   }
   if (p == "/v1/agent/register") {
     if (m != "POST") return method_not_allowed("POST");
-    return respond(register_node(req, who));
+    return register_node(req, who, std::move(respond));
   }
   if (who.role == "node")
     return respond(error_response(
@@ -326,7 +327,45 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
       error_response(not_found(fmt::format("no such endpoint: {} {} (see docs/api.md)", m, p))));
 }
 
+namespace {
+
+template <class T>
+void append(std::vector<T>& to, std::vector<T>& from) {
+  to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+}
+
+}  // namespace
+
+void Server::commit_later(store::WriteBatch& batch, std::function<void()> then) {
+  append(group_batch_.jobs, batch.jobs);
+  append(group_batch_.nodes, batch.nodes);
+  append(group_batch_.tokens, batch.tokens);
+  append(group_batch_.audit, batch.audit);
+  batch = {};
+  group_waiters_.push_back(std::move(then));
+  if (group_flush_posted_) return;
+  group_flush_posted_ = true;
+  // Posted: the requests already read by this turn of the loop queue their writes first.
+  loop_.post([this] {
+    group_flush_posted_ = false;
+    store::WriteBatch none;
+    (void)commit(none);
+  });
+}
+
 Status Server::commit(store::WriteBatch& batch) {
+  std::vector<std::function<void()>> waiters;
+  if (!group_waiters_.empty()) {
+    // What was queued first is written first (a later write of the same row wins).
+    store::WriteBatch merged = std::move(group_batch_);
+    group_batch_ = {};
+    append(merged.jobs, batch.jobs);
+    append(merged.nodes, batch.nodes);
+    append(merged.tokens, batch.tokens);
+    append(merged.audit, batch.audit);
+    batch = std::move(merged);
+    waiters.swap(group_waiters_);
+  }
   Status st = store_->commit(batch);
   if (!st.ok()) {
     // The in-memory state is ahead of the store now, and answers (acknowledged events, new
@@ -340,6 +379,7 @@ Status Server::commit(store::WriteBatch& batch) {
   batch = {};
   for (const auto& id : finished_) jobs_.erase(id);
   finished_.clear();
+  for (auto& w : waiters) w();
   return st;
 }
 

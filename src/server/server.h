@@ -4,7 +4,9 @@
 
 #include <map>
 #include <memory>
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -117,7 +119,11 @@ class Server {
   Status prepare_tls(net::HttpServerConfig& http);
 
   // Agents (server_agents.cpp)
-  net::HttpResponse register_node(const net::HttpRequest& req, const Principal& who);
+  void register_node(const net::HttpRequest& req, const Principal& who, net::Responder respond);
+  /// The answer now, or nullopt when `answer` is called once the registration is durable.
+  std::optional<net::HttpResponse> register_node_now(
+      const net::HttpRequest& req, const Principal& who,
+      const std::function<void(net::HttpResponse)>& answer);
   void poll(const net::HttpRequest& req, const Principal& who, net::Responder respond);
   void apply_event(const std::string& node_id, const ReplicaEvent& event, store::WriteBatch& batch);
   void reconcile_running(const std::string& node_id, const PollRequest& poll,
@@ -141,6 +147,15 @@ class Server {
   int priority_of(const Job& job) const;
   /// Every node with its current use (from the replicas of active jobs).
   std::vector<sched::NodeState> node_states() const;
+  /// The node as the scheduler sees it, without its use.
+  static sched::NodeState node_state(const store::NodeRecord& rec);
+  /// Brings the scheduler up to date: the nodes that changed since, and every active job.
+  void sync_scheduler(sched::Snapshot& jobs);
+  /// Records that a node's record changed (registered, state, cordon): the scheduler is told at
+  /// its next pass, and a pass is arranged.
+  void node_changed(const std::string& node_id);
+  /// Puts the record into nodes_ and keeps the name index current.
+  void put_node(const store::NodeRecord& record);
   /// Called when a replica's state changed; decides whether the attempt and the job end.
   void settle_attempt(Job& job, store::WriteBatch& batch);
   void end_job(Job& job, JobState state, std::optional<int> exit_code, std::string message,
@@ -148,7 +163,11 @@ class Server {
   void stop_replicas(Job& job);
   /// Drops the per-replica bookkeeping of the job's current attempt (it has ended).
   void forget_attempt(const Job& job);
+  /// Commits the batch (after the writes queued by commit_later, in one transaction).
   Status commit(store::WriteBatch& batch);
+  /// Queues the batch for a commit soon, shared with the other batches queued meanwhile (group
+  /// commit), and calls `then` once it is durable. A commit() in between writes it first.
+  void commit_later(store::WriteBatch& batch, std::function<void()> then);
 
   ServerConfig config_;
   DataDirLayout layout_;
@@ -167,6 +186,11 @@ class Server {
 
   std::map<std::string, Job> jobs_;  // pending and running jobs (terminal ones are in the store)
   std::map<std::string, store::NodeRecord> nodes_;
+  std::unordered_map<std::string, std::set<std::string>> node_ids_by_name_;  // index of nodes_
+  // Nodes whose record changed since the scheduler was last told (they are told at the next
+  // pass that has pending jobs to decide): a pass costs O(changed nodes + active jobs), not
+  // O(all nodes).
+  std::set<std::string> sched_dirty_nodes_;
   std::unordered_map<std::string, NodeRuntime> runtime_;
   int64_t version_clock_ = 0;
   int lock_fd_ = -1;  // holds an exclusive flock on <data-dir>/server.lock
@@ -174,6 +198,9 @@ class Server {
   std::vector<store::TokenRecord> store_tokens_;  // admin and agent-join (from the store)
   bool schedule_pending_ = false;
   std::vector<std::string> finished_;  // ended jobs to drop from jobs_ after the next commit
+  store::WriteBatch group_batch_;      // queued by commit_later, written by the next commit
+  std::vector<std::function<void()>> group_waiters_;  // called once group_batch_ is durable
+  bool group_flush_posted_ = false;
 };
 
 }  // namespace gpucloud::server

@@ -204,7 +204,7 @@ net::HttpResponse Server::node_action(const std::string& node, const std::string
   if (auto st = commit(batch); !st.ok()) return error_response(st.error());
   spdlog::info("{}: node {} {}{}", who.name, rec->info.name, action,
                action == "drain" ? fmt::format(" ({} jobs interrupted)", interrupted) : "");
-  if (action == "uncordon") schedule_soon();
+  node_changed(rec->id);  // the scheduler is told at its next pass
   return json_response(200, {{"id", rec->id},
                              {"name", rec->info.name},
                              {"cordoned", rec->cordoned},

@@ -40,7 +40,15 @@ bool parse_key(const std::string& key, std::string& job_id, int& attempt, int& r
 
 }  // namespace
 
-net::HttpResponse Server::register_node(const net::HttpRequest& req, const Principal& who) {
+void Server::register_node(const net::HttpRequest& req, const Principal& who,
+                           net::Responder respond) {
+  std::function<void(net::HttpResponse)> answer = std::move(respond);
+  if (auto r = register_node_now(req, who, answer)) answer(std::move(*r));
+}
+
+std::optional<net::HttpResponse> Server::register_node_now(
+    const net::HttpRequest& req, const Principal& who,
+    const std::function<void(net::HttpResponse)>& answer) {
   if (who.role != "agent" && who.role != "node" && !who.is_admin())
     return error_response({ErrorCode::kPermissionDenied,
                            "registering a node needs an agent join token or the admin token"});
@@ -71,8 +79,12 @@ net::HttpResponse Server::register_node(const net::HttpRequest& req, const Princ
         net::constant_time_equal(net::sha256_hex(credential), it->second.credential_sha256))
       existing = &it->second;
   }
-  for (auto& [id, node] : nodes_) {
-    if (node.info.name == info->name && &node != existing) {
+  std::vector<std::string> same_name;  // the records with this name (by the index, by id)
+  if (auto named = node_ids_by_name_.find(info->name); named != node_ids_by_name_.end())
+    same_name.assign(named->second.begin(), named->second.end());
+  for (const auto& id : same_name) {
+    auto& node = nodes_.at(id);
+    if (&node != existing) {
       if (node.state == "ready")
         return error_response(
             {ErrorCode::kConflict,
@@ -103,9 +115,8 @@ net::HttpResponse Server::register_node(const net::HttpRequest& req, const Princ
   batch.audit.push_back({now, who.name, existing ? "node.reregister" : "node.register", record.id,
                          fmt::format("{} with {} GPUs ({})", record.info.name,
                                      record.info.gpus.size(), record.info.gpu_backend)});
-  if (auto st = commit(batch); !st.ok()) return error_response(st.error());
   auth_.set_node_credential(record.credential_sha256, record.id, record.info.name);
-  nodes_[record.id] = record;
+  put_node(record);
   auto& rt = runtime_[record.id];
   if (rt.version == 0) rt.version = ++version_clock_;
   if (existing && fresh_credential) {
@@ -121,18 +132,26 @@ net::HttpResponse Server::register_node(const net::HttpRequest& req, const Princ
           r.message = fmt::format("the agent on {} restarted without its state", record.info.name);
           touched.insert(job_id);
         }
-    store::WriteBatch lost;
     for (const auto& job_id : touched)
-      if (auto it = jobs_.find(job_id); it != jobs_.end()) settle_attempt(it->second, lost);
-    (void)commit(lost);
+      if (auto it = jobs_.find(job_id); it != jobs_.end()) settle_attempt(it->second, batch);
     rt.acked_seq = 0;  // the new agent numbers its events afresh
   }
   spdlog::info("node {} ({}) registered with {} GPUs", record.info.name, record.id,
                record.info.gpus.size());
-  schedule_soon();
-  return json_response(
+  node_changed(record.id);
+  auto response = json_response(
       200,
       {{"node_id", record.id}, {"credential", credential}, {"poll_hold_ms", config_.poll_hold_ms}});
+  if (existing && fresh_credential) {  // lost replicas: durable before anything else is said
+    if (auto st = commit(batch); !st.ok()) return error_response(st.error());
+    return response;
+  }
+  // The answer waits for the record to be durable; registrations that arrive together share
+  // one transaction (a fleet that joins at once would otherwise wait on one fsync each).
+  commit_later(batch, [answer, response = std::move(response)]() mutable {
+    answer(std::move(response));
+  });
+  return std::nullopt;
 }
 
 void Server::poll(const net::HttpRequest& req, const Principal& who, net::Responder respond) {
@@ -154,7 +173,7 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
     batch.audit.push_back({now, "server", "node.ready", node.id, "was " + node.state});
     node.state = "ready";
     batch.nodes.push_back(node);
-    schedule_soon();
+    node_changed(node.id);
   }
   auto& rt = runtime_[node.id];
   // Logs first: a replica's last output travels in the same poll as its exit.
@@ -348,12 +367,14 @@ void Server::check_node_liveness() {
     TimeMs silent = now - node.last_seen;
     if (node.state == "ready" && silent > config_.unreachable_after_ms) {
       node.state = "unreachable";
+      sched_dirty_nodes_.insert(id);  // takes no new work (told at the next pass)
       spdlog::warn("node {} is unreachable (no poll for {} ms)", node.info.name, silent);
       batch.nodes.push_back(node);
       batch.audit.push_back({now, "server", "node.unreachable", id, ""});
     }
     if (node.state == "unreachable" && silent > config_.down_after_ms) {
       node.state = "down";
+      sched_dirty_nodes_.insert(id);
       spdlog::warn("node {} is down; its attempts are lost", node.info.name);
       batch.nodes.push_back(node);
       batch.audit.push_back({now, "server", "node.down", id, ""});

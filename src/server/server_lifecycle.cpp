@@ -2,38 +2,47 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <unordered_map>
+
 #include "common/units.h"
 #include "server/server.h"
 
 namespace gpucloud::server {
 
+sched::NodeState Server::node_state(const store::NodeRecord& rec) {
+  sched::NodeState n;
+  n.id = rec.id;
+  n.name = rec.info.name;
+  n.cpu_milli = rec.info.cpu_milli;
+  n.memory_mib = rec.info.memory_mib;
+  n.labels = rec.info.labels;
+  n.schedulable = rec.state == "ready" && !rec.cordoned;
+  for (const auto& g : rec.info.gpus) {
+    sched::GpuState gs;
+    gs.index = g.index;
+    gs.uuid = g.uuid;
+    gs.model = g.model;
+    gs.memory_mib = g.memory_mib;
+    gs.numa_node = g.numa_node;
+    n.gpus.push_back(gs);
+  }
+  // NVLink peers are GPU indices; the mask is over positions in gpus.
+  for (size_t i = 0; i < rec.info.gpus.size(); ++i)
+    for (int peer : rec.info.gpus[i].nvlink_peers)
+      for (size_t j = 0; j < rec.info.gpus.size() && j < 64; ++j)
+        if (rec.info.gpus[j].index == peer) n.gpus[i].nvlink_mask |= uint64_t{1} << j;
+  return n;
+}
+
 std::vector<sched::NodeState> Server::node_states() const {
   std::vector<sched::NodeState> out;
-  std::map<std::string, size_t> position;
+  out.reserve(nodes_.size());
+  std::unordered_map<std::string, size_t> position;
+  position.reserve(nodes_.size());
   for (const auto& [id, rec] : nodes_) {
-    sched::NodeState n;
-    n.id = id;
-    n.name = rec.info.name;
-    n.cpu_milli = rec.info.cpu_milli;
-    n.memory_mib = rec.info.memory_mib;
-    n.labels = rec.info.labels;
-    n.schedulable = rec.state == "ready" && !rec.cordoned;
-    for (const auto& g : rec.info.gpus) {
-      sched::GpuState gs;
-      gs.index = g.index;
-      gs.uuid = g.uuid;
-      gs.model = g.model;
-      gs.memory_mib = g.memory_mib;
-      gs.numa_node = g.numa_node;
-      n.gpus.push_back(gs);
-    }
-    // NVLink peers are GPU indices; the mask is over positions in gpus.
-    for (size_t i = 0; i < rec.info.gpus.size(); ++i)
-      for (int peer : rec.info.gpus[i].nvlink_peers)
-        for (size_t j = 0; j < rec.info.gpus.size() && j < 64; ++j)
-          if (rec.info.gpus[j].index == peer) n.gpus[i].nvlink_mask |= uint64_t{1} << j;
     position[id] = out.size();
-    out.push_back(std::move(n));
+    out.push_back(node_state(rec));
   }
   for (const auto& [id, job] : jobs_) {
     for (const auto& r : job.replicas) {
@@ -82,10 +91,41 @@ void Server::apply_tenants() {
   scheduler_->set_tenants(specs);
 }
 
+void Server::node_changed(const std::string& node_id) {
+  sched_dirty_nodes_.insert(node_id);
+  schedule_soon();
+}
+
+void Server::put_node(const store::NodeRecord& record) {
+  auto it = nodes_.find(record.id);
+  if (it != nodes_.end() && it->second.info.name != record.info.name) {
+    auto old = node_ids_by_name_.find(it->second.info.name);
+    if (old != node_ids_by_name_.end()) {
+      old->second.erase(record.id);
+      if (old->second.empty()) node_ids_by_name_.erase(old);
+    }
+  }
+  node_ids_by_name_[record.info.name].insert(record.id);
+  nodes_[record.id] = record;
+}
+
+void Server::sync_scheduler(sched::Snapshot& jobs) {
+  for (const auto& id : sched_dirty_nodes_) {
+    if (auto it = nodes_.find(id); it != nodes_.end())
+      scheduler_->upsert_node(node_state(it->second));
+    else
+      scheduler_->remove_node(id);
+  }
+  sched_dirty_nodes_.clear();
+  // The jobs through sync_snapshot (it diffs them by fingerprint); nodes are not in `jobs` and
+  // never in scheduler_known_.nodes, so it leaves the scheduler's nodes alone.
+  sched::sync_snapshot(*scheduler_, jobs, scheduler_known_);
+}
+
 sched::Snapshot Server::scheduler_snapshot() const {
+  // Jobs only: the nodes reach the scheduler incrementally (sync_scheduler).
   sched::Snapshot snapshot;
   snapshot.now = clock_.now_ms();
-  snapshot.nodes = node_states();
   for (const auto& [id, job] : jobs_) {
     if (is_terminal(job.state)) continue;
     auto request = sched::JobRequest::from_spec(job.id, job.spec, job.created_at, priority_of(job));
@@ -109,8 +149,16 @@ sched::Snapshot Server::scheduler_snapshot() const {
 
 void Server::run_scheduler() {
   schedule_pending_ = false;
+  // Nothing to decide without a pending job: the scheduler is brought up to date (changed
+  // nodes, started and ended jobs) at the next pass that has one. Polls and registrations of
+  // an idle cluster thus cost no pass.
+  bool any_pending = std::any_of(jobs_.begin(), jobs_.end(), [](const auto& entry) {
+    const Job& job = entry.second;
+    return job.state == JobState::kPending && job.replicas.empty() && !job.cancel_requested;
+  });
+  if (!any_pending) return;
   sched::Snapshot snapshot = scheduler_snapshot();
-  sched::sync_snapshot(*scheduler_, snapshot, scheduler_known_);
+  sync_scheduler(snapshot);
   if (snapshot.pending.empty()) return;
   sched::Plan plan = scheduler_->schedule(snapshot.now);
   sched::record_placements(plan, scheduler_known_);
