@@ -1,6 +1,8 @@
 #include "sched/node_scoring.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "sched/fit.h"
 
@@ -24,6 +26,7 @@ std::optional<PlacementPolicy> parse_placement_policy(std::string_view name) {
 
 void NodeScorer::set_profile(WorkloadProfile profile) {
   profile_ = std::move(profile);
+  fragmentation_.clear();
   gpu_per_cpu_ = gpu_milli_per_cpu_milli(profile_);
 }
 
@@ -50,6 +53,14 @@ NodeShape NodeScorer::shape_of(const NodeClass& node) {
   return s;
 }
 
+double NodeScorer::fragmentation_of(const NodeClass& node, const NodeShape& shape) {
+  if (node.id >= static_cast<int>(fragmentation_.size()))
+    fragmentation_.resize(node.id + 1, std::numeric_limits<double>::quiet_NaN());
+  double& f = fragmentation_[node.id];
+  if (std::isnan(f)) f = node_fragmentation(shape, profile_);
+  return f;
+}
+
 NodeScore NodeScorer::score(const NodeClass& node, const JobRequest& req, const PodRequest& pod) {
   NodeScore out;
   if (policy_ == PlacementPolicy::kFirstFit || policy_ == PlacementPolicy::kRandom) return out;
@@ -71,7 +82,7 @@ NodeScore NodeScorer::score(const NodeClass& node, const JobRequest& req, const 
       out.secondary = best_fit_raw_score(shape, pod, normalizers_);
       break;
     case PlacementPolicy::kFgd:
-      out.secondary = fgd_score(shape, pod, profile_, node_fragmentation(shape, profile_));
+      out.secondary = fgd_score(shape, pod, profile_, fragmentation_of(node, shape));
       break;
     case PlacementPolicy::kDefault: {
       if (whole) {
@@ -80,7 +91,7 @@ NodeScore NodeScorer::score(const NodeClass& node, const JobRequest& req, const 
         out.primary = out.primary * 1000 - left;
       }
       out.secondary =
-          default_score(shape, pod, profile_, node_fragmentation(shape, profile_), gpu_per_cpu_);
+          default_score(shape, pod, profile_, fragmentation_of(node, shape), gpu_per_cpu_);
       break;
     }
     default:

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sched/node_classes.h"
 #include "sched/policies/default_policy.h"
@@ -65,12 +66,15 @@ class NodeScorer {
 
  private:
   NodeShape shape_of(const NodeClass& node);
+  /// F(node) under the profile, computed once per class (classes never change).
+  double fragmentation_of(const NodeClass& node, const NodeShape& shape);
 
   PlacementPolicy policy_;
   ScoreNormalizers normalizers_;
   WorkloadProfile profile_;
   double gpu_per_cpu_ = 0;
   std::map<std::string, int> models_;
+  std::vector<double> fragmentation_;  // by class id; NaN: not computed yet
 };
 
 }  // namespace gpucloud::sched
