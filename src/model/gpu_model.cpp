@@ -45,25 +45,37 @@ std::string canonical_gpu_model(std::string_view name) {
 
 bool gpu_model_matches(std::string_view constraint, std::string_view model, int64_t memory_mib) {
   if (constraint.empty()) return true;
-  std::string model_upper = upper(model);
+  // Case-insensitive, without allocating: the scheduler asks this for every GPU it considers.
+  auto same = [](char a, char b) {
+    return std::toupper(static_cast<unsigned char>(a)) ==
+           std::toupper(static_cast<unsigned char>(b));
+  };
+  auto equal_ci = [&](std::string_view x, std::string_view y) {
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (!same(x[i], y[i])) return false;
+    return true;
+  };
   size_t start = 0;
   while (start <= constraint.size()) {
     size_t bar = constraint.find('|', start);
     if (bar == std::string_view::npos) bar = constraint.size();
-    std::string alt = upper(constraint.substr(start, bar - start));
+    std::string_view alt = constraint.substr(start, bar - start);
     start = bar + 1;
     if (alt.empty()) continue;
-    if (alt == model_upper) return true;
+    if (equal_ci(alt, model)) return true;
     // MODEL-NGB
-    if (alt.size() > model_upper.size() + 3 &&
-        alt.compare(0, model_upper.size(), model_upper) == 0 && alt[model_upper.size()] == '-' &&
-        alt.ends_with("GB")) {
-      std::string digits = alt.substr(model_upper.size() + 1, alt.size() - model_upper.size() - 3);
+    if (alt.size() > model.size() + 3 && equal_ci(alt.substr(0, model.size()), model) &&
+        alt[model.size()] == '-' && same(alt[alt.size() - 2], 'G') && same(alt.back(), 'B')) {
+      std::string_view digits = alt.substr(model.size() + 1, alt.size() - model.size() - 3);
       if (digits.empty() || digits.size() > 5) continue;
+      double want_gib = 0;
       bool all_digits = true;
-      for (char c : digits) all_digits &= std::isdigit(static_cast<unsigned char>(c)) != 0;
+      for (char c : digits) {
+        all_digits &= std::isdigit(static_cast<unsigned char>(c)) != 0;
+        want_gib = want_gib * 10 + (c - '0');
+      }
       if (!all_digits) continue;
-      double want_gib = std::stod(digits);
       double have_gib = memory_mib / 1024.0;
       if (std::fabs(have_gib - want_gib) <= std::max(1.0, want_gib * 0.07)) return true;
     }
