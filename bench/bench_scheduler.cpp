@@ -1,0 +1,860 @@
+// bench_scheduler: how fast sched::Scheduler decides, on a synthetic cluster (issue 3,
+// "Performance"). Single-threaded; the workload comes from a fixed seed, so every run builds the
+// same cluster and queue and (the scheduler being deterministic) gets the same plans.
+//
+// The cluster: N nodes × 8 GPUs; 40 % A100-80GB (half NVSwitch full mesh, half NVLink pairs,
+// 128 CPUs, 1 TiB), 30 % H100-80GB (full mesh, 192 CPUs, 2 TiB), 30 % L4-24GB (no NVLink,
+// 96 CPUs, 1 TiB); GPUs 0-3 on NUMA node 0, 4-7 on NUMA node 1; labels zone=z0..z9 and
+// capacity-class (20 % spot, the rest on-demand).
+//
+// The queue: J jobs, 60 % one whole GPU, 20 % GPU shares (100/250/500 milli), 15 % 2-8 GPUs on
+// one node, 5 % gangs of 2-8 replicas × 8 GPUs; CPUs and memory proportional to the GPUs; 8
+// tenants with weights, five with quotas in two cohorts; priorities 0/100/1000; some spot and
+// on-demand-only jobs, some zone selectors and GPU model lists; log-normal durations, declared
+// as max_runtime on 85 % of the jobs. With that mix a job asks for ~2.9 GPUs on average, so the
+// default 100,000 jobs ask for ~3.6× the 80,000 GPUs of 10,000 nodes (the issue's "about 1.2×"
+// cannot hold with this mix at 10 jobs per node: even its smallest sizes, 100-milli shares,
+// 2 GPUs and gangs of 2 × 8, give 2.15×); the figure is printed as demand_ratio.
+//
+// The run ("schedules it to the end"): submit every job, schedule(now); then repeatedly advance
+// virtual time (to the next job's end, at least one tick of --tick-ms later), report the jobs
+// whose duration has passed as finished, and schedule again, until every job has been placed
+// (or nothing runs and the last pass did nothing: reported as stalled). Preemption victims are
+// reported finished and submitted again right after the plan (they restart from the beginning);
+// their preemptors start in the next pass.
+//
+// What is measured (std::chrono::steady_clock around the scheduler's calls only):
+//  - decisions_per_sec: decisions / seconds spent in schedule() in the run's passes. A decision
+//    is a pending job placed, or told why it waits, in one pass. Every pass of the run follows
+//    a finish (jobs ended, or preemption victims stopped), so it is a full pass: the scheduler
+//    decides every pending job; a pass's decisions are therefore pending_count() before the
+//    pass (placements + jobs left waiting). Plan.pending lists only reasons that changed, so it
+//    cannot be counted instead.
+//  - placements_per_sec: placements / the same seconds (unambiguous; a preempted job placed
+//    again counts again).
+//  - p50/p99_decision_us, p99_gang_us, p99_preempt_us: the latency of deciding one newly
+//    submitted job. After the initial fill (cluster full, long queue), jobs held back from the
+//    queue are submitted one at a time and each schedule() is timed; nothing finishes between
+//    them (the fill's preemption victims are stopped after the last probe), so such a pass
+//    decides only the new job. Single-node jobs (whole GPUs and shares, priority 0/100) give
+//    p50/p99; gangs give p99_gang_us; priority-1000 whole-node (8 GPU) jobs of a tenant without
+//    quota, which can only start by preempting, give p99_preempt_us. How many of each were
+//    placed, preempted for, or told to wait is printed.
+//  - the same for policy first-fit in the same run (--no-baseline skips it); with --scaling,
+//    the time per decision of the policy at 1,000, 10,000 and 50,000 nodes, 10 jobs per node:
+//    over the whole run (us_per_decision) and in the initial fill (fill_us_per_decision, the
+//    figure that compares across sizes: every run makes that pass).
+//
+// --time-limit S (default 75) bounds each run: a pass cannot be cut short, so no pass starts
+// that would end more than S seconds after the initial fill started (judged by the previous
+// pass's time per decision); a run not finished by then stops, its figures cover the passes
+// made, and the output says so ("completed": false). The probes get their own budget of
+// max(20, S/4) seconds, a third per kind. The initial fill is one schedule() call over every
+// job; a scaling size whose fill is projected to take far longer than S is skipped, with the
+// projection printed.
+//
+// Usage: bench_scheduler [--nodes N] [--jobs J] [--policy NAME] [--quick] [--scaling]
+//                        [--no-baseline] [--tick-ms MS] [--time-limit S] [--seed S]
+// --quick: 200 nodes, 2,000 jobs, --time-limit 20 (and 100/200/400 nodes for --scaling).
+// The last line of the output is one JSON object.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <numbers>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sched/scheduler.h"
+
+using namespace gpucloud;
+using sched::JobRequest;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(SteadyClock::time_point start) {
+  return std::chrono::duration<double>(SteadyClock::now() - start).count();
+}
+
+// Deterministic everywhere: mt19937_64's sequence is fixed by the standard; the distributions
+// are written here (the standard library's differ between implementations).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : g_(seed) {}
+  double uniform() { return static_cast<double>(g_() >> 11) * 0x1.0p-53; }
+  int below(int n) { return static_cast<int>(g_() % static_cast<uint64_t>(n)); }
+  double normal() {
+    double u1 = std::max(uniform(), 1e-300), u2 = uniform();
+    return std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
+  }
+  // An index into `weights`, drawn in proportion to them.
+  template <typename T>
+  size_t pick(const std::vector<std::pair<T, double>>& weights) {
+    double total = 0;
+    for (const auto& w : weights) total += w.second;
+    double x = uniform() * total;
+    for (size_t i = 0; i < weights.size(); ++i) {
+      if (x < weights[i].second) return i;
+      x -= weights[i].second;
+    }
+    return weights.size() - 1;
+  }
+  template <typename T>
+  const T& choose(const std::vector<std::pair<T, double>>& weights) {
+    return weights[pick(weights)].first;
+  }
+
+ private:
+  std::mt19937_64 g_;
+};
+
+constexpr int64_t kGiB = 1024;                // in MiB
+constexpr TimeMs kStart = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
+
+// ---- The cluster ------------------------------------------------------------------------------
+
+struct Cluster {
+  std::vector<sched::NodeState> nodes;
+  std::map<std::string, int> gpus_by_model;
+  int64_t gpus = 0;
+};
+
+Cluster make_cluster(int n) {
+  Cluster c;
+  c.nodes.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    sched::NodeState node;
+    node.id = fmt::format("node-{:05d}", i);
+    node.name = node.id;
+    int type = i % 10;  // 0-3 A100, 4-6 H100, 7-9 L4
+    std::string model = type < 4 ? "A100" : type < 7 ? "H100" : "L4";
+    int64_t gpu_mem = model == "L4" ? 24 * kGiB : 80 * kGiB;
+    bool full_mesh = model == "H100" || (model == "A100" && (i / 10) % 2 == 0);
+    bool pairs = model == "A100" && !full_mesh;
+    node.cpu_milli = model == "H100" ? 192'000 : model == "A100" ? 128'000 : 96'000;
+    node.memory_mib = (model == "H100" ? 2048 : 1024) * kGiB;
+    for (int g = 0; g < 8; ++g) {
+      sched::GpuState gpu;
+      gpu.index = g;
+      gpu.uuid = fmt::format("GPU-{:05d}-{}", i, g);
+      gpu.model = model;
+      gpu.memory_mib = gpu_mem;
+      gpu.numa_node = g / 4;
+      gpu.nvlink_mask = full_mesh ? (0xFFu & ~(1u << g)) : pairs ? (1u << (g ^ 1)) : 0;
+      node.gpus.push_back(std::move(gpu));
+    }
+    node.labels["zone"] = fmt::format("z{}", (i / 10) % 10);
+    node.labels["capacity-class"] = (i / 10) % 5 == 2 ? "spot" : "on-demand";
+    c.gpus_by_model[model] += 8;
+    c.gpus += 8;
+    c.nodes.push_back(std::move(node));
+  }
+  return c;
+}
+
+std::vector<sched::TenantSpec> make_tenants(const Cluster& c) {
+  struct Def {
+    const char* name;
+    double weight;
+    const char* cohort;
+    double quota;   // fraction of each model's GPUs; 0: no quota
+    double borrow;  // borrowing limit as a fraction; < 0: no limit
+  };
+  const Def defs[] = {{"vision", 2, "ml", 0.20, -1},   {"nlp", 2, "ml", 0.20, 0.10},
+                      {"speech", 1, "ml", 0.10, 0.05}, {"recsys", 1, "prod", 0.15, -1},
+                      {"ads", 1, "prod", 0.10, 0.05},  {"research", 0.5, "", 0, 0},
+                      {"batch", 0.5, "", 0, 0},        {"infra", 1, "", 0, 0}};
+  std::vector<sched::TenantSpec> out;
+  for (const auto& d : defs) {
+    sched::TenantSpec t;
+    t.name = d.name;
+    t.weight = d.weight;
+    t.cohort = d.cohort;
+    t.has_quota = d.quota > 0;
+    if (t.has_quota)
+      for (const auto& [model, gpus] : c.gpus_by_model) {
+        t.quota[model] = static_cast<int>(std::lround(d.quota * gpus));
+        if (d.borrow >= 0)
+          t.borrowing_limit[model] = static_cast<int>(std::lround(d.borrow * gpus));
+      }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// ---- The queue --------------------------------------------------------------------------------
+
+enum class Kind { kOneGpu, kShare, kMultiGpu, kGang };
+
+struct Job {
+  JobRequest req;
+  Kind kind = Kind::kOneGpu;
+  TimeMs duration = 0;  // how long it really runs once placed
+};
+
+struct Workload {
+  std::vector<Job> jobs;
+  double gpu_demand = 0;  // GPUs asked for by all jobs together
+  // Jobs held back from the initial submission, submitted one at a time as latency probes.
+  std::vector<int> probe_single, probe_gang, probe_preempt;
+};
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::kOneGpu:
+      return "1 GPU";
+    case Kind::kShare:
+      return "share";
+    case Kind::kMultiGpu:
+      return "2-8 GPUs";
+    case Kind::kGang:
+      return "gang";
+  }
+  return "?";
+}
+
+int job_index(const std::string& id) {
+  return std::atoi(id.c_str() + 1);
+}
+
+Workload make_workload(int count, uint64_t seed, int probes_single, int probes_other) {
+  Rng rng(seed);
+  const std::vector<std::pair<std::string, double>> tenants = {
+      {"vision", 0.18}, {"nlp", 0.20},      {"speech", 0.10}, {"recsys", 0.12},
+      {"ads", 0.08},    {"research", 0.12}, {"batch", 0.12},  {"infra", 0.08}};
+  const std::vector<std::pair<std::string, double>> whole_models = {
+      {"", 0.35}, {"A100|H100", 0.20}, {"H100", 0.15}, {"A100", 0.15}, {"L4", 0.15}};
+  const std::vector<std::pair<std::string, double>> share_models = {{"", 0.5}, {"L4", 0.5}};
+  const std::vector<std::pair<std::string, double>> gang_models = {
+      {"H100", 0.5}, {"A100|H100", 0.3}, {"A100", 0.2}};
+  const std::vector<std::pair<int, double>> milli = {{100, 0.3}, {250, 0.4}, {500, 0.3}};
+  const std::vector<std::pair<int, double>> multi = {
+      {2, 0.40}, {3, 0.05}, {4, 0.30}, {6, 0.05}, {8, 0.20}};
+  const std::vector<std::pair<int, double>> replicas = {
+      {2, 0.35}, {3, 0.10}, {4, 0.30}, {6, 0.10}, {8, 0.15}};
+  const std::vector<std::pair<int, double>> priorities = {{0, 0.20}, {100, 0.76}, {1000, 0.04}};
+  const std::vector<std::pair<int64_t, double>> cpus_per_gpu = {
+      {4000, 0.3}, {8000, 0.5}, {12000, 0.2}};
+  const std::vector<std::pair<int64_t, double>> mem_per_gpu = {
+      {32 * kGiB, 0.3}, {64 * kGiB, 0.5}, {96 * kGiB, 0.2}};
+
+  Workload w;
+  w.jobs.reserve(count);
+  for (int i = 0; i < count; ++i) {
+    Job job;
+    JobRequest& r = job.req;
+    r.job_id = fmt::format("j{:07d}", i);
+    r.tenant = rng.choose(tenants);
+    double k = rng.uniform();
+    job.kind = k < 0.60   ? Kind::kOneGpu
+               : k < 0.80 ? Kind::kShare
+               : k < 0.95 ? Kind::kMultiGpu
+                          : Kind::kGang;
+    int64_t cpu = rng.choose(cpus_per_gpu), mem = rng.choose(mem_per_gpu);
+    switch (job.kind) {
+      case Kind::kOneGpu:
+      case Kind::kMultiGpu:
+        r.gpus = job.kind == Kind::kOneGpu ? 1 : rng.choose(multi);
+        r.gpu_model = rng.choose(whole_models);
+        break;
+      case Kind::kShare:
+        r.gpus = 1;
+        r.gpu_milli = rng.choose(milli);
+        r.gpu_model = rng.choose(share_models);
+        if (rng.uniform() < 0.5) r.gpu_memory_mib = r.gpu_milli * 20 * kGiB / 1000;
+        break;
+      case Kind::kGang:
+        r.gpus = 8;
+        r.replicas = rng.choose(replicas);
+        r.gpu_model = rng.choose(gang_models);
+        break;
+    }
+    double gpus_each = r.gpu_milli > 0 ? r.gpu_milli / 1000.0 : r.gpus;
+    r.cpu_milli = std::max<int64_t>(1000, static_cast<int64_t>(cpu * gpus_each));
+    r.memory_mib = std::max<int64_t>(4 * kGiB, static_cast<int64_t>(mem * gpus_each));
+    r.priority = rng.choose(priorities);
+    if (job.kind == Kind::kGang) {
+      r.capacity_class = rng.uniform() < 0.1 ? CapacityClass::kOnDemand : CapacityClass::kAny;
+    } else {
+      double c = rng.uniform();
+      r.capacity_class = c < 0.10   ? CapacityClass::kSpot
+                         : c < 0.15 ? CapacityClass::kOnDemand
+                                    : CapacityClass::kAny;
+      if (r.capacity_class == CapacityClass::kSpot && r.priority == 1000) r.priority = 100;
+      // Spot capacity lies in zones z2 and z7 only: zone selectors go with capacity class any.
+      if (r.capacity_class == CapacityClass::kAny && rng.uniform() < 0.05)
+        r.node_selector["zone"] = fmt::format("z{}", rng.below(10));
+    }
+    r.created_at = kStart - count + i;
+    // Log-normal durations: median 20 min (gangs 60 min), clamped to 1 min .. 24 h.
+    double median_min = job.kind == Kind::kGang ? 60 : 20;
+    double minutes = std::clamp(median_min * std::exp(1.2 * rng.normal()), 1.0, 24.0 * 60);
+    job.duration = static_cast<TimeMs>(minutes * 60'000);
+    if (rng.uniform() < 0.85) {
+      // Declared max_runtime: the real duration plus up to 50 %, in whole minutes.
+      double declared = minutes * (1 + 0.5 * rng.uniform());
+      r.max_runtime_ms = static_cast<int64_t>(std::ceil(declared)) * 60'000;
+    }
+    w.gpu_demand += r.replicas * gpus_each;
+    w.jobs.push_back(std::move(job));
+  }
+  // Probes: evenly spaced over the queue's jobs of each category.
+  std::vector<int> single, gang, preempt;
+  for (int i = 0; i < count; ++i) {
+    const Job& j = w.jobs[i];
+    if (j.kind == Kind::kGang)
+      gang.push_back(i);
+    else if (j.req.priority == 1000)
+      preempt.push_back(i);
+    else
+      single.push_back(i);
+  }
+  auto spread = [](const std::vector<int>& from, int want, std::vector<int>& to) {
+    want = std::min<int>(want, static_cast<int>(from.size()) / 4);
+    for (int k = 0; k < want; ++k) to.push_back(from[from.size() * k / want]);
+  };
+  spread(single, probes_single, w.probe_single);
+  spread(gang, probes_other, w.probe_gang);
+  spread(preempt, probes_other, w.probe_preempt);
+  // Preemption probes ask for a whole node (8 GPUs), so that leftover bits cannot take them, for
+  // tenant infra (no quota), so that a quota does not stop them before preemption is tried.
+  for (int i : w.probe_preempt) {
+    JobRequest& r = w.jobs[i].req;
+    r.tenant = "infra";
+    w.gpu_demand += 8 - r.replicas * (r.gpu_milli > 0 ? r.gpu_milli / 1000.0 : r.gpus);
+    w.jobs[i].kind = Kind::kMultiGpu;
+    r.gpus = 8;
+    r.gpu_milli = 0;
+    r.gpu_memory_mib = 0;
+    r.cpu_milli = 8 * 8000;
+    r.memory_mib = 8 * 64 * kGiB;
+    r.capacity_class = CapacityClass::kAny;
+    r.node_selector.clear();
+  }
+  return w;
+}
+
+// ---- One run ----------------------------------------------------------------------------------
+
+struct Percentiles {
+  size_t count = 0;
+  double p50 = 0, p99 = 0, max = 0;
+};
+
+Percentiles percentiles(std::vector<double> v) {
+  Percentiles p;
+  p.count = v.size();
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) {
+    size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+    return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+  };
+  p.p50 = at(0.50);
+  p.p99 = at(0.99);
+  p.max = v.back();
+  return p;
+}
+
+struct ProbeStats {
+  std::vector<double> us;
+  int placed = 0, preempting = 0, waiting = 0;
+};
+
+struct RunResult {
+  std::string policy;
+  int nodes = 0, jobs = 0;
+  double setup_s = 0;   // upsert_node for every node and set_tenants
+  double submit_s = 0;  // submit() of the queue, including resubmitted victims
+  double finish_s = 0;  // finish() of ended jobs and of victims
+  double sched_s = 0;   // schedule() in the run's passes (not the probes)
+  double wall_s = 0;
+  uint64_t decisions = 0, placements = 0, preemptions = 0, passes = 0;
+  std::vector<double> pass_ms;
+  std::vector<size_t> pass_pending;  // pending_count() before each pass
+  double first_pass_s = 0;           // the initial fill: every job pending
+  size_t first_pass_pending = 0;
+  uint64_t placed_and_preempted = 0;  // jobs a plan both placed and chose as victims
+  uint64_t first_pass_placements = 0, first_pass_preemptions = 0;
+  size_t max_pending = 0;
+  ProbeStats single, gang, preempt;
+  bool completed = false;
+  std::string stop_reason;
+  size_t left_pending = 0;
+  TimeMs virtual_end = 0;
+  std::vector<std::string> stuck_reasons;
+};
+
+struct Options {
+  int nodes = 10000;
+  int jobs = 100000;
+  std::string policy = "default";
+  bool quick = false;
+  bool scaling = false;
+  bool baseline = true;  // also run first-fit
+  TimeMs tick_ms = 60'000;
+  double time_limit_s = 75;  // no pass starts later in a run (probes have their own budget)
+  uint64_t seed = 42;
+};
+
+RunResult run(const std::string& policy, const Cluster& cluster, const Workload& w,
+              const Options& opt, bool probes) {
+  RunResult res;
+  res.policy = policy;
+  res.nodes = static_cast<int>(cluster.nodes.size());
+  res.jobs = static_cast<int>(w.jobs.size());
+  auto wall = SteadyClock::now();
+
+  sched::PolicySettings settings;
+  settings.policy = policy;
+  settings.seed = opt.seed;
+  auto created = sched::create_scheduler(settings);
+  if (!created.ok()) {
+    fmt::print(stderr, "bench_scheduler: {}\n", created.error().message);
+    std::exit(2);
+  }
+  sched::Scheduler& s = **created;
+
+  auto t = SteadyClock::now();
+  s.set_tenants(make_tenants(cluster));
+  for (const auto& node : cluster.nodes) s.upsert_node(node);
+  res.setup_s = seconds_since(t);
+  fmt::print(stderr, "[{}] {} nodes added in {:.2f} s\n", policy, res.nodes, res.setup_s);
+
+  std::vector<char> held(w.jobs.size(), 0);
+  if (probes) {
+    for (int i : w.probe_single) held[i] = 1;
+    for (int i : w.probe_gang) held[i] = 1;
+    for (int i : w.probe_preempt) held[i] = 1;
+  }
+  std::vector<char> submitted(w.jobs.size(), 0);
+  auto submit = [&](int i) {
+    submitted[i] = 1;
+    auto t0 = SteadyClock::now();
+    auto st = s.submit(w.jobs[i].req);
+    res.submit_s += seconds_since(t0);
+    if (!st.ok()) {
+      fmt::print(stderr, "bench_scheduler: submit {}: {}\n", w.jobs[i].req.job_id,
+                 st.error().message);
+      std::exit(2);
+    }
+  };
+  for (int i = 0; i < res.jobs; ++i)
+    if (!held[i]) submit(i);
+
+  std::set<std::pair<TimeMs, int>> ends;  // real end, job index
+  std::vector<TimeMs> end_of(w.jobs.size(), 0);
+  std::map<int, std::string> reasons;  // last reason per pending job (for a stalled run)
+  TimeMs now = kStart;
+
+  auto apply = [&](const sched::Plan& plan, std::vector<std::string>* victims) {
+    for (const auto& p : plan.placements) {
+      int i = job_index(p.job_id);
+      end_of[i] = now + w.jobs[i].duration;
+      ends.insert({end_of[i], i});
+      reasons.erase(i);
+    }
+    for (const auto& p : plan.pending) reasons[job_index(p.job_id)] = p.reason;
+    for (const auto& p : plan.preemptions) victims->push_back(p.job_id);
+  };
+  // Victims stop (finish) and return to the queue (submit).
+  auto stop_victims = [&](std::vector<std::string>& victims) {
+    for (const auto& id : victims) {
+      int i = job_index(id);
+      ends.erase({end_of[i], i});
+      auto t0 = SteadyClock::now();
+      s.finish(id);
+      res.finish_s += seconds_since(t0);
+      submit(i);
+    }
+    res.preemptions += victims.size();
+    victims.clear();
+  };
+  // A pass of the run: every pending job is decided (see the top of this file). Victims stop
+  // at once (or, for the initial fill, after the probes, whose passes must decide only the new
+  // job: a finish makes the next pass a full one); their preemptors start in the next pass.
+  // Returns whether the plan did anything.
+  std::vector<std::string> probe_victims;
+  auto pass = [&](bool stop_now) {
+    size_t pending = s.pending_count();
+    res.max_pending = std::max(res.max_pending, pending);
+    auto t0 = SteadyClock::now();
+    sched::Plan plan = s.schedule(now);
+    double dt = seconds_since(t0);
+    res.sched_s += dt;
+    res.pass_ms.push_back(dt * 1e3);
+    res.pass_pending.push_back(pending);
+    ++res.passes;
+    res.decisions += pending;
+    res.placements += plan.placements.size();
+    std::set<std::string> placed;
+    for (const auto& p : plan.placements) placed.insert(p.job_id);
+    for (const auto& p : plan.preemptions) res.placed_and_preempted += placed.count(p.job_id);
+    if (res.passes == 1) {
+      res.first_pass_s = dt;
+      res.first_pass_pending = pending;
+      res.first_pass_placements = plan.placements.size();
+      res.first_pass_preemptions = plan.preemptions.size();
+    }
+    std::vector<std::string> victims;
+    apply(plan, stop_now ? &victims : &probe_victims);
+    stop_victims(victims);
+    return !plan.placements.empty() || !plan.preemptions.empty();
+  };
+  // A probe: one held-back job submitted alone; its pass decides only it.
+  auto probe = [&](int i, ProbeStats& stats) {
+    submit(i);
+    auto t0 = SteadyClock::now();
+    sched::Plan plan = s.schedule(now);
+    stats.us.push_back(seconds_since(t0) * 1e6);
+    size_t before = probe_victims.size();
+    apply(plan, &probe_victims);
+    if (!plan.placements.empty())
+      ++stats.placed;
+    else if (probe_victims.size() > before)
+      ++stats.preempting;
+    else
+      ++stats.waiting;
+  };
+
+  auto limit_start = SteadyClock::now();
+  auto over_time = [&] { return seconds_since(limit_start) > opt.time_limit_s; };
+  bool changed = pass(!probes);  // the initial fill
+  fmt::print(stderr, "[{}] initial pass: {:.2f} s for {} jobs\n", policy, res.first_pass_s,
+             res.first_pass_pending);
+  if (probes) {
+    // Each kind of probe gets a third of the probe budget; the rest of its jobs are submitted
+    // without timing.
+    const double budget = std::max(20.0, opt.time_limit_s / 4) / 3;
+    for (auto [ids, stats] :
+         {std::pair{&w.probe_single, &res.single}, std::pair{&w.probe_gang, &res.gang},
+          std::pair{&w.probe_preempt, &res.preempt}}) {
+      auto start = SteadyClock::now();
+      for (int i : *ids)
+        if (seconds_since(start) < budget) probe(i, *stats);
+    }
+    changed = changed || !probe_victims.empty();
+    stop_victims(probe_victims);
+    for (int i = 0; i < res.jobs; ++i)
+      if (held[i] && !submitted[i]) submit(i);
+  }
+
+  auto last_progress = SteadyClock::now();
+  while (s.pending_count() > 0) {
+    if (ends.empty() && !changed) {
+      res.stop_reason = fmt::format(
+          "stalled: {} jobs pending, none running (the scheduler counts {}), the last "
+          "pass placed nothing",
+          s.pending_count(), s.running_count());
+      break;
+    }
+    // A pass cannot be cut short: none starts that would end past the limit, judging by the
+    // last pass's time per decision.
+    double last_us = res.passes && res.pass_pending.back()
+                         ? res.pass_ms.back() * 1e3 / static_cast<double>(res.pass_pending.back())
+                         : 0;
+    double next_pass_s = last_us * 1e-6 * static_cast<double>(s.pending_count());
+    if (over_time() || seconds_since(limit_start) + next_pass_s > opt.time_limit_s) {
+      res.stop_reason = fmt::format(
+          "time limit: stopped at {:.0f} s, the next pass would end after --time-limit {:.0f} s; "
+          "{} jobs pending",
+          seconds_since(limit_start), opt.time_limit_s, s.pending_count());
+      break;
+    }
+    now = ends.empty() ? now + opt.tick_ms : std::max(now + opt.tick_ms, ends.begin()->first);
+    auto t0 = SteadyClock::now();
+    while (!ends.empty() && ends.begin()->first <= now) {
+      s.finish(w.jobs[ends.begin()->second].req.job_id);
+      ends.erase(ends.begin());
+    }
+    res.finish_s += seconds_since(t0);
+    changed = pass(true);
+    if (seconds_since(last_progress) > 10) {
+      last_progress = SteadyClock::now();
+      fmt::print(stderr, "[{}] {:.0f} s: {} passes, {} pending, {} placements\n", policy,
+                 seconds_since(limit_start), res.passes, s.pending_count(), res.placements);
+    }
+  }
+  res.completed = s.pending_count() == 0;
+  res.left_pending = s.pending_count();
+  res.virtual_end = now - kStart;
+  if (!res.completed && res.stop_reason.starts_with("stalled")) {
+    for (const auto& u : s.tenant_usage())
+      if (u.used_milli != 0)
+        res.stuck_reasons.push_back(fmt::format("tenant {} still uses {} milli of {}", u.tenant,
+                                                u.used_milli, u.gpu_model));
+    // Plan.pending repeats no reason, so the last one seen may be old: withdraw the stuck jobs,
+    // submit them again and decide them once more for their reasons now.
+    std::vector<int> stuck;
+    for (const auto& [i, why] : reasons)
+      if (stuck.size() < 5) stuck.push_back(i);
+    for (int i : stuck) s.finish(w.jobs[i].req.job_id), submit(i);
+    reasons.clear();
+    std::vector<std::string> ignored;
+    apply(s.schedule(now), &ignored);
+  }
+  if (!res.completed)
+    for (const auto& [i, why] : reasons) {
+      if (res.stuck_reasons.size() >= 5) break;
+      const JobRequest& r = w.jobs[i].req;
+      res.stuck_reasons.push_back(
+          fmt::format("{} ({} of tenant {}: {}x{} {}{}): {}", r.job_id, kind_name(w.jobs[i].kind),
+                      r.tenant, r.replicas, r.gpu_milli > 0 ? r.gpu_milli / 1000.0 : r.gpus,
+                      r.gpu_model.empty() ? "GPU" : r.gpu_model,
+                      r.capacity_class == CapacityClass::kAny
+                          ? ""
+                          : fmt::format(", {}", to_string(r.capacity_class)),
+                      why));
+    }
+  res.wall_s = seconds_since(wall);
+  return res;
+}
+
+// ---- Output -----------------------------------------------------------------------------------
+
+double per_sec(double n, double s) {
+  return s > 0 ? n / s : 0;
+}
+
+nlohmann::ordered_json figures(const RunResult& r) {
+  auto single = percentiles(r.single.us), gang = percentiles(r.gang.us),
+       preempt = percentiles(r.preempt.us);
+  auto us = [](size_t count, double v) -> nlohmann::ordered_json {
+    if (count == 0) return nullptr;  // no probe of that kind was timed
+    return std::round(v * 10) / 10;
+  };
+  return {{"decisions_per_sec", std::round(per_sec(r.decisions, r.sched_s))},
+          {"placements_per_sec", std::round(per_sec(r.placements, r.sched_s))},
+          {"p50_decision_us", us(single.count, single.p50)},
+          {"p99_decision_us", us(single.count, single.p99)},
+          {"p99_gang_us", us(gang.count, gang.p99)},
+          {"p99_preempt_us", us(preempt.count, preempt.p99)},
+          {"probes", {single.count, gang.count, preempt.count}},
+          {"decisions", r.decisions},
+          {"placements", r.placements},
+          {"preemptions", r.preemptions},
+          {"passes", r.passes},
+          {"schedule_s", std::round(r.sched_s * 1000) / 1000},
+          {"setup_s", std::round(r.setup_s * 1000) / 1000},
+          {"completed", r.completed},
+          {"pending_left", r.left_pending}};
+}
+
+void print_run(const RunResult& r) {
+  auto pass = percentiles(r.pass_ms);
+  fmt::print("-- policy {}: {} nodes, {} jobs\n", r.policy, r.nodes, r.jobs);
+  fmt::print(
+      "   setup (upsert {} nodes, tenants) {:.3f} s; submit {:.3f} s; finish {:.3f} s; "
+      "wall {:.1f} s\n",
+      r.nodes, r.setup_s, r.submit_s, r.finish_s, r.wall_s);
+  fmt::print(
+      "   {} passes, {:.3f} s in schedule(): {} decisions, {} placements, {} preemptions; "
+      "largest queue {}\n",
+      r.passes, r.sched_s, r.decisions, r.placements, r.preemptions, r.max_pending);
+  if (r.placed_and_preempted > 0)
+    fmt::print("   {} jobs were placed and chosen as preemption victims in the same plan\n",
+               r.placed_and_preempted);
+  fmt::print(
+      "   {:.0f} decisions/s ({:.2f} us each), {:.0f} placements/s; pass p50 {:.2f} ms, "
+      "p99 {:.2f} ms, max {:.2f} ms\n",
+      per_sec(r.decisions, r.sched_s), r.decisions ? r.sched_s * 1e6 / r.decisions : 0,
+      per_sec(r.placements, r.sched_s), pass.p50, pass.p99, pass.max);
+  fmt::print("   initial fill pass: {:.3f} s for {} pending jobs, {} placed, {} preemptions\n",
+             r.first_pass_s, r.first_pass_pending, r.first_pass_placements,
+             r.first_pass_preemptions);
+  auto probe_line = [](const char* what, const ProbeStats& p) {
+    auto q = percentiles(p.us);
+    if (q.count == 0) return;
+    fmt::print(
+        "   {:<36} n={:<5} p50 {:8.1f} us  p99 {:8.1f} us  max {:8.1f} us  "
+        "(placed {}, preempting {}, waiting {})\n",
+        what, q.count, q.p50, q.p99, q.max, p.placed, p.preempting, p.waiting);
+  };
+  probe_line("one new single-node job:", r.single);
+  probe_line("one new gang:", r.gang);
+  probe_line("one new priority-1000 job (preempts):", r.preempt);
+  if (r.completed)
+    fmt::print("   every job placed; virtual time {:.1f} h\n", r.virtual_end / 3.6e6);
+  else
+    fmt::print("   NOT completed: {}; virtual time {:.1f} h\n", r.stop_reason,
+               r.virtual_end / 3.6e6);
+  for (const auto& why : r.stuck_reasons) fmt::print("     waits: {}\n", why);
+}
+
+constexpr const char* kUsage =
+    "usage: bench_scheduler [--nodes N] [--jobs J] [--policy NAME] [--quick] [--scaling] "
+    "[--no-baseline] [--tick-ms MS] [--time-limit S] [--seed S]\n";
+
+[[noreturn]] void usage(const std::string& problem) {
+  fmt::print(stderr, "bench_scheduler: {}\n{}", problem, kUsage);
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  bool nodes_set = false, jobs_set = false, limit_set = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(fmt::format("{} needs a value", a));
+      return argv[++i];
+    };
+    auto number = [&](int64_t min) {
+      std::string v = value();
+      char* end = nullptr;
+      long long n = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < min)
+        usage(fmt::format("{}: '{}' is not a whole number >= {}", a, v, min));
+      return static_cast<int64_t>(n);
+    };
+    if (a == "--nodes")
+      o.nodes = static_cast<int>(number(1)), nodes_set = true;
+    else if (a == "--jobs")
+      o.jobs = static_cast<int>(number(1)), jobs_set = true;
+    else if (a == "--policy")
+      o.policy = value();
+    else if (a == "--quick")
+      o.quick = true;
+    else if (a == "--scaling")
+      o.scaling = true;
+    else if (a == "--no-baseline")
+      o.baseline = false;
+    else if (a == "--tick-ms")
+      o.tick_ms = number(1);
+    else if (a == "--time-limit")
+      o.time_limit_s = static_cast<double>(number(1)), limit_set = true;
+    else if (a == "--seed")
+      o.seed = static_cast<uint64_t>(number(0));
+    else if (a == "--help" || a == "-h")
+      fmt::print("{}", kUsage), std::exit(0);
+    else
+      usage(fmt::format("unknown argument '{}'", a));
+  }
+  if (o.quick) {
+    if (!nodes_set) o.nodes = 200;
+    if (!jobs_set) o.jobs = 2000;
+    if (!limit_set) o.time_limit_s = 20;
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt = parse(argc, argv);
+  const int probes_single = opt.quick ? 200 : 1000, probes_other = opt.quick ? 50 : 200;
+
+  Cluster cluster = make_cluster(opt.nodes);
+  Workload workload = make_workload(opt.jobs, opt.seed, probes_single, probes_other);
+  double demand_ratio = workload.gpu_demand / static_cast<double>(cluster.gpus);
+  int kinds[4] = {0, 0, 0, 0};
+  for (const auto& j : workload.jobs) ++kinds[static_cast<int>(j.kind)];
+  fmt::print(
+      "bench_scheduler: {} nodes ({} GPUs: {} A100, {} H100, {} L4), {} jobs asking for "
+      "{:.0f} GPUs ({:.2f}x the cluster), seed {}, tick {} ms\n",
+      opt.nodes, cluster.gpus, cluster.gpus_by_model["A100"], cluster.gpus_by_model["H100"],
+      cluster.gpus_by_model["L4"], opt.jobs, workload.gpu_demand, demand_ratio, opt.seed,
+      opt.tick_ms);
+  fmt::print(
+      "   jobs: {} {}, {} {}, {} {}, {} {}; probes held back: {} single-node, {} gangs, "
+      "{} priority-1000\n",
+      kinds[0], kind_name(Kind::kOneGpu), kinds[1], kind_name(Kind::kShare), kinds[2],
+      kind_name(Kind::kMultiGpu), kinds[3], kind_name(Kind::kGang), workload.probe_single.size(),
+      workload.probe_gang.size(), workload.probe_preempt.size());
+  fflush(stdout);
+
+  RunResult main_run = run(opt.policy, cluster, workload, opt, true);
+  print_run(main_run);
+  fflush(stdout);
+  bool own_first_fit = opt.baseline && opt.policy != "first-fit";
+  RunResult first_fit = own_first_fit ? run("first-fit", cluster, workload, opt, true) : main_run;
+  if (own_first_fit) print_run(first_fit);
+  fflush(stdout);
+
+  nlohmann::ordered_json out = {{"nodes", opt.nodes}, {"jobs", opt.jobs}, {"policy", opt.policy}};
+  out.update(figures(main_run));
+  out["first_fit"] = opt.baseline ? figures(first_fit) : nlohmann::ordered_json();
+
+  if (opt.scaling) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    std::vector<int> sizes =
+        opt.quick ? std::vector<int>{100, 200, 400} : std::vector<int>{1000, 10000, 50000};
+    fmt::print("-- scaling, policy {}, 10 jobs per node:\n", opt.policy);
+    // The initial fill is one schedule() call that no time limit can cut short: a size whose
+    // fill would take far longer than --time-limit (from the previous size's fill time per
+    // decision, taken to grow in proportion to the nodes) is skipped. The fill's time per
+    // decision is also the figure that compares across sizes: every run makes that pass, while
+    // how many later passes a run makes depends on the time limit.
+    double prev_fill_us = 0;
+    int prev_nodes = 0;
+    for (int n : sizes) {
+      int jobs = n * 10;
+      double projected = prev_fill_us * 1e-6 * n / std::max(prev_nodes, 1) * jobs;
+      bool reuse = n == opt.nodes && jobs == opt.jobs;
+      if (prev_fill_us > 0 && projected > 4 * opt.time_limit_s && !reuse) {
+        std::string note = fmt::format(
+            "skipped: its initial pass alone would take about {:.0f} s ({:.0f} us per decision "
+            "in the fill at {} nodes, times {}/{} nodes, times {} jobs)",
+            projected, prev_fill_us, prev_nodes, n, prev_nodes, jobs);
+        fmt::print("   {:>6} nodes {:>7} jobs: {}\n", n, jobs, note);
+        rows.push_back({{"nodes", n},
+                        {"jobs", jobs},
+                        {"us_per_decision", nullptr},
+                        {"fill_us_per_decision", nullptr},
+                        {"note", note}});
+        continue;
+      }
+      RunResult r;
+      if (reuse) {
+        r = main_run;
+      } else {
+        Cluster c = make_cluster(n);
+        Workload w = make_workload(jobs, opt.seed, 0, 0);
+        r = run(opt.policy, c, w, opt, false);
+      }
+      double us = r.decisions ? r.sched_s * 1e6 / static_cast<double>(r.decisions) : 0;
+      double fill_us = r.first_pass_pending
+                           ? r.first_pass_s * 1e6 / static_cast<double>(r.first_pass_pending)
+                           : 0;
+      fmt::print(
+          "   {:>6} nodes {:>7} jobs: {:8.2f} us/decision ({:.2f} in the fill), {:.0f} "
+          "placements/s, fill {:.2f} s, setup {:.2f} s, {} passes{}\n",
+          n, jobs, us, fill_us, per_sec(r.placements, r.sched_s), r.first_pass_s, r.setup_s,
+          r.passes, r.completed ? "" : " (" + r.stop_reason + ")");
+      fflush(stdout);
+      nlohmann::ordered_json row = {
+          {"nodes", n},
+          {"jobs", jobs},
+          {"us_per_decision", std::round(us * 100) / 100},
+          {"fill_us_per_decision", std::round(fill_us * 100) / 100},
+          {"placements_per_sec", std::round(per_sec(r.placements, r.sched_s))},
+          {"passes", r.passes},
+          {"initial_pass_s", std::round(r.first_pass_s * 1000) / 1000},
+          {"setup_s", std::round(r.setup_s * 1000) / 1000},
+          {"completed", r.completed}};
+      if (!r.completed) row["note"] = r.stop_reason;
+      if (r.stop_reason.starts_with("stalled"))
+        for (const auto& why : r.stuck_reasons) fmt::print("     waits: {}\n", why);
+      rows.push_back(std::move(row));
+      prev_fill_us = fill_us;
+      prev_nodes = n;
+    }
+    out["scaling"] = std::move(rows);
+  }
+  out["demand_ratio"] = std::round(demand_ratio * 100) / 100;
+  out["decision"] =
+      "a pending job placed or told why it waits, in one pass; every pass of the run is a full "
+      "pass, so decisions = the sum over passes of pending_count() before the pass";
+  fmt::print("{}\n", out.dump());
+  return 0;
+}
