@@ -46,9 +46,9 @@ std::string canonical_gpu_model(std::string_view name) {
 bool gpu_model_matches(std::string_view constraint, std::string_view model, int64_t memory_mib) {
   if (constraint.empty()) return true;
   // Case-insensitive, without allocating: the scheduler asks this for every GPU it considers.
-  auto same = [](char a, char b) {
-    return std::toupper(static_cast<unsigned char>(a)) ==
-           std::toupper(static_cast<unsigned char>(b));
+  auto same = [](char a, char b) {  // ASCII case folding: model names are ASCII
+    auto fold = [](char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c; };
+    return fold(a) == fold(b);
   };
   auto equal_ci = [&](std::string_view x, std::string_view y) {
     if (x.size() != y.size()) return false;
