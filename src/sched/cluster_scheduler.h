@@ -92,6 +92,7 @@ class ClusterScheduler final : public Scheduler {
     bool skipped_quota = false;         // a fitting node was skipped for the tenant's quota
     bool skipped_reserved = false;      // ... or because it is reserved for another job
     std::string quota_why;
+    std::string quota_model;  // the GPU model of the first node skipped for quota
   };
   struct Reservation {
     std::string job_id;

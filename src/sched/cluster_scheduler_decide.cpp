@@ -56,6 +56,11 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
     return;
   }
   bool quota_blocked = f.skipped_quota && resource_why.empty();
+  if (quota_blocked && job.req.replicas > 1) {
+    // Said of the whole gang, not of the replicas it had tried when the quota ran out.
+    int64_t per_replica = job.req.gpu_milli > 0 ? job.req.gpu_milli : int64_t{job.req.gpus} * 1000;
+    tenants_.allows(job.req.tenant, f.quota_model, per_replica * job.req.replicas, &f.quota_why);
+  }
   if (resource_why.empty() && !quota_blocked) {
     resource_why = resource_reason(job);
     if (!f.skipped_reserved && job.req.replicas == 1) failed_shapes_[job.shape] = resource_why;

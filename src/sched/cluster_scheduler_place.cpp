@@ -40,7 +40,7 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
     std::string why;
     if (milli > 0 && !tenants_.allows(f.job->req.tenant, c.gpu_model, milli, &why)) {
       f.skipped_quota = true;
-      if (f.quota_why.empty()) f.quota_why = std::move(why);
+      if (f.quota_why.empty()) f.quota_why = std::move(why), f.quota_model = c.gpu_model;
       return false;
     }
     return true;
@@ -171,7 +171,7 @@ std::optional<Placement> ClusterScheduler::place_gang(const PendingJob& job, Tim
       auto trial = place_replicas(job, job.shape, zf);
       f.skipped_quota |= zf.skipped_quota;
       f.skipped_reserved |= zf.skipped_reserved;
-      if (f.quota_why.empty()) f.quota_why = zf.quota_why;
+      if (f.quota_why.empty()) f.quota_why = zf.quota_why, f.quota_model = zf.quota_model;
       if (trial) return trial;
     }
   return place_replicas(job, job.shape, f);

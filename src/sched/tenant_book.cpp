@@ -9,9 +9,12 @@
 namespace gpucloud::sched {
 namespace {
 
+// "16", "6110.5", "0.25": GPUs from milli, without exponents or trailing zeros.
 std::string gpus_text(int64_t milli) {
   if (milli % 1000 == 0) return std::to_string(milli / 1000);
-  return fmt::format("{:.3g}", milli / 1000.0);
+  std::string text = fmt::format("{:.3f}", milli / 1000.0);
+  while (text.back() == '0') text.pop_back();
+  return text;
 }
 
 }  // namespace

@@ -95,6 +95,31 @@ TEST(Quotas, NothingToBorrowWhenTheCohortUsesItsQuota) {
             "tenant vision: A100 quota 0 in use of 2, cohort ml can lend only 2");
 }
 
+TEST(Quotas, AGangOverTheQuotaIsToldAboutTheWholeGang) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8)});
+  s->set_tenants({tenant("vision", "", 4)});
+  JobRequest gang = for_tenant(job("gang", 2), "vision");
+  gang.replicas = 3;
+  ASSERT_TRUE(s->submit(gang).ok());
+  Plan plan = s->schedule(0);
+  EXPECT_EQ(placement_of(plan, "gang"), nullptr);
+  EXPECT_EQ(reason_of(plan, "gang"),
+            "tenant vision: A100 quota 0 in use of 4, no cohort to borrow from");
+}
+
+TEST(Quotas, SharesAreCountedInFractionsOfAGpu) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8)});
+  s->set_tenants({tenant("vision", "", 1)});
+  ASSERT_TRUE(s->submit(for_tenant(share("a", 750), "vision", 0)).ok());
+  ASSERT_TRUE(s->submit(for_tenant(share("b", 500), "vision", 1)).ok());
+  Plan plan = s->schedule(0);
+  EXPECT_NE(placement_of(plan, "a"), nullptr);
+  EXPECT_EQ(reason_of(plan, "b"),
+            "tenant vision: A100 quota 0.75 in use of 1, no cohort to borrow from");
+}
+
 TEST(Quotas, TenantsWithoutQuotaAreNotLimited) {
   auto s = make();
   add_nodes(*s, {gpu_node("n1", 8)});
