@@ -50,9 +50,9 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
       if (node_usable(slot, f)) return slot;
     return -1;
   };
-  int best_slot = -1;
-  if (policy_ == PlacementPolicy::kFirstFit || policy_ == PlacementPolicy::kRandom) {
-    std::vector<std::pair<int, int>> candidates;  // class, first usable slot
+  // Visits the allowed classes best first, dropping those that have emptied, until `visit`
+  // returns true.
+  auto for_each_allowed = [&](auto visit) {
     for (auto it = shape.ranked.begin(); it != shape.ranked.end();) {
       const NodeClass& c = classes_.get(it->second);
       if (c.members.empty()) {
@@ -61,10 +61,17 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
         continue;
       }
       ++it;
-      if (!class_allowed(c)) continue;
+      if (class_allowed(c) && visit(c)) return;
+    }
+  };
+  int best_slot = -1;
+  if (policy_ == PlacementPolicy::kFirstFit || policy_ == PlacementPolicy::kRandom) {
+    std::vector<std::pair<int, int>> candidates;  // class, first usable slot
+    for_each_allowed([&](const NodeClass& c) {
       int slot = first_usable(c);
       if (slot >= 0) candidates.push_back({c.id, slot});
-    }
+      return false;
+    });
     if (candidates.empty()) return std::nullopt;
     if (policy_ == PlacementPolicy::kFirstFit) {
       for (const auto& [c, slot] : candidates)
@@ -87,18 +94,10 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
       }
     }
   } else {
-    for (auto it = shape.ranked.begin(); it != shape.ranked.end();) {
-      const NodeClass& c = classes_.get(it->second);
-      if (c.members.empty()) {
-        shape.status[c.id] = 0;
-        it = shape.ranked.erase(it);
-        continue;
-      }
-      ++it;
-      if (!class_allowed(c)) continue;
+    for_each_allowed([&](const NodeClass& c) {
       best_slot = first_usable(c);
-      if (best_slot >= 0) break;
-    }
+      return best_slot >= 0;
+    });
     if (best_slot < 0) return std::nullopt;
   }
   auto choice = choose_gpus(req, nodes_[best_slot].state);
