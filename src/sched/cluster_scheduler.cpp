@@ -87,7 +87,19 @@ void ClusterScheduler::update_capacity() {
                                                         : std::max<int64_t>(max_cpu, 1);
   norm.max_gpu_milli =
       int64_t{settings_.max_node_gpus > 0 ? settings_.max_node_gpus : std::max(max_gpus, 1)} * 1000;
-  scorer_.set_normalizers(norm);
+  if (norm.max_cpu_milli != scorer_.normalizers().max_cpu_milli ||
+      norm.max_gpu_milli != scorer_.normalizers().max_gpu_milli) {
+    scorer_.set_normalizers(norm);
+    reset_rankings();  // every score changes; they are recomputed lazily
+  }
+}
+
+void ClusterScheduler::reset_rankings() {
+  for (auto& shape : shapes_) {
+    shape.ranked.clear();
+    std::fill(shape.status.begin(), shape.status.end(), 0);
+    shape.cursor = 0;
+  }
 }
 
 void ClusterScheduler::upsert_node(const NodeState& incoming) {
@@ -111,13 +123,7 @@ void ClusterScheduler::upsert_node(const NodeState& incoming) {
   n.state = std::move(state);
   n.present = true;
   reindex(slot);
-  update_capacity();
-  // Normalisers may have changed: scores are recomputed lazily.
-  for (auto& shape : shapes_) {
-    shape.ranked.clear();
-    std::fill(shape.status.begin(), shape.status.end(), 0);
-    shape.cursor = 0;
-  }
+  capacity_dirty_ = true;  // totals, normalisers and zones: once, before the next pass
   ++release_epoch_;
 }
 
@@ -126,7 +132,7 @@ void ClusterScheduler::remove_node(const std::string& node_id) {
   if (slot < 0 || !nodes_[slot].present) return;
   nodes_[slot].present = false;
   reindex(slot);
-  update_capacity();
+  capacity_dirty_ = true;
   ++release_epoch_;
 }
 
@@ -205,11 +211,7 @@ void ClusterScheduler::maybe_refresh_profile() {
   }
   for (auto& t : profile.types) t.freq = t.freq * total / covered;
   scorer_.set_profile(std::move(profile));
-  for (auto& shape : shapes_) {
-    shape.ranked.clear();
-    std::fill(shape.status.begin(), shape.status.end(), 0);
-    shape.cursor = 0;
-  }
+  reset_rankings();
 }
 
 Status ClusterScheduler::submit(const JobRequest& job) {
@@ -335,6 +337,10 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
 }
 
 Plan ClusterScheduler::schedule(TimeMs now) {
+  if (capacity_dirty_) {
+    update_capacity();
+    capacity_dirty_ = false;
+  }
   maybe_refresh_profile();
   ++pass_;
   Plan plan;

@@ -111,6 +111,7 @@ class ClusterScheduler final : public Scheduler {
   void index_running(const RunningJob& job, bool add);
   void maybe_refresh_profile();
   void update_capacity();
+  void reset_rankings();
   void decide(PendingJob& job, TimeMs now, Plan& plan, bool full_pass);
   void set_reason(PendingJob& job, std::string reason, Plan& plan);
   void commit_placement(PendingJob& job, Placement placement, TimeMs now);
@@ -163,6 +164,7 @@ class ClusterScheduler final : public Scheduler {
   // (shape, replicas, priority, tenant) whose preemption search failed, valid this epoch.
   std::set<std::tuple<int, int, int, std::string>> failed_preemptions_;
   uint64_t pass_ = 0;
+  bool capacity_dirty_ = false;  // nodes changed since update_capacity()
   std::set<std::string> zones_;
   // The learned workload profile: submissions per (gpus, milli, cpu).
   std::map<std::tuple<int, int, int64_t>, int> shape_counts_;

@@ -55,6 +55,7 @@ class NodeScorer {
   /// The profile `fgd` and `default` optimise for; changes every later score.
   void set_profile(WorkloadProfile profile);
   void set_normalizers(ScoreNormalizers n) { normalizers_ = n; }
+  const ScoreNormalizers& normalizers() const { return normalizers_; }
   const WorkloadProfile& profile() const { return profile_; }
 
   /// The score of placing one replica of `req` (pod: the same request in policy terms) on a
