@@ -1,29 +1,18 @@
 // Runs the real `gpucloud sim fgd` binary on tests/data and checks its output.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
+
 namespace {
 
-struct Output {
-  int status = -1;
-  std::string text;
-};
+using Output = gpucloud::testing::CliOutput;
 
 Output run(const std::string& args) {
-  std::string cmd = std::string(GPUCLOUD_BINARY) + " sim fgd " + args + " 2>&1";
-  Output out;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return out;
-  std::array<char, 4096> buf;
-  size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.text.append(buf.data(), n);
-  out.status = WEXITSTATUS(pclose(pipe));
-  return out;
+  return gpucloud::testing::run_gpucloud("sim fgd " + args);
 }
 
 const std::string kData = TEST_DATA_DIR;

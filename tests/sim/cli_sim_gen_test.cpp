@@ -1,31 +1,19 @@
 // Runs the real `gpucloud sim gen` binary and reads its output back as a trace.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
 
+#include "cli_run.h"
 #include "sim/trace.h"
 
 namespace {
 
-struct Output {
-  int status = -1;
-  std::string text;
-};
+using Output = gpucloud::testing::CliOutput;
 
 Output run(const std::string& args, const std::string& redirect = "2>&1") {
-  std::string cmd = std::string(GPUCLOUD_BINARY) + " sim gen " + args + " " + redirect;
-  Output out;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return out;
-  std::array<char, 4096> buf;
-  size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.text.append(buf.data(), n);
-  out.status = WEXITSTATUS(pclose(pipe));
-  return out;
+  return gpucloud::testing::run_gpucloud("sim gen " + args, redirect);
 }
 
 const std::string kPods = std::string(TEST_DATA_DIR) + "/alibaba_pods_small.csv";

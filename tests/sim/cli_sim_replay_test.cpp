@@ -2,29 +2,18 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
+
 namespace {
 
-struct Output {
-  int status = -1;
-  std::string text;
-};
+using Output = gpucloud::testing::CliOutput;
 
 Output run(const std::string& args) {
-  std::string cmd = std::string(GPUCLOUD_BINARY) + " sim replay " + args + " 2>&1";
-  Output out;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return out;
-  std::array<char, 4096> buf;
-  size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.text.append(buf.data(), n);
-  out.status = WEXITSTATUS(pclose(pipe));
-  return out;
+  return gpucloud::testing::run_gpucloud("sim replay " + args);
 }
 
 class CliSimReplayTest : public testing::Test {
