@@ -257,7 +257,7 @@ Status ClusterScheduler::start(const JobRequest& job, const Placement& where, Ti
       return invalid_request(
           fmt::format("job {}: replica {} is on unknown node {}", job.job_id, rp.rank, rp.node_id));
   pending_.erase(job.job_id);
-  nominated_slots_.erase(job.job_id);
+  clear_nomination(job.job_id);
   RunningJob r;
   r.req = job;
   r.started_at = started_at;
@@ -286,7 +286,7 @@ Status ClusterScheduler::start(const JobRequest& job, const Placement& where, Ti
 
 void ClusterScheduler::finish(const std::string& job_id) {
   if (pending_.erase(job_id)) {
-    nominated_slots_.erase(job_id);
+    clear_nomination(job_id);
     if (reservation_ && reservation_->job_id == job_id) ++release_epoch_;
     return;
   }
@@ -329,11 +329,37 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
     r.expected_end = now + job.req.max_runtime_ms;
     ends_.insert({r.expected_end, job.req.job_id});
   }
-  nominated_slots_.erase(job.req.job_id);
+  clear_nomination(job.req.job_id);
   std::string id = job.req.job_id;
   index_running(r, true);
   running_.emplace(id, std::move(r));
   pending_.erase(id);  // `job` is gone from here on
+}
+
+void ClusterScheduler::set_reservation(Reservation r) {
+  reserved_slot_.assign(nodes_.size(), 0);
+  for (int slot : r.slots) reserved_slot_[slot] = 1;
+  reservation_ = std::move(r);
+}
+
+void ClusterScheduler::clear_reservation() {
+  if (reservation_)
+    for (int slot : reservation_->slots) reserved_slot_[slot] = 0;
+  reservation_.reset();
+}
+
+void ClusterScheduler::nominate(const std::string& job_id, const std::set<int>& slots) {
+  clear_nomination(job_id);
+  if (nominees_by_slot_.size() < nodes_.size()) nominees_by_slot_.resize(nodes_.size());
+  for (int slot : slots) nominees_by_slot_[slot].push_back(job_id);
+  nominated_slots_[job_id].assign(slots.begin(), slots.end());
+}
+
+void ClusterScheduler::clear_nomination(const std::string& job_id) {
+  auto it = nominated_slots_.find(job_id);
+  if (it == nominated_slots_.end()) return;
+  for (int slot : it->second) std::erase(nominees_by_slot_[slot], job_id);
+  nominated_slots_.erase(it);
 }
 
 Plan ClusterScheduler::schedule(TimeMs now) {
@@ -347,7 +373,7 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   bool full = release_epoch_ != pass_epoch_;
   if (full) {
     pass_epoch_ = release_epoch_;
-    reservation_.reset();
+    clear_reservation();
     failed_shapes_.clear();
     failed_preemptions_.clear();
   }

@@ -88,17 +88,18 @@ class ClusterScheduler final : public Scheduler {
   struct Filter {
     const PendingJob* job = nullptr;
     TimeMs now = 0;
-    const std::string* zone = nullptr;  // only nodes of this zone; nullptr: any
-    bool skipped_quota = false;         // a fitting node was skipped for the tenant's quota
-    bool skipped_reserved = false;      // ... or because it is reserved for another job
+    const std::string* zone = nullptr;     // only nodes of this zone; nullptr: any
+    bool skipped_quota = false;            // a fitting node was skipped for the tenant's quota
+    bool skipped_reserved = false;         // ... or because it is reserved for another job
+    bool ends_before_reservation = false;  // the job may use the reservation's nodes
     std::string quota_why;
     std::string quota_model;  // the GPU model of the first node skipped for quota
   };
   struct Reservation {
     std::string job_id;
     TimeMs start = kNever;
-    std::set<int> slots;
-    std::string text;  // for jobs that wait behind it
+    std::vector<int> slots;  // ascending
+    std::string text;        // for jobs that wait behind it
   };
 
   // cluster_scheduler.cpp: events and the pass.
@@ -115,6 +116,11 @@ class ClusterScheduler final : public Scheduler {
   void decide(PendingJob& job, TimeMs now, Plan& plan, bool full_pass);
   void set_reason(PendingJob& job, std::string reason, Plan& plan);
   void commit_placement(PendingJob& job, Placement placement, TimeMs now);
+  void set_reservation(Reservation r);
+  void clear_reservation();
+  // Holds the nodes for a preemptor until it starts (or leaves the queue).
+  void nominate(const std::string& job_id, const std::set<int>& slots);
+  void clear_nomination(const std::string& job_id);
 
   // cluster_scheduler_place.cpp: placing one job.
   bool node_usable(int slot, Filter& f) const;
@@ -154,7 +160,9 @@ class ClusterScheduler final : public Scheduler {
   // Running jobs that some pending job might preempt: by priority, spot ones, borrowing ones.
   std::set<std::pair<int, std::string>> by_priority_;
   std::set<std::string> spot_running_, borrowed_running_;
-  std::map<std::string, std::set<std::string>> nominated_slots_;  // preemptor -> node ids
+  std::map<std::string, std::vector<int>> nominated_slots_;  // preemptor -> node slots
+  std::vector<std::vector<std::string>> nominees_by_slot_;   // slot -> preemptors holding it
+  std::vector<char> reserved_slot_;                          // slot is in reservation_
   uint64_t next_seq_ = 1;
   uint64_t decided_seq_ = 0;    // jobs up to this seq were decided in an earlier pass
   uint64_t release_epoch_ = 1;  // bumps when capacity frees up or the rules change

@@ -74,7 +74,7 @@ std::optional<ClusterScheduler::Reservation> ClusterScheduler::reserve(const Pen
   std::string first;
   for (const auto& [slot, k] : fit_now) {
     if (k == 0) continue;
-    r.slots.insert(slot);
+    r.slots.push_back(slot);
     if (first.empty()) first = nodes_[slot].state.name;
     covered += k;
     if (covered >= want) break;

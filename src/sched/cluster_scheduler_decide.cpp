@@ -38,6 +38,9 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
   Filter f;
   f.job = &job;
   f.now = now;
+  f.ends_before_reservation = reservation_ && job.req.max_runtime_ms > 0 &&
+                              reservation_->start != kNever &&
+                              now + job.req.max_runtime_ms <= reservation_->start;
   std::string resource_why;
   if (auto cached = failed_shapes_.find(job.shape);
       cached != failed_shapes_.end() && job.req.replicas == 1) {
@@ -73,11 +76,11 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
   if (settings_.preemption && !failed_preemptions_.count(preemption_key)) {
     auto victims = quota_blocked ? choose_reclaim_victims(job) : choose_victims(job);
     if (victims) {
-      std::set<std::string> where;
+      std::set<int> where;
       for (const auto& v : *victims) {
         RunningJob& r = running_.at(v);
         r.preempting = true;
-        for (const auto& [slot, rp] : r.replicas) where.insert(nodes_[slot].state.id);
+        for (const auto& [slot, rp] : r.replicas) where.insert(slot);
         std::string why = fmt::format(
             "preempted for job {} (priority {}{})", short_id(job.req.job_id), job.req.priority,
             r.borrowed && r.req.tenant != job.req.tenant
@@ -85,7 +88,7 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
                 : "");
         plan.preemptions.push_back({v, std::move(why)});
       }
-      nominated_slots_[job.req.job_id] = where;
+      nominate(job.req.job_id, where);
       job.victims = *victims;
       set_reason(job,
                  fmt::format("preempting {} job{} to start ({}); {}", victims->size(),
@@ -104,7 +107,7 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
   // EASY backfill: the first job that cannot start gets the earliest start it can have.
   if (settings_.backfill && !reservation_) {
     if (auto r = reserve(job, now)) {
-      reservation_ = std::move(*r);
+      set_reservation(std::move(*r));
       set_reason(job, resource_why + "; " + reservation_->text, plan);
       return;
     }

@@ -8,25 +8,20 @@ namespace gpucloud::sched {
 
 bool ClusterScheduler::node_usable(int slot, Filter& f) const {
   const PendingJob& job = *f.job;
-  if (reservation_ && reservation_->job_id != job.req.job_id && reservation_->slots.count(slot)) {
-    bool ends_before = job.req.max_runtime_ms > 0 && reservation_->start != kNever &&
-                       f.now + job.req.max_runtime_ms <= reservation_->start;
-    if (!ends_before) {
-      f.skipped_reserved = true;
-      return false;
-    }
+  if (reservation_ && reserved_slot_[slot] && !f.ends_before_reservation &&
+      reservation_->job_id != job.req.job_id) {
+    f.skipped_reserved = true;
+    return false;
   }
-  if (!nominated_slots_.empty()) {
-    const std::string& id = nodes_[slot].state.id;
-    for (const auto& [preemptor, slots] : nominated_slots_) {
-      if (preemptor == job.req.job_id || !slots.count(id)) continue;
+  if (slot < static_cast<int>(nominees_by_slot_.size()))
+    for (const auto& preemptor : nominees_by_slot_[slot]) {
+      if (preemptor == job.req.job_id) continue;
       auto it = pending_.find(preemptor);
       if (it != pending_.end() && it->second.req.priority >= job.req.priority) {
         f.skipped_reserved = true;
         return false;
       }
     }
-  }
   return true;
 }
 
