@@ -286,8 +286,10 @@ Status ClusterScheduler::start(const JobRequest& job, const Placement& where, Ti
 
 void ClusterScheduler::finish(const std::string& job_id) {
   if (pending_.erase(job_id)) {
+    // The nodes it reserved or held for its preemption are free for others again.
+    if (nominated_slots_.count(job_id) || (reservation_ && reservation_->job_id == job_id))
+      ++release_epoch_;
     clear_nomination(job_id);
-    if (reservation_ && reservation_->job_id == job_id) ++release_epoch_;
     return;
   }
   auto it = running_.find(job_id);
@@ -375,6 +377,8 @@ Plan ClusterScheduler::schedule(TimeMs now) {
     pass_epoch_ = release_epoch_;
     clear_reservation();
     failed_shapes_.clear();
+    waits_.clear();
+    resource_reasons_.clear();
     failed_preemptions_.clear();
   }
   // Each tenant's jobs to decide, by priority then age; tenants by weighted dominant share.

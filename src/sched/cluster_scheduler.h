@@ -95,6 +95,13 @@ class ClusterScheduler final : public Scheduler {
     std::string quota_why;
     std::string quota_model;  // the GPU model of the first node skipped for quota
   };
+  // Why jobs of one (shape, replicas, priority, ends before the reservation, tenant) wait, and
+  // the reservation then: later such jobs wait for the same reason (valid for the epoch).
+  using WaitKey = std::tuple<int, int, int, bool, std::string>;
+  struct Wait {
+    std::string reason;
+    std::string reservation;  // the reserving job's id when the reason was found, or ""
+  };
   struct Reservation {
     std::string job_id;
     TimeMs start = kNever;
@@ -115,6 +122,8 @@ class ClusterScheduler final : public Scheduler {
   void reset_rankings();
   void decide(PendingJob& job, TimeMs now, Plan& plan, bool full_pass);
   void set_reason(PendingJob& job, std::string reason, Plan& plan);
+  // set_reason for a job that waits, remembered for the jobs with the same key.
+  void set_wait(PendingJob& job, const WaitKey& key, std::string reason, Plan& plan);
   void commit_placement(PendingJob& job, Placement placement, TimeMs now);
   void set_reservation(Reservation r);
   void clear_reservation();
@@ -169,6 +178,9 @@ class ClusterScheduler final : public Scheduler {
   uint64_t pass_epoch_ = 0;     // release_epoch_ at the last full pass
   std::optional<Reservation> reservation_;
   std::unordered_map<int, std::string> failed_shapes_;  // shape -> reason, valid this epoch
+  std::map<WaitKey, Wait> waits_;                       // see WaitKey
+  // Resource reasons per (shape, replicas), valid this epoch.
+  std::map<std::pair<int, int>, std::string> resource_reasons_;
   // (shape, replicas, priority, tenant) whose preemption search failed, valid this epoch.
   std::set<std::tuple<int, int, int, std::string>> failed_preemptions_;
   uint64_t pass_ = 0;

@@ -41,6 +41,18 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
   f.ends_before_reservation = reservation_ && job.req.max_runtime_ms > 0 &&
                               reservation_->start != kNever &&
                               now + job.req.max_runtime_ms <= reservation_->start;
+  // Nothing was freed since a job with the same key was found waiting in this epoch, and
+  // capacity, quota and blocked nodes only shrink within it: this one waits for the same reason
+  // (unless it has its own preemption in progress).
+  WaitKey wait_key{job.shape, job.req.replicas, job.req.priority, f.ends_before_reservation,
+                   job.req.tenant};
+  if (job.victims.empty() && !nominated_slots_.count(job.req.job_id))
+    if (auto it = waits_.find(wait_key);
+        it != waits_.end() &&
+        it->second.reservation == (reservation_ ? reservation_->job_id : std::string())) {
+      set_reason(job, it->second.reason, plan);
+      return;
+    }
   std::string resource_why;
   if (auto cached = failed_shapes_.find(job.shape);
       cached != failed_shapes_.end() && job.req.replicas == 1) {
@@ -65,7 +77,9 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
     tenants_.allows(job.req.tenant, f.quota_model, per_replica * job.req.replicas, &f.quota_why);
   }
   if (resource_why.empty() && !quota_blocked) {
-    resource_why = resource_reason(job);
+    auto [memo, fresh] = resource_reasons_.try_emplace({job.shape, job.req.replicas});
+    if (fresh) memo->second = resource_reason(job);
+    resource_why = memo->second;
     if (!f.skipped_reserved && job.req.replicas == 1) failed_shapes_[job.shape] = resource_why;
   }
 
@@ -101,7 +115,7 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
   }
 
   if (quota_blocked) {
-    set_reason(job, f.quota_why, plan);
+    set_wait(job, wait_key, f.quota_why, plan);
     return;
   }
   // EASY backfill: the first job that cannot start gets the earliest start it can have.
@@ -116,14 +130,20 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
     std::string when = reservation_->start == kNever
                            ? "start not yet known"
                            : "reserved start in " + format_wait(reservation_->start - now);
-    set_reason(job,
-               fmt::format("waiting behind job {} ({}); jobs whose max_runtime ends before that "
-                           "may start first",
-                           short_id(reservation_->job_id), when),
-               plan);
+    set_wait(job, wait_key,
+             fmt::format("waiting behind job {} ({}); jobs whose max_runtime ends before that "
+                         "may start first",
+                         short_id(reservation_->job_id), when),
+             plan);
     return;
   }
-  set_reason(job, resource_why, plan);
+  set_wait(job, wait_key, resource_why, plan);
+}
+
+void ClusterScheduler::set_wait(PendingJob& job, const WaitKey& key, std::string reason,
+                                Plan& plan) {
+  waits_[key] = {reason, reservation_ ? reservation_->job_id : std::string()};
+  set_reason(job, std::move(reason), plan);
 }
 
 std::string ClusterScheduler::resource_reason(const PendingJob& job) {
