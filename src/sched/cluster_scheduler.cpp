@@ -180,16 +180,25 @@ void ClusterScheduler::rank_class(Shape& s, int c) {
   s.status[c] = 1;
 }
 
+const ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job) {
+  job.seq = next_running_seq_++;
+  std::string id = job.req.job_id;
+  const RunningJob& r = running_.emplace(std::move(id), std::move(job)).first->second;
+  for (const auto& [slot, rp] : r.replicas) nodes_[slot].jobs.emplace(r.seq, &r);
+  index_running(r, true);
+  return r;
+}
+
 void ClusterScheduler::index_running(const RunningJob& r, bool add) {
-  auto key = std::make_pair(r.req.priority, r.req.job_id);
+  auto key = std::make_pair(r.req.priority, r.seq);
   if (add) {
-    by_priority_.insert(key);
-    if (r.req.preemptible()) spot_running_.insert(r.req.job_id);
-    if (r.borrowed) borrowed_running_.insert(r.req.job_id);
+    by_priority_.emplace(key, &r);
+    if (r.req.preemptible()) spot_running_.emplace(r.seq, &r);
+    if (r.borrowed) borrowed_running_.emplace(r.seq, &r);
   } else {
     by_priority_.erase(key);
-    spot_running_.erase(r.req.job_id);
-    borrowed_running_.erase(r.req.job_id);
+    spot_running_.erase(r.seq);
+    borrowed_running_.erase(r.seq);
   }
 }
 
@@ -271,7 +280,6 @@ Status ClusterScheduler::start(const JobRequest& job, const Placement& where, Ti
     for (const auto& s : rp.gpus) milli += s.milli;
     if (milli > 0 && !tenants_.within_nominal(job.tenant, model, milli)) r.borrowed = true;
     apply_replica(slot, job, rp, +1);
-    nodes_[slot].jobs.insert(job.job_id);
     r.replicas.push_back({slot, rp});
     r.models.push_back(model);
   }
@@ -279,8 +287,7 @@ Status ClusterScheduler::start(const JobRequest& job, const Placement& where, Ti
     r.expected_end = started_at + job.max_runtime_ms;
     ends_.insert({r.expected_end, job.job_id});
   }
-  index_running(r, true);
-  running_.emplace(job.job_id, std::move(r));
+  add_running(std::move(r));
   return {};
 }
 
@@ -297,7 +304,7 @@ void ClusterScheduler::finish(const std::string& job_id) {
   RunningJob& r = it->second;
   for (const auto& [slot, rp] : r.replicas) {
     apply_replica(slot, r.req, rp, -1);
-    nodes_[slot].jobs.erase(job_id);
+    nodes_[slot].jobs.erase(r.seq);
   }
   if (r.expected_end != kNever) ends_.erase({r.expected_end, job_id});
   index_running(r, false);
@@ -319,7 +326,6 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
   r.placed_pass = pass_;
   for (auto& rp : placement.replicas) {
     int slot = slot_of(rp.node_id);
-    nodes_[slot].jobs.insert(job.req.job_id);
     std::string model;
     for (const auto& g : nodes_[slot].state.gpus)
       if (!rp.gpus.empty() && g.index == rp.gpus[0].index) model = g.model;
@@ -333,8 +339,7 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
   }
   clear_nomination(job.req.job_id);
   std::string id = job.req.job_id;
-  index_running(r, true);
-  running_.emplace(id, std::move(r));
+  add_running(std::move(r));
   pending_.erase(id);  // `job` is gone from here on
 }
 

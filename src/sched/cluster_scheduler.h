@@ -49,11 +49,12 @@ class ClusterScheduler final : public Scheduler {
  private:
   static constexpr TimeMs kNever = std::numeric_limits<TimeMs>::max();
 
+  struct RunningJob;
   struct Node {
     NodeState state;  // with current use
     bool present = true;
     int share_jobs = 0, whole_jobs = 0;
-    std::set<std::string> jobs;  // running jobs with a replica here
+    std::map<uint64_t, const RunningJob*> jobs;  // running jobs with a replica here, by seq
   };
   struct Shape {
     JobRequest req;  // one replica
@@ -78,6 +79,7 @@ class ClusterScheduler final : public Scheduler {
     bool borrowed = false;     // started above its tenant's nominal quota
     bool preempting = false;   // chosen as a victim, not finished yet
     uint64_t placed_pass = 0;  // the pass that placed it (0: started by the caller)
+    uint64_t seq = 0;          // start order: the key of the indexes below
   };
   struct VictimOption {
     std::vector<std::string> victims;  // empty: fits without preempting
@@ -116,6 +118,8 @@ class ClusterScheduler final : public Scheduler {
   int intern_shape(const JobRequest& req);
   void refresh_ranking(Shape& shape);
   void rank_class(Shape& shape, int class_id);
+  // Adds the job to running_ and the indexes of running jobs; returns it there.
+  const RunningJob& add_running(RunningJob job);
   void index_running(const RunningJob& job, bool add);
   void maybe_refresh_profile();
   void update_capacity();
@@ -167,8 +171,9 @@ class ClusterScheduler final : public Scheduler {
   std::map<std::string, RunningJob> running_;
   std::set<std::pair<TimeMs, std::string>> ends_;  // expected end, job id
   // Running jobs that some pending job might preempt: by priority, spot ones, borrowing ones.
-  std::set<std::pair<int, std::string>> by_priority_;
-  std::set<std::string> spot_running_, borrowed_running_;
+  std::map<std::pair<int, uint64_t>, const RunningJob*> by_priority_;      // (priority, seq)
+  std::map<uint64_t, const RunningJob*> spot_running_, borrowed_running_;  // by seq
+  uint64_t next_running_seq_ = 1;
   std::map<std::string, std::vector<int>> nominated_slots_;  // preemptor -> node slots
   std::vector<std::vector<std::string>> nominees_by_slot_;   // slot -> preemptors holding it
   std::vector<char> reserved_slot_;                          // slot is in reservation_

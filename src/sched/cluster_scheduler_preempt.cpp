@@ -58,10 +58,8 @@ std::optional<ClusterScheduler::VictimOption> ClusterScheduler::node_victims(
   const Node& n = nodes_[slot];
   if (fits(request, n.state)) return VictimOption{{}, 0, slot};
   std::vector<const RunningJob*> eligible;
-  for (const auto& id : n.jobs) {
-    const RunningJob& r = running_.at(id);
-    if (may_preempt(job, r)) eligible.push_back(&r);
-  }
+  for (const auto& [seq, r] : n.jobs)
+    if (may_preempt(job, *r)) eligible.push_back(r);
   if (eligible.empty()) return std::nullopt;
   std::sort(eligible.begin(), eligible.end(), [](const RunningJob* a, const RunningJob* b) {
     return cheaper_victim(a->req, a->borrowed, a->started_at, b->req, b->borrowed, b->started_at);
@@ -106,18 +104,17 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
   int64_t milli = one.gpu_milli > 0 ? one.gpu_milli : int64_t{one.gpus} * 1000;
   // Only nodes where something may be preempted, and for gangs also nodes a replica fits now.
   std::set<int> slots;
-  auto consider = [&](const std::string& id) {
-    const RunningJob& r = running_.at(id);
+  auto consider = [&](const RunningJob& r) {
     if (!may_preempt(job, r)) return;
     for (const auto& [slot, rp] : r.replicas) slots.insert(slot);
   };
-  for (const auto& [priority, id] : by_priority_) {
-    if (priority >= job.req.priority) break;
-    consider(id);
+  for (const auto& [key, r] : by_priority_) {
+    if (key.first >= job.req.priority) break;
+    consider(*r);
   }
   if (!job.req.preemptible())
-    for (const auto& id : spot_running_) consider(id);
-  for (const auto& id : borrowed_running_) consider(id);
+    for (const auto& [seq, r] : spot_running_) consider(*r);
+  for (const auto& [seq, r] : borrowed_running_) consider(*r);
   if (slots.empty()) return std::nullopt;
   if (job.req.replicas > 1) {
     Shape& shape = shapes_[job.shape];
@@ -190,11 +187,10 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_reclaim_victims
     int64_t need = tenants_.cohort_excess(job.req.tenant, model, milli);
     if (need == 0) continue;
     std::vector<const RunningJob*> borrowers;
-    for (const auto& id : borrowed_running_)
-      if (const RunningJob& r = running_.at(id); !r.models.empty() && r.models[0] == model &&
-                                                 may_reclaim(job, r) && r.placed_pass != pass_ &&
-                                                 !r.preempting)
-        borrowers.push_back(&r);
+    for (const auto& [seq, r] : borrowed_running_)
+      if (!r->models.empty() && r->models[0] == model && may_reclaim(job, *r) &&
+          r->placed_pass != pass_ && !r->preempting)
+        borrowers.push_back(r);
     std::sort(borrowers.begin(), borrowers.end(), [](const RunningJob* a, const RunningJob* b) {
       return cheaper_victim(a->req, false, a->started_at, b->req, false, b->started_at);
     });
