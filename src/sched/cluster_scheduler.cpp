@@ -231,7 +231,8 @@ Status ClusterScheduler::submit(const JobRequest& job) {
   p.req = job;
   p.shape = intern_shape(job);
   p.seq = next_seq_++;
-  pending_.emplace(job.job_id, std::move(p));
+  PendingJob& added = pending_.emplace(job.job_id, std::move(p)).first->second;
+  undecided_.emplace(added.seq, &added);
   ++shape_counts_[{job.gpus,
                    job.gpus == 0       ? 0
                    : job.gpu_milli > 0 ? job.gpu_milli
@@ -265,7 +266,7 @@ Status ClusterScheduler::start(const JobRequest& job, const Placement& where, Ti
     if (slot_of(rp.node_id) < 0)
       return invalid_request(
           fmt::format("job {}: replica {} is on unknown node {}", job.job_id, rp.rank, rp.node_id));
-  pending_.erase(job.job_id);
+  erase_pending(job.job_id);
   clear_nomination(job.job_id);
   RunningJob r;
   r.req = job;
@@ -292,7 +293,7 @@ Status ClusterScheduler::start(const JobRequest& job, const Placement& where, Ti
 }
 
 void ClusterScheduler::finish(const std::string& job_id) {
-  if (pending_.erase(job_id)) {
+  if (erase_pending(job_id)) {
     // The nodes it reserved or held for its preemption are free for others again.
     if (nominated_slots_.count(job_id) || (reservation_ && reservation_->job_id == job_id))
       ++release_epoch_;
@@ -310,6 +311,14 @@ void ClusterScheduler::finish(const std::string& job_id) {
   index_running(r, false);
   running_.erase(it);
   ++release_epoch_;
+}
+
+bool ClusterScheduler::erase_pending(const std::string& job_id) {
+  auto it = pending_.find(job_id);
+  if (it == pending_.end()) return false;
+  undecided_.erase(it->second.seq);
+  pending_.erase(it);
+  return true;
 }
 
 void ClusterScheduler::set_reason(PendingJob& job, std::string reason, Plan& plan) {
@@ -340,7 +349,7 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
   clear_nomination(job.req.job_id);
   std::string id = job.req.job_id;
   add_running(std::move(r));
-  pending_.erase(id);  // `job` is gone from here on
+  erase_pending(id);  // `job` is gone from here on
 }
 
 void ClusterScheduler::set_reservation(Reservation r) {
@@ -388,9 +397,11 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   }
   // Each tenant's jobs to decide, by priority then age; tenants by weighted dominant share.
   std::map<std::string, std::vector<PendingJob*>> queues;
-  for (auto& [id, job] : pending_)
-    if (full || job.seq > decided_seq_) queues[job.req.tenant].push_back(&job);
-  decided_seq_ = next_seq_ - 1;
+  if (full)
+    for (auto& [id, job] : pending_) queues[job.req.tenant].push_back(&job);
+  else
+    for (auto& [seq, job] : undecided_) queues[job->req.tenant].push_back(job);
+  undecided_.clear();
   using Entry = std::tuple<double, std::string, size_t>;  // share, tenant, next index
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> tenants;
   for (auto& [tenant, jobs] : queues) {

@@ -129,6 +129,8 @@ class ClusterScheduler final : public Scheduler {
   // set_reason for a job that waits, remembered for the jobs with the same key.
   void set_wait(PendingJob& job, const WaitKey& key, std::string reason, Plan& plan);
   void commit_placement(PendingJob& job, Placement placement, TimeMs now);
+  // Removes the job from the queue; false if it was not pending.
+  bool erase_pending(const std::string& job_id);
   void set_reservation(Reservation r);
   void clear_reservation();
   // Holds the nodes for a preemptor until it starts (or leaves the queue).
@@ -178,9 +180,9 @@ class ClusterScheduler final : public Scheduler {
   std::vector<std::vector<std::string>> nominees_by_slot_;   // slot -> preemptors holding it
   std::vector<char> reserved_slot_;                          // slot is in reservation_
   uint64_t next_seq_ = 1;
-  uint64_t decided_seq_ = 0;    // jobs up to this seq were decided in an earlier pass
-  uint64_t release_epoch_ = 1;  // bumps when capacity frees up or the rules change
-  uint64_t pass_epoch_ = 0;     // release_epoch_ at the last full pass
+  std::map<uint64_t, PendingJob*> undecided_;  // submitted since the last pass, by seq
+  uint64_t release_epoch_ = 1;                 // bumps when capacity frees up or the rules change
+  uint64_t pass_epoch_ = 0;                    // release_epoch_ at the last full pass
   std::optional<Reservation> reservation_;
   std::unordered_map<int, std::string> failed_shapes_;  // shape -> reason, valid this epoch
   std::map<WaitKey, Wait> waits_;                       // see WaitKey
