@@ -167,12 +167,19 @@ void ClusterScheduler::refresh_ranking(Shape& s) {
   for (; s.cursor < log.size(); ++s.cursor) rank_class(s, log[s.cursor]);
 }
 
+bool ClusterScheduler::could_fit(Shape& s, const NodeClass& c) {
+  if (s.static_fit.size() <= static_cast<size_t>(c.static_group))
+    s.static_fit.resize(classes_.static_groups(), 0);
+  int8_t& known = s.static_fit[c.static_group];
+  if (known == 0) known = node_could_fit(s.req, c.state) ? 1 : 2;
+  return known == 1;
+}
+
 void ClusterScheduler::rank_class(Shape& s, int c) {
   if (s.status[c] != 0) return;
   const NodeClass& nc = classes_.get(c);
   if (nc.members.empty()) return;  // logged again when it gains a member
-  if (!node_could_fit(s.req, nc.state) || !cpu_memory_fit(s.req, nc.state) ||
-      !choose_gpus(s.req, nc.state)) {
+  if (!could_fit(s, nc) || !cpu_memory_fit(s.req, nc.state) || !choose_gpus(s.req, nc.state)) {
     s.status[c] = 2;
     return;
   }

@@ -60,8 +60,9 @@ class ClusterScheduler final : public Scheduler {
     JobRequest req;  // one replica
     PodRequest pod;
     std::set<std::pair<NodeScore, int>, std::greater<>> ranked;  // best first; ties: newer class
-    std::vector<int8_t> status;  // per class: 0 unknown, 1 ranked, 2 does not fit
-    size_t cursor = 0;           // into NodeClassIndex::activations()
+    std::vector<int8_t> status;      // per class: 0 unknown, 1 ranked, 2 does not fit
+    std::vector<int8_t> static_fit;  // per static group: 0 unknown, 1 node_could_fit, 2 not
+    size_t cursor = 0;               // into NodeClassIndex::activations()
   };
   struct PendingJob {
     JobRequest req;
@@ -118,6 +119,8 @@ class ClusterScheduler final : public Scheduler {
   int intern_shape(const JobRequest& req);
   void refresh_ranking(Shape& shape);
   void rank_class(Shape& shape, int class_id);
+  // node_could_fit(shape's request, class), remembered per static group.
+  bool could_fit(Shape& shape, const NodeClass& c);
   // Adds the job to running_ and the indexes of running jobs; returns it there.
   const RunningJob& add_running(RunningJob job);
   void index_running(const RunningJob& job, bool add);

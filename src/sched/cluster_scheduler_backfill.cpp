@@ -34,7 +34,7 @@ std::optional<ClusterScheduler::Reservation> ClusterScheduler::reserve(const Pen
   int total = 0;
   for (int id : classes_.active()) {
     const NodeClass& c = classes_.get(id);
-    if (c.members.empty() || !node_could_fit(one, c.state)) continue;
+    if (c.members.empty() || !could_fit(shapes_[job.shape], c)) continue;
     int k = replicas_fitting(one, c.state, want);
     if (k == 0) continue;
     for (int slot : c.members) {
@@ -51,7 +51,8 @@ std::optional<ClusterScheduler::Reservation> ClusterScheduler::reserve(const Pen
     for (const auto& [end, id] : ends_) {
       const RunningJob& r = running_.at(id);
       for (const auto& [slot, rp] : r.replicas) {
-        if (!nodes_[slot].present || !node_could_fit(one, nodes_[slot].state)) continue;
+        if (!nodes_[slot].present || !could_fit(shapes_[job.shape], classes_.of_slot(slot)))
+          continue;
         auto [it, fresh] = scratch.try_emplace(slot, nodes_[slot].state);
         apply_replica_use(it->second, r.req, rp, -1);
         int k = replicas_fitting(one, it->second, want);

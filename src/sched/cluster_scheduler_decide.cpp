@@ -155,9 +155,8 @@ std::string ClusterScheduler::resource_reason(const PendingJob& job) {
   for (int id : classes_.active()) {
     const NodeClass& c = classes_.get(id);
     if (c.members.empty()) continue;
-    std::string why;
-    if (!node_could_fit(req, c.state, &why)) {
-      if (why_not.empty()) why_not = why;
+    if (!could_fit(shapes_[job.shape], c)) {
+      if (why_not.empty()) node_could_fit(req, c.state, &why_not);
       continue;
     }
     matching += static_cast<int>(c.members.size());

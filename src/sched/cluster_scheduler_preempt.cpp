@@ -61,6 +61,28 @@ std::optional<ClusterScheduler::VictimOption> ClusterScheduler::node_victims(
   for (const auto& [seq, r] : n.jobs)
     if (may_preempt(job, *r)) eligible.push_back(r);
   if (eligible.empty()) return std::nullopt;
+  // What preempting all of them would free at most: too little, and the node is out.
+  int64_t cpu_free = n.state.cpu_milli - n.state.cpu_used_milli;
+  int64_t memory_free = n.state.memory_mib - n.state.memory_used_mib;
+  std::vector<int64_t> gpu_used;
+  for (const auto& g : n.state.gpus) gpu_used.push_back(g.used_milli);
+  for (const RunningJob* r : eligible)
+    for (const auto& [s, rp] : r->replicas) {
+      if (s != slot) continue;
+      cpu_free += rp.cpu_milli;
+      memory_free += rp.memory_mib;
+      for (const auto& share : rp.gpus)
+        for (size_t i = 0; i < n.state.gpus.size(); ++i)
+          if (n.state.gpus[i].index == share.index) gpu_used[i] -= share.milli;
+    }
+  if (cpu_free < request.cpu_milli || memory_free < request.memory_mib) return std::nullopt;
+  if (request.gpus > 0) {
+    int64_t need = request.gpu_milli > 0 ? request.gpu_milli : 1000;
+    int usable = 0;
+    for (size_t i = 0; i < n.state.gpus.size(); ++i)
+      if (1000 - gpu_used[i] >= need && gpu_matches(request, n.state.gpus[i])) ++usable;
+    if (usable < (request.gpu_milli > 0 ? 1 : request.gpus)) return std::nullopt;
+  }
   std::sort(eligible.begin(), eligible.end(), [](const RunningJob* a, const RunningJob* b) {
     return cheaper_victim(a->req, a->borrowed, a->started_at, b->req, b->borrowed, b->started_at);
   });
@@ -101,12 +123,20 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
   whole.cpu_milli = one.cpu_milli * job.req.replicas;
   whole.memory_mib = one.memory_mib * job.req.replicas;
   bool try_whole = job.req.replicas > 1 && one.gpu_milli == 0;
+  int whole_shape = try_whole ? intern_shape(whole) : -1;  // may grow shapes_: before any Shape&
   int64_t milli = one.gpu_milli > 0 ? one.gpu_milli : int64_t{one.gpus} * 1000;
-  // Only nodes where something may be preempted, and for gangs also nodes a replica fits now.
-  std::set<int> slots;
+  // Only nodes that could run a replica where something may be preempted, and for gangs also
+  // nodes a replica fits now; in slot order.
+  std::vector<int> slots;
+  std::vector<char> marked(nodes_.size(), 0);
+  auto add_slot = [&](int slot) {
+    if (marked[slot] || !nodes_[slot].present) return;
+    marked[slot] = 1;
+    if (could_fit(shapes_[job.shape], classes_.of_slot(slot))) slots.push_back(slot);
+  };
   auto consider = [&](const RunningJob& r) {
     if (!may_preempt(job, r)) return;
-    for (const auto& [slot, rp] : r.replicas) slots.insert(slot);
+    for (const auto& [slot, rp] : r.replicas) add_slot(slot);
   };
   for (const auto& [key, r] : by_priority_) {
     if (key.first >= job.req.priority) break;
@@ -119,31 +149,27 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
   if (job.req.replicas > 1) {
     Shape& shape = shapes_[job.shape];
     refresh_ranking(shape);
-    for (const auto& entry : shape.ranked) {
-      const auto& members = classes_.get(entry.second).members;
-      slots.insert(members.begin(), members.end());
-    }
+    for (const auto& entry : shape.ranked)
+      for (int slot : classes_.get(entry.second).members) add_slot(slot);
   }
+  std::sort(slots.begin(), slots.end());
   std::vector<VictimOption> per_replica, per_gang;
-  std::map<int, bool> class_fits;  // static fit per class
+  std::map<std::string, bool> model_allowed;  // the tenant may take the GPUs of this model
   for (int slot : slots) {
     const Node& n = nodes_[slot];
-    if (!n.present) continue;
-    int cls = classes_.class_of(slot);
-    auto [cf, fresh] = class_fits.try_emplace(cls, false);
-    if (fresh) cf->second = node_could_fit(one, n.state);
-    if (!cf->second) continue;
     if (one.gpus > 0 && !n.state.gpus.empty()) {
       const std::string& model = n.state.gpus[0].model;
-      if (!tenants_.allows(job.req.tenant, model, milli * job.req.replicas) &&
-          !tenants_.within_nominal(job.req.tenant, model, milli * job.req.replicas))
-        continue;
+      auto [allowed, fresh] = model_allowed.try_emplace(model, false);
+      if (fresh)
+        allowed->second = tenants_.allows(job.req.tenant, model, milli * job.req.replicas) ||
+                          tenants_.within_nominal(job.req.tenant, model, milli * job.req.replicas);
+      if (!allowed->second) continue;
     }
     if (auto o = node_victims(job, one, slot)) {
       if (job.req.replicas == 1 && o->victims.empty()) continue;  // fits: not a preemption
       per_replica.push_back(std::move(*o));
     }
-    if (try_whole && node_could_fit(whole, n.state))
+    if (try_whole && could_fit(shapes_[whole_shape], classes_.of_slot(slot)))
       if (auto o = node_victims(job, whole, slot)) per_gang.push_back(std::move(*o));
   }
   auto by_cost = [](const VictimOption& a, const VictimOption& b) {
@@ -179,8 +205,7 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_reclaim_victims
   std::set<std::string> models;
   for (int id : classes_.active()) {
     const NodeClass& c = classes_.get(id);
-    if (!c.members.empty() && node_could_fit(shapes_[job.shape].req, c.state))
-      models.insert(c.gpu_model);
+    if (!c.members.empty() && could_fit(shapes_[job.shape], c)) models.insert(c.gpu_model);
   }
   for (const auto& model : models) {
     if (!tenants_.within_nominal(job.req.tenant, model, milli)) continue;

@@ -15,6 +15,15 @@ std::string NodeClassIndex::key(const NodeState& s, int share_jobs, int whole_jo
   return k;
 }
 
+std::string NodeClassIndex::static_key(const NodeState& s) {
+  std::string k = fmt::format("{}|{}|{}|", s.schedulable ? 1 : 0, s.cpu_milli, s.memory_mib);
+  for (const auto& g : s.gpus)
+    fmt::format_to(std::back_inserter(k), "{}:{}:{}:{:x};", g.model, g.memory_mib, g.numa_node,
+                   g.nvlink_mask);
+  for (const auto& [name, value] : s.labels) k += name + "=" + value + ",";
+  return k;
+}
+
 void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, int whole_jobs) {
   std::string k = key(state, share_jobs, whole_jobs);
   int id;
@@ -32,6 +41,9 @@ void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, in
     else if (auto r = state.labels.find("rack"); r != state.labels.end())
       c.zone = r->second;
     if (!state.gpus.empty()) c.gpu_model = state.gpus[0].model;
+    c.static_group =
+        static_groups_.try_emplace(static_key(state), static_cast<int>(static_groups_.size()))
+            .first->second;
     classes_.push_back(std::move(c));
     by_key_.emplace(std::move(k), id);
   }

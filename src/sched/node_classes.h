@@ -22,6 +22,7 @@ struct NodeClass {
   int share_jobs = 0;     // replicas holding a share of a GPU here
   int whole_jobs = 0;     // replicas holding whole GPUs here
   std::set<int> members;  // node slots, ascending
+  int static_group = 0;   // classes with equal resources and labels, whatever their use
 };
 
 /// The classes and which class each node slot is in.
@@ -39,6 +40,8 @@ class NodeClassIndex {
   }
   const NodeClass& get(int id) const { return classes_[id]; }
   size_t size() const { return classes_.size(); }
+  /// The number of static groups (see NodeClass::static_group).
+  size_t static_groups() const { return static_groups_.size(); }
 
   /// Class ids in the order they gained a first member (again): consumers keep a cursor.
   const std::vector<int>& activations() const { return activations_; }
@@ -47,9 +50,11 @@ class NodeClassIndex {
 
  private:
   static std::string key(const NodeState& state, int share_jobs, int whole_jobs);
+  static std::string static_key(const NodeState& state);
 
   std::vector<NodeClass> classes_;
   std::unordered_map<std::string, int> by_key_;
+  std::unordered_map<std::string, int> static_groups_;
   std::vector<int> slot_class_;  // -1: no class
   std::vector<int> activations_;
   std::set<int> active_;
