@@ -175,6 +175,18 @@ bool ClusterScheduler::could_fit(Shape& s, const NodeClass& c) {
   return known == 1;
 }
 
+int ClusterScheduler::fit_signature(Shape& s) {
+  if (s.signature_groups != classes_.static_groups()) {
+    std::string bits;
+    for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
+      bits += could_fit(s, classes_.group_example(g)) ? '1' : '0';
+    s.fit_signature =
+        fit_signatures_.try_emplace(bits, static_cast<int>(fit_signatures_.size())).first->second;
+    s.signature_groups = classes_.static_groups();
+  }
+  return s.fit_signature;
+}
+
 void ClusterScheduler::rank_class(Shape& s, int c) {
   if (s.status[c] != 0) return;
   const NodeClass& nc = classes_.get(c);
@@ -354,6 +366,7 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
     ends_.insert({r.expected_end, job.req.job_id});
   }
   clear_nomination(job.req.job_id);
+  placed_last_pass_ = true;
   std::string id = job.req.job_id;
   add_running(std::move(r));
   erase_pending(id);  // `job` is gone from here on
@@ -398,10 +411,16 @@ Plan ClusterScheduler::schedule(TimeMs now) {
     pass_epoch_ = release_epoch_;
     clear_reservation();
     failed_shapes_.clear();
-    waits_.clear();
     resource_reasons_.clear();
-    failed_preemptions_.clear();
   }
+  if (full || placed_last_pass_) {
+    // Jobs placed in the last pass may be preempted from now on: searches that found no
+    // victims (and the waits that followed) are stale.
+    waits_.clear();
+    failed_preemptions_.clear();
+    failed_preemption_sizes_.clear();
+  }
+  placed_last_pass_ = false;
   // Each tenant's jobs to decide, by priority then age; tenants by weighted dominant share.
   std::map<std::string, std::vector<PendingJob*>> queues;
   if (full)

@@ -8,6 +8,7 @@
 // start. Passes after which nothing was freed decide only the jobs submitted since.
 #pragma once
 
+#include <array>
 #include <limits>
 #include <map>
 #include <memory>
@@ -62,6 +63,8 @@ class ClusterScheduler final : public Scheduler {
     std::set<std::pair<NodeScore, int>, std::greater<>> ranked;  // best first; ties: newer class
     std::vector<int8_t> status;      // per class: 0 unknown, 1 ranked, 2 does not fit
     std::vector<int8_t> static_fit;  // per static group: 0 unknown, 1 node_could_fit, 2 not
+    int fit_signature = -1;          // the set of static groups it could fit, interned
+    size_t signature_groups = 0;     // static groups when fit_signature was found
     size_t cursor = 0;               // into NodeClassIndex::activations()
   };
   struct PendingJob {
@@ -121,6 +124,8 @@ class ClusterScheduler final : public Scheduler {
   void rank_class(Shape& shape, int class_id);
   // node_could_fit(shape's request, class), remembered per static group.
   bool could_fit(Shape& shape, const NodeClass& c);
+  // An id for the set of static groups the shape could fit: equal ids, equal sets.
+  int fit_signature(Shape& shape);
   // Adds the job to running_ and the indexes of running jobs; returns it there.
   const RunningJob& add_running(RunningJob job);
   void index_running(const RunningJob& job, bool add);
@@ -159,7 +164,9 @@ class ClusterScheduler final : public Scheduler {
   bool may_reclaim(const PendingJob& job, const RunningJob& victim) const;
   std::optional<VictimOption> node_victims(const PendingJob& job, const JobRequest& request,
                                            int slot) const;
-  std::optional<std::vector<std::string>> choose_victims(const PendingJob& job);
+  // `fits_freely` (if given) is set when a node fits the job without preempting anything.
+  std::optional<std::vector<std::string>> choose_victims(const PendingJob& job,
+                                                         bool* fits_freely = nullptr);
   std::optional<std::vector<std::string>> choose_reclaim_victims(const PendingJob& job);
 
   PlacementPolicy policy_;
@@ -193,8 +200,15 @@ class ClusterScheduler final : public Scheduler {
   std::map<std::pair<int, int>, std::string> resource_reasons_;
   // (shape, replicas, priority, tenant) whose preemption search failed, valid this epoch.
   std::set<std::tuple<int, int, int, std::string>> failed_preemptions_;
+  // Failed single-replica searches by what decides who may be preempted and where (tenant,
+  // priority, spot, fit signature, GPU model): the sizes that found no victims (GPU milli,
+  // CPUs, memory, GPU memory). A request at least as large in every one fails too, this epoch.
+  using PreemptionBucket = std::tuple<std::string, int, bool, int, std::string>;
+  std::map<PreemptionBucket, std::vector<std::array<int64_t, 4>>> failed_preemption_sizes_;
+  std::map<std::string, int> fit_signatures_;
   uint64_t pass_ = 0;
-  bool capacity_dirty_ = false;  // nodes changed since update_capacity()
+  bool placed_last_pass_ = false;  // the last pass placed a job (a new possible victim)
+  bool capacity_dirty_ = false;    // nodes changed since update_capacity()
   std::set<std::string> zones_;
   // The learned workload profile: submissions per (gpus, milli, cpu).
   std::map<std::tuple<int, int, int64_t>, int> shape_counts_;

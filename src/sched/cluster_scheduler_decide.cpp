@@ -87,8 +87,26 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
   // back by quota its tenant lent within the cohort reclaims it from the borrowers.
   auto preemption_key =
       std::make_tuple(job.shape, job.req.replicas, job.req.priority, job.req.tenant);
-  if (settings_.preemption && !failed_preemptions_.count(preemption_key)) {
-    auto victims = quota_blocked ? choose_reclaim_victims(job) : choose_victims(job);
+  // A single replica at least as large as one that found no victims finds none either.
+  std::optional<PreemptionBucket> bucket;
+  std::array<int64_t, 4> size{};
+  bool dominated = false;
+  if (settings_.preemption && job.req.replicas == 1 && !quota_blocked) {
+    bucket.emplace(job.req.tenant, job.req.priority, job.req.preemptible(),
+                   fit_signature(shapes_[job.shape]), job.req.gpu_model);
+    size = {job.req.gpus == 0       ? 0
+            : job.req.gpu_milli > 0 ? job.req.gpu_milli
+                                    : int64_t{job.req.gpus} * 1000,
+            job.req.cpu_milli, job.req.memory_mib, job.req.gpu_memory_mib};
+    if (auto it = failed_preemption_sizes_.find(*bucket); it != failed_preemption_sizes_.end())
+      for (const auto& failed : it->second)
+        if (failed[0] <= size[0] && failed[1] <= size[1] && failed[2] <= size[2] &&
+            failed[3] <= size[3])
+          dominated = true;
+  }
+  if (settings_.preemption && !dominated && !failed_preemptions_.count(preemption_key)) {
+    bool fits_freely = false;
+    auto victims = quota_blocked ? choose_reclaim_victims(job) : choose_victims(job, &fits_freely);
     if (victims) {
       std::set<int> where;
       for (const auto& v : *victims) {
@@ -112,6 +130,9 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
       return;
     }
     failed_preemptions_.insert(preemption_key);
+    // Where it fits without preempting (a node held for another job), a larger one might need
+    // victims there: such a search proves nothing about larger requests.
+    if (bucket && !fits_freely) failed_preemption_sizes_[*bucket].push_back(size);
   }
 
   if (quota_blocked) {

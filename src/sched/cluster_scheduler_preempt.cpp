@@ -114,7 +114,8 @@ std::optional<ClusterScheduler::VictimOption> ClusterScheduler::node_victims(
   return option;
 }
 
-std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const PendingJob& job) {
+std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const PendingJob& job,
+                                                                         bool* fits_freely) {
   JobRequest one = job.req;
   one.replicas = 1;
   // A gang may also fit on one node as a whole.
@@ -166,6 +167,7 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
       if (!allowed->second) continue;
     }
     if (auto o = node_victims(job, one, slot)) {
+      if (o->victims.empty() && fits_freely) *fits_freely = true;
       if (job.req.replicas == 1 && o->victims.empty()) continue;  // fits: not a preemption
       per_replica.push_back(std::move(*o));
     }

@@ -41,9 +41,10 @@ void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, in
     else if (auto r = state.labels.find("rack"); r != state.labels.end())
       c.zone = r->second;
     if (!state.gpus.empty()) c.gpu_model = state.gpus[0].model;
-    c.static_group =
-        static_groups_.try_emplace(static_key(state), static_cast<int>(static_groups_.size()))
-            .first->second;
+    auto [group, fresh] =
+        static_groups_.try_emplace(static_key(state), static_cast<int>(static_groups_.size()));
+    c.static_group = group->second;
+    if (fresh) group_examples_.push_back(id);
     classes_.push_back(std::move(c));
     by_key_.emplace(std::move(k), id);
   }

@@ -42,6 +42,8 @@ class NodeClassIndex {
   size_t size() const { return classes_.size(); }
   /// The number of static groups (see NodeClass::static_group).
   size_t static_groups() const { return static_groups_.size(); }
+  /// The first class of a static group (its state stands for the group's resources and labels).
+  const NodeClass& group_example(int group) const { return classes_[group_examples_[group]]; }
 
   /// Class ids in the order they gained a first member (again): consumers keep a cursor.
   const std::vector<int>& activations() const { return activations_; }
@@ -55,7 +57,8 @@ class NodeClassIndex {
   std::vector<NodeClass> classes_;
   std::unordered_map<std::string, int> by_key_;
   std::unordered_map<std::string, int> static_groups_;
-  std::vector<int> slot_class_;  // -1: no class
+  std::vector<int> group_examples_;  // static group -> its first class
+  std::vector<int> slot_class_;      // -1: no class
   std::vector<int> activations_;
   std::set<int> active_;
 };
