@@ -1,6 +1,7 @@
 // Preemption: the smallest set of running jobs (whole gangs) whose end lets a job start, and
 // reclaiming quota a tenant lent within its cohort.
 #include <algorithm>
+#include <boost/container/small_vector.hpp>
 #include <map>
 
 #include "sched/cluster_scheduler.h"
@@ -32,8 +33,9 @@ bool cheaper_victim(const JobRequest& a_req, bool a_borrowed, TimeMs a_start,
 }  // namespace
 
 bool ClusterScheduler::may_preempt(const PendingJob& job, const RunningJob& victim) const {
-  if (victim.preempting || victim.req.job_id == job.req.job_id) return false;
-  if (victim.placed_pass == pass_) return false;  // placed in this very pass: do not churn
+  // Neither one already chosen nor one placed in this very pass (do not churn). A job is never
+  // pending and running at once, so the victim is never the job itself.
+  if (victim.preempting || victim.placed_pass == pass_) return false;
   if (victim.req.priority < job.req.priority) return true;
   if (victim.req.preemptible() && !job.req.preemptible() && victim.req.priority <= job.req.priority)
     return true;
@@ -45,7 +47,7 @@ bool ClusterScheduler::may_reclaim(const PendingJob& job, const RunningJob& vict
   // as its own nominal quota goes.
   if (!victim.borrowed || victim.req.tenant == job.req.tenant || victim.models.empty())
     return false;
-  std::string cohort = tenants_.cohort_of(job.req.tenant);
+  const std::string& cohort = tenants_.cohort_of(job.req.tenant);
   if (cohort.empty() || cohort != tenants_.cohort_of(victim.req.tenant)) return false;
   int64_t milli = gpu_milli_of(job.req);
   const std::string& model = victim.models[0];
@@ -57,14 +59,14 @@ std::optional<ClusterScheduler::VictimOption> ClusterScheduler::node_victims(
     const PendingJob& job, const JobRequest& request, int slot) const {
   const Node& n = nodes_[slot];
   if (fits(request, n.state)) return VictimOption{{}, 0, slot};
-  std::vector<const RunningJob*> eligible;
+  boost::container::small_vector<const RunningJob*, 16> eligible;
   for (const auto& [seq, r] : n.jobs)
     if (may_preempt(job, *r)) eligible.push_back(r);
   if (eligible.empty()) return std::nullopt;
   // What preempting all of them would free at most: too little, and the node is out.
   int64_t cpu_free = n.state.cpu_milli - n.state.cpu_used_milli;
   int64_t memory_free = n.state.memory_mib - n.state.memory_used_mib;
-  std::vector<int64_t> gpu_used;
+  boost::container::small_vector<int64_t, 16> gpu_used;
   for (const auto& g : n.state.gpus) gpu_used.push_back(g.used_milli);
   for (const RunningJob* r : eligible)
     for (const auto& [s, rp] : r->replicas) {
@@ -91,7 +93,7 @@ std::optional<ClusterScheduler::VictimOption> ClusterScheduler::node_victims(
     for (const auto& [s, rp] : r->replicas)
       if (s == slot) apply_replica_use(scratch, r->req, rp, -sign);
   };
-  std::vector<const RunningJob*> chosen;
+  boost::container::small_vector<const RunningJob*, 16> chosen;
   for (const RunningJob* r : eligible) {
     release(r, +1);
     chosen.push_back(r);

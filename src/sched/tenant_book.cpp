@@ -71,9 +71,10 @@ bool TenantBook::borrowing(const std::string& tenant, const std::string& model) 
   return s && used(tenant, model) > nominal(*s, model);
 }
 
-std::string TenantBook::cohort_of(const std::string& tenant) const {
+const std::string& TenantBook::cohort_of(const std::string& tenant) const {
+  static const std::string kNone;
   const TenantSpec* s = spec(tenant);
-  return s ? s->cohort : "";
+  return s ? s->cohort : kNone;
 }
 
 int64_t TenantBook::cohort_excess(const std::string& tenant, const std::string& model,

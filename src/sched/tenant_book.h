@@ -34,7 +34,7 @@ class TenantBook {
   /// Whether the tenant currently uses more of the model than its nominal quota.
   bool borrowing(const std::string& tenant, const std::string& gpu_model) const;
   /// The tenant's cohort, "" when it has none or no quota (it then lends and borrows nothing).
-  std::string cohort_of(const std::string& tenant) const;
+  const std::string& cohort_of(const std::string& tenant) const;
   /// How much of the model the cohort's members would use above the cohort's nominal quota if
   /// the tenant took `milli` more (0 when it fits): what reclaiming must free.
   int64_t cohort_excess(const std::string& tenant, const std::string& gpu_model,
