@@ -421,6 +421,7 @@ Plan ClusterScheduler::schedule(TimeMs now) {
     failed_preemption_sizes_.clear();
   }
   placed_last_pass_ = false;
+  victim_slots_.clear();
   // Each tenant's jobs to decide, by priority then age; tenants by weighted dominant share.
   std::map<std::string, std::vector<PendingJob*>> queues;
   if (full)

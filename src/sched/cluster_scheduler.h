@@ -168,6 +168,9 @@ class ClusterScheduler final : public Scheduler {
   std::optional<std::vector<std::string>> choose_victims(const PendingJob& job,
                                                          bool* fits_freely = nullptr);
   std::optional<std::vector<std::string>> choose_reclaim_victims(const PendingJob& job);
+  // The nodes where some running job may be preemptible for the job (a superset: may_preempt
+  // decides per node), ascending; found once per pass per (priority, spot, cohort).
+  const std::vector<int>& victim_slots(const PendingJob& job);
 
   PlacementPolicy policy_;
   PolicySettings settings_;
@@ -206,6 +209,7 @@ class ClusterScheduler final : public Scheduler {
   using PreemptionBucket = std::tuple<std::string, int, bool, int, std::string>;
   std::map<PreemptionBucket, std::vector<std::array<int64_t, 4>>> failed_preemption_sizes_;
   std::map<std::string, int> fit_signatures_;
+  std::map<std::tuple<int, bool, std::string>, std::vector<int>> victim_slots_;  // this pass
   uint64_t pass_ = 0;
   bool placed_last_pass_ = false;  // the last pass placed a job (a new possible victim)
   bool capacity_dirty_ = false;    // nodes changed since update_capacity()

@@ -116,6 +116,31 @@ std::optional<ClusterScheduler::VictimOption> ClusterScheduler::node_victims(
   return option;
 }
 
+const std::vector<int>& ClusterScheduler::victim_slots(const PendingJob& job) {
+  const std::string& cohort = tenants_.cohort_of(job.req.tenant);
+  auto [it, fresh] = victim_slots_.try_emplace({job.req.priority, job.req.preemptible(), cohort});
+  if (!fresh) return it->second;
+  std::vector<char> marked(nodes_.size(), 0);
+  auto consider = [&](const RunningJob& r) {
+    if (r.preempting || r.placed_pass == pass_) return;
+    for (const auto& [slot, rp] : r.replicas) marked[slot] = 1;
+  };
+  for (const auto& [key, r] : by_priority_) {
+    if (key.first >= job.req.priority) break;
+    consider(*r);
+  }
+  if (!job.req.preemptible())
+    for (const auto& [seq, r] : spot_running_)
+      if (r->req.priority <= job.req.priority) consider(*r);
+  // Borrowers of the cohort, whatever they borrow: may_reclaim decides per node.
+  if (!cohort.empty())
+    for (const auto& [seq, r] : borrowed_running_)
+      if (tenants_.cohort_of(r->req.tenant) == cohort) consider(*r);
+  for (int slot = 0; slot < static_cast<int>(marked.size()); ++slot)
+    if (marked[slot]) it->second.push_back(slot);
+  return it->second;
+}
+
 std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const PendingJob& job,
                                                                          bool* fits_freely) {
   JobRequest one = job.req;
@@ -137,17 +162,7 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
     marked[slot] = 1;
     if (could_fit(shapes_[job.shape], classes_.of_slot(slot))) slots.push_back(slot);
   };
-  auto consider = [&](const RunningJob& r) {
-    if (!may_preempt(job, r)) return;
-    for (const auto& [slot, rp] : r.replicas) add_slot(slot);
-  };
-  for (const auto& [key, r] : by_priority_) {
-    if (key.first >= job.req.priority) break;
-    consider(*r);
-  }
-  if (!job.req.preemptible())
-    for (const auto& [seq, r] : spot_running_) consider(*r);
-  for (const auto& [seq, r] : borrowed_running_) consider(*r);
+  for (int slot : victim_slots(job)) add_slot(slot);
   if (slots.empty()) return std::nullopt;
   if (job.req.replicas > 1) {
     Shape& shape = shapes_[job.shape];
