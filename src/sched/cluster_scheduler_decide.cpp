@@ -182,7 +182,7 @@ std::string ClusterScheduler::resource_reason(const PendingJob& job) {
     }
     matching += static_cast<int>(c.members.size());
     int block =
-        req.gpu_milli > 0 ? (choose_gpus(req, c.state) ? 1 : 0) : free_matching_gpus(req, c.state);
+        req.gpu_milli > 0 ? (gpus_fit(req, c.state) ? 1 : 0) : free_matching_gpus(req, c.state);
     if (block > largest_block)
       largest_block = block, largest_node = nodes_[*c.members.begin()].state.name;
     bool cpu_ok = cpu_memory_fit(req, c.state);

@@ -11,7 +11,7 @@ namespace gpucloud::sched {
 namespace {
 
 bool fits(const JobRequest& req, const NodeState& node) {
-  return cpu_memory_fit(req, node) && choose_gpus(req, node).has_value();
+  return cpu_memory_fit(req, node) && gpus_fit(req, node);
 }
 
 int64_t gpu_milli_of(const JobRequest& r) {

@@ -116,6 +116,21 @@ std::vector<int> best_set(const NodeState& node, const std::vector<int>& candida
 
 }  // namespace
 
+bool gpus_fit(const JobRequest& req, const NodeState& node) {
+  if (req.gpus == 0) return true;
+  int found = 0;
+  for (const auto& g : node.gpus) {
+    if (req.gpu_milli > 0) {
+      if (gpu_matches(req, g) && g.free_milli() >= req.gpu_milli &&
+          req.gpu_memory_mib <= g.memory_mib - g.used_memory_mib)
+        return true;
+    } else if (g.whole_free() && gpu_matches(req, g) && ++found >= req.gpus) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::optional<GpuChoice> choose_gpus(const JobRequest& req, const NodeState& node) {
   GpuChoice choice;
   if (req.gpus == 0) return choice;

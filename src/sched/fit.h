@@ -29,6 +29,9 @@ struct GpuChoice {
 /// nothing if they do not fit. Does not check CPUs or memory.
 std::optional<GpuChoice> choose_gpus(const JobRequest& req, const NodeState& node);
 
+/// Whether choose_gpus() would find GPUs, without choosing them (no allocation).
+bool gpus_fit(const JobRequest& req, const NodeState& node);
+
 /// Whether the node's free CPUs and memory take one replica.
 bool cpu_memory_fit(const JobRequest& req, const NodeState& node);
 

@@ -842,6 +842,39 @@ TEST_P(SchedulerProperties, PreemptsWhenThatLetsABlockedJobStart) {
   EXPECT_GT(s.checked_pending, 1000);
 }
 
+// gpus_fit() is the allocation-free answer to "would choose_gpus() find GPUs": the scheduler
+// uses one where it only asks, the other where it places. They must never disagree.
+TEST(GpusFit, AgreesWithChooseGpusOnRandomNodesAndRequests) {
+  std::mt19937_64 rng(7);
+  auto below = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  const std::vector<std::string> models = {"", "A100", "H100", "A100|H100", "L4"};
+  int fitting = 0, not_fitting = 0;
+  for (int round = 0; round < 20000; ++round) {
+    NodeState node = gpu_node("n", 1 + below(8), below(2) ? "A100" : "L4", Links::kPairs,
+                              below(2) ? 80 * 1024 : 24 * 1024);
+    if (below(4) == 0) node.gpus[below(static_cast<int>(node.gpus.size()))].model = "H100";
+    for (auto& g : node.gpus) {
+      int use = below(4);  // free, whole, or a share
+      g.used_milli = use == 0 ? 0 : use == 1 ? 1000 : 100 * below(10);
+      g.used_memory_mib = g.used_milli == 1000 ? g.memory_mib : g.memory_mib * g.used_milli / 2000;
+    }
+    JobRequest req = job("j", below(5), models[below(static_cast<int>(models.size()))]);
+    if (req.gpus == 1 && below(2)) {
+      req.gpu_milli = 100 * (1 + below(9));
+      req.gpu_memory_mib = below(2) ? 1024 * below(40) : 0;
+    } else if (below(4) == 0) {
+      req.gpu_memory_mib = 40 * 1024;
+    }
+    bool fit = gpus_fit(req, node);
+    ASSERT_EQ(fit, choose_gpus(req, node).has_value())
+        << "round " << round << ": " << req.gpus << " GPUs, milli " << req.gpu_milli << ", model '"
+        << req.gpu_model << "'";
+    (fit ? fitting : not_fitting)++;
+  }
+  EXPECT_GT(fitting, 2000);
+  EXPECT_GT(not_fitting, 2000);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Minimal scenarios of scheduler bugs the properties above found (or that reading the
 // preemption code around them showed), kept so they stay fixed.
