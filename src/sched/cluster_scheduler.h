@@ -85,6 +85,14 @@ class ClusterScheduler final : public Scheduler {
     uint64_t placed_pass = 0;  // the pass that placed it (0: started by the caller)
     uint64_t seq = 0;          // start order: the key of the indexes below
   };
+  // Nodes where running jobs may be preemptible for jobs of one (priority, spot, cohort), with
+  // what each would have free at most if all of those jobs stopped (upper bounds for a pass).
+  struct VictimCandidates {
+    std::vector<int> slots;  // ascending
+    std::vector<int64_t> cpu_free, memory_free;
+    std::vector<int32_t> gpu_free;  // milli per GPU position, flat: gpu_offset[i] ...
+    std::vector<size_t> gpu_offset;
+  };
   struct VictimOption {
     std::vector<std::string> victims;  // empty: fits without preempting
     int64_t victim_gpu_milli = 0;
@@ -169,8 +177,10 @@ class ClusterScheduler final : public Scheduler {
                                                          bool* fits_freely = nullptr);
   std::optional<std::vector<std::string>> choose_reclaim_victims(const PendingJob& job);
   // The nodes where some running job may be preemptible for the job (a superset: may_preempt
-  // decides per node), ascending; found once per pass per (priority, spot, cohort).
-  const std::vector<int>& victim_slots(const PendingJob& job);
+  // decides per node); found once per pass per (priority, spot, cohort).
+  const VictimCandidates& victim_slots(const PendingJob& job);
+  // Whether one replica could fit candidate i if all its possible victims stopped.
+  bool could_free_enough(const VictimCandidates& c, size_t i, Shape& shape) const;
 
   PlacementPolicy policy_;
   PolicySettings settings_;
@@ -209,7 +219,7 @@ class ClusterScheduler final : public Scheduler {
   using PreemptionBucket = std::tuple<std::string, int, bool, int, std::string>;
   std::map<PreemptionBucket, std::vector<std::array<int64_t, 4>>> failed_preemption_sizes_;
   std::map<std::string, int> fit_signatures_;
-  std::map<std::tuple<int, bool, std::string>, std::vector<int>> victim_slots_;  // this pass
+  std::map<std::tuple<int, bool, std::string>, VictimCandidates> victim_slots_;  // this pass
   uint64_t pass_ = 0;
   bool placed_last_pass_ = false;  // the last pass placed a job (a new possible victim)
   bool capacity_dirty_ = false;    // nodes changed since update_capacity()

@@ -116,29 +116,68 @@ std::optional<ClusterScheduler::VictimOption> ClusterScheduler::node_victims(
   return option;
 }
 
-const std::vector<int>& ClusterScheduler::victim_slots(const PendingJob& job) {
+const ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const PendingJob& job) {
   const std::string& cohort = tenants_.cohort_of(job.req.tenant);
   auto [it, fresh] = victim_slots_.try_emplace({job.req.priority, job.req.preemptible(), cohort});
-  if (!fresh) return it->second;
+  VictimCandidates& out = it->second;
+  if (!fresh) return out;
+  auto possible_victim = [&](const RunningJob& r) {
+    if (r.preempting || r.placed_pass == pass_) return false;
+    if (r.req.priority < job.req.priority) return true;
+    if (r.req.preemptible() && !job.req.preemptible() && r.req.priority <= job.req.priority)
+      return true;
+    // Borrowers of the cohort, whatever they borrow: may_reclaim decides per node.
+    return r.borrowed && !cohort.empty() && tenants_.cohort_of(r.req.tenant) == cohort;
+  };
   std::vector<char> marked(nodes_.size(), 0);
   auto consider = [&](const RunningJob& r) {
-    if (r.preempting || r.placed_pass == pass_) return;
-    for (const auto& [slot, rp] : r.replicas) marked[slot] = 1;
+    if (possible_victim(r))
+      for (const auto& [slot, rp] : r.replicas) marked[slot] = 1;
   };
   for (const auto& [key, r] : by_priority_) {
     if (key.first >= job.req.priority) break;
     consider(*r);
   }
   if (!job.req.preemptible())
-    for (const auto& [seq, r] : spot_running_)
-      if (r->req.priority <= job.req.priority) consider(*r);
-  // Borrowers of the cohort, whatever they borrow: may_reclaim decides per node.
+    for (const auto& [seq, r] : spot_running_) consider(*r);
   if (!cohort.empty())
-    for (const auto& [seq, r] : borrowed_running_)
-      if (tenants_.cohort_of(r->req.tenant) == cohort) consider(*r);
-  for (int slot = 0; slot < static_cast<int>(marked.size()); ++slot)
-    if (marked[slot]) it->second.push_back(slot);
-  return it->second;
+    for (const auto& [seq, r] : borrowed_running_) consider(*r);
+  for (int slot = 0; slot < static_cast<int>(marked.size()); ++slot) {
+    if (!marked[slot] || !nodes_[slot].present) continue;
+    const NodeState& n = nodes_[slot].state;
+    int64_t cpu = n.cpu_milli - n.cpu_used_milli, memory = n.memory_mib - n.memory_used_mib;
+    size_t offset = out.gpu_free.size();
+    for (const auto& g : n.gpus) out.gpu_free.push_back(static_cast<int32_t>(g.free_milli()));
+    for (const auto& [seq, r] : nodes_[slot].jobs) {
+      if (!possible_victim(*r)) continue;
+      for (const auto& [s, rp] : r->replicas) {
+        if (s != slot) continue;
+        cpu += rp.cpu_milli;
+        memory += rp.memory_mib;
+        for (const auto& share : rp.gpus)
+          for (size_t p = 0; p < n.gpus.size(); ++p)
+            if (n.gpus[p].index == share.index) out.gpu_free[offset + p] += share.milli;
+      }
+    }
+    out.slots.push_back(slot);
+    out.cpu_free.push_back(cpu);
+    out.memory_free.push_back(memory);
+    out.gpu_offset.push_back(offset);
+  }
+  return out;
+}
+
+bool ClusterScheduler::could_free_enough(const VictimCandidates& c, size_t i, Shape& shape) const {
+  const JobRequest& req = shape.req;
+  if (c.cpu_free[i] < req.cpu_milli || c.memory_free[i] < req.memory_mib) return false;
+  if (req.gpus == 0) return true;
+  const NodeState& n = nodes_[c.slots[i]].state;
+  int32_t need = req.gpu_milli > 0 ? req.gpu_milli : 1000;
+  int found = 0, want = req.gpu_milli > 0 ? 1 : req.gpus;
+  for (size_t p = 0; p < n.gpus.size(); ++p)
+    if (c.gpu_free[c.gpu_offset[i] + p] >= need && gpu_matches(req, n.gpus[p]) && ++found >= want)
+      return true;
+  return false;
 }
 
 std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const PendingJob& job,
@@ -162,7 +201,13 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
     marked[slot] = 1;
     if (could_fit(shapes_[job.shape], classes_.of_slot(slot))) slots.push_back(slot);
   };
-  for (int slot : victim_slots(job)) add_slot(slot);
+  const VictimCandidates& candidates = victim_slots(job);
+  for (size_t i = 0; i < candidates.slots.size(); ++i) {
+    int slot = candidates.slots[i];
+    if (could_fit(shapes_[job.shape], classes_.of_slot(slot)) &&
+        could_free_enough(candidates, i, shapes_[job.shape]))
+      add_slot(slot);
+  }
   if (slots.empty()) return std::nullopt;
   if (job.req.replicas > 1) {
     Shape& shape = shapes_[job.shape];
