@@ -384,17 +384,19 @@ void ClusterScheduler::clear_reservation() {
   reservation_.reset();
 }
 
-void ClusterScheduler::nominate(const std::string& job_id, const std::set<int>& slots) {
+void ClusterScheduler::nominate(const std::string& job_id, int priority,
+                                const std::set<int>& slots) {
   clear_nomination(job_id);
   if (nominees_by_slot_.size() < nodes_.size()) nominees_by_slot_.resize(nodes_.size());
-  for (int slot : slots) nominees_by_slot_[slot].push_back(job_id);
+  for (int slot : slots) nominees_by_slot_[slot].push_back({priority, job_id});
   nominated_slots_[job_id].assign(slots.begin(), slots.end());
 }
 
 void ClusterScheduler::clear_nomination(const std::string& job_id) {
   auto it = nominated_slots_.find(job_id);
   if (it == nominated_slots_.end()) return;
-  for (int slot : it->second) std::erase(nominees_by_slot_[slot], job_id);
+  for (int slot : it->second)
+    std::erase_if(nominees_by_slot_[slot], [&](const auto& n) { return n.second == job_id; });
   nominated_slots_.erase(it);
 }
 

@@ -150,7 +150,7 @@ class ClusterScheduler final : public Scheduler {
   void set_reservation(Reservation r);
   void clear_reservation();
   // Holds the nodes for a preemptor until it starts (or leaves the queue).
-  void nominate(const std::string& job_id, const std::set<int>& slots);
+  void nominate(const std::string& job_id, int priority, const std::set<int>& slots);
   void clear_nomination(const std::string& job_id);
 
   // cluster_scheduler_place.cpp: placing one job.
@@ -200,8 +200,9 @@ class ClusterScheduler final : public Scheduler {
   std::map<uint64_t, const RunningJob*> spot_running_, borrowed_running_;  // by seq
   uint64_t next_running_seq_ = 1;
   std::map<std::string, std::vector<int>> nominated_slots_;  // preemptor -> node slots
-  std::vector<std::vector<std::string>> nominees_by_slot_;   // slot -> preemptors holding it
-  std::vector<char> reserved_slot_;                          // slot is in reservation_
+  // slot -> the preemptors holding it: (priority, job id)
+  std::vector<std::vector<std::pair<int, std::string>>> nominees_by_slot_;
+  std::vector<char> reserved_slot_;  // slot is in reservation_
   uint64_t next_seq_ = 1;
   std::map<uint64_t, PendingJob*> undecided_;  // submitted since the last pass, by seq
   uint64_t release_epoch_ = 1;                 // bumps when capacity frees up or the rules change

@@ -120,7 +120,7 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
                 : "");
         plan.preemptions.push_back({v, std::move(why)});
       }
-      nominate(job.req.job_id, where);
+      nominate(job.req.job_id, job.req.priority, where);
       job.victims = *victims;
       set_reason(job,
                  fmt::format("preempting {} job{} to start ({}); {}", victims->size(),

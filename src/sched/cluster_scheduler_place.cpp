@@ -14,14 +14,11 @@ bool ClusterScheduler::node_usable(int slot, Filter& f) const {
     return false;
   }
   if (slot < static_cast<int>(nominees_by_slot_.size()))
-    for (const auto& preemptor : nominees_by_slot_[slot]) {
-      if (preemptor == job.req.job_id) continue;
-      auto it = pending_.find(preemptor);
-      if (it != pending_.end() && it->second.req.priority >= job.req.priority) {
+    for (const auto& [priority, preemptor] : nominees_by_slot_[slot])
+      if (priority >= job.req.priority && preemptor != job.req.job_id) {
         f.skipped_reserved = true;
         return false;
       }
-    }
   return true;
 }
 
@@ -30,15 +27,24 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
   refresh_ranking(shape);
   const JobRequest& req = shape.req;
   int64_t milli = req.gpus == 0 ? 0 : req.gpu_milli > 0 ? req.gpu_milli : int64_t{req.gpus} * 1000;
+  // Quota per GPU model, asked once per model (the answer cannot change during one pick).
+  std::vector<std::pair<const std::string*, bool>> quota_by_model;
   auto class_allowed = [&](const NodeClass& c) {
     if (f.zone && c.zone != *f.zone) return false;
+    if (milli == 0) return true;
+    for (const auto& [model, allowed] : quota_by_model)
+      if (*model == c.gpu_model) {
+        if (!allowed) f.skipped_quota = true;
+        return allowed;
+      }
     std::string why;
-    if (milli > 0 && !tenants_.allows(f.job->req.tenant, c.gpu_model, milli, &why)) {
+    bool allowed = tenants_.allows(f.job->req.tenant, c.gpu_model, milli, &why);
+    quota_by_model.push_back({&c.gpu_model, allowed});
+    if (!allowed) {
       f.skipped_quota = true;
       if (f.quota_why.empty()) f.quota_why = std::move(why), f.quota_model = c.gpu_model;
-      return false;
     }
-    return true;
+    return allowed;
   };
   auto first_usable = [&](const NodeClass& c) -> int {
     for (int slot : c.members)
