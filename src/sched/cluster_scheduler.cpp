@@ -424,6 +424,7 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   }
   placed_last_pass_ = false;
   victim_slots_.clear();
+  borrowers_.clear();
   // Each tenant's jobs to decide, by priority then age; tenants by weighted dominant share.
   std::map<std::string, std::vector<PendingJob*>> queues;
   if (full)

@@ -221,6 +221,8 @@ class ClusterScheduler final : public Scheduler {
   std::map<PreemptionBucket, std::vector<std::array<int64_t, 4>>> failed_preemption_sizes_;
   std::map<std::string, int> fit_signatures_;
   std::map<std::tuple<int, bool, std::string>, VictimCandidates> victim_slots_;  // this pass
+  // Running jobs that borrow, per (cohort, GPU model), cheapest victim first (this pass).
+  std::map<std::pair<std::string, std::string>, std::vector<const RunningJob*>> borrowers_;
   uint64_t pass_ = 0;
   bool placed_last_pass_ = false;  // the last pass placed a job (a new possible victim)
   bool capacity_dirty_ = false;    // nodes changed since update_capacity()

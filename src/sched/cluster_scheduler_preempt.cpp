@@ -266,27 +266,32 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_reclaim_victims
   // it: free enough of their borrowed use of that model, cheapest first.
   int64_t milli = gpu_milli_of(job.req);
   if (milli == 0) return std::nullopt;
-  std::set<std::string> models;
-  for (int id : classes_.active()) {
-    const NodeClass& c = classes_.get(id);
-    if (!c.members.empty() && could_fit(shapes_[job.shape], c)) models.insert(c.gpu_model);
-  }
+  const std::string& cohort = tenants_.cohort_of(job.req.tenant);
+  if (cohort.empty()) return std::nullopt;
+  std::set<std::string> models;  // of the nodes that could run it
+  for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
+    if (classes_.group_members(g) > 0 && could_fit(shapes_[job.shape], classes_.group_example(g)))
+      models.insert(classes_.group_example(g).gpu_model);
   for (const auto& model : models) {
     if (!tenants_.within_nominal(job.req.tenant, model, milli)) continue;
     int64_t need = tenants_.cohort_excess(job.req.tenant, model, milli);
     if (need == 0) continue;
-    std::vector<const RunningJob*> borrowers;
-    for (const auto& [seq, r] : borrowed_running_)
-      if (!r->models.empty() && r->models[0] == model && may_reclaim(job, *r) &&
-          r->placed_pass != pass_ && !r->preempting)
-        borrowers.push_back(r);
-    std::sort(borrowers.begin(), borrowers.end(), [](const RunningJob* a, const RunningJob* b) {
-      return cheaper_victim(a->req, false, a->started_at, b->req, false, b->started_at);
-    });
+    auto [list, fresh] = borrowers_.try_emplace({cohort, model});
+    if (fresh) {
+      for (const auto& [seq, r] : borrowed_running_)
+        if (!r->models.empty() && r->models[0] == model && r->placed_pass != pass_ &&
+            tenants_.cohort_of(r->req.tenant) == cohort)
+          list->second.push_back(r);
+      std::sort(list->second.begin(), list->second.end(),
+                [](const RunningJob* a, const RunningJob* b) {
+                  return cheaper_victim(a->req, false, a->started_at, b->req, false, b->started_at);
+                });
+    }
     std::vector<std::string> victims;
     int64_t freed = 0;
-    for (const RunningJob* r : borrowers) {
+    for (const RunningJob* r : list->second) {
       if (freed >= need) break;
+      if (r->preempting || !may_reclaim(job, *r)) continue;
       victims.push_back(r->req.job_id);
       freed += gpu_milli_of(r->req);
     }

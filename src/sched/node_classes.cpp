@@ -44,7 +44,7 @@ void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, in
     auto [group, fresh] =
         static_groups_.try_emplace(static_key(state), static_cast<int>(static_groups_.size()));
     c.static_group = group->second;
-    if (fresh) group_examples_.push_back(id);
+    if (fresh) group_examples_.push_back(id), group_members_.push_back(0);
     classes_.push_back(std::move(c));
     by_key_.emplace(std::move(k), id);
   }
@@ -54,6 +54,7 @@ void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, in
   slot_class_[slot] = id;
   auto& members = classes_[id].members;
   members.insert(slot);
+  ++group_members_[classes_[id].static_group];
   if (members.size() == 1) {
     activations_.push_back(id);
     active_.insert(id);
@@ -64,6 +65,7 @@ void NodeClassIndex::remove(int slot) {
   if (slot >= static_cast<int>(slot_class_.size()) || slot_class_[slot] < 0) return;
   auto& members = classes_[slot_class_[slot]].members;
   members.erase(slot);
+  --group_members_[classes_[slot_class_[slot]].static_group];
   if (members.empty()) active_.erase(slot_class_[slot]);
   slot_class_[slot] = -1;
 }

@@ -44,6 +44,8 @@ class NodeClassIndex {
   size_t static_groups() const { return static_groups_.size(); }
   /// The first class of a static group (its state stands for the group's resources and labels).
   const NodeClass& group_example(int group) const { return classes_[group_examples_[group]]; }
+  /// The number of nodes in a static group now.
+  int group_members(int group) const { return group_members_[group]; }
 
   /// Class ids in the order they gained a first member (again): consumers keep a cursor.
   const std::vector<int>& activations() const { return activations_; }
@@ -58,6 +60,7 @@ class NodeClassIndex {
   std::unordered_map<std::string, int> by_key_;
   std::unordered_map<std::string, int> static_groups_;
   std::vector<int> group_examples_;  // static group -> its first class
+  std::vector<int> group_members_;   // static group -> nodes in it
   std::vector<int> slot_class_;      // -1: no class
   std::vector<int> activations_;
   std::set<int> active_;
