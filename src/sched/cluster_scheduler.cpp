@@ -168,10 +168,16 @@ void ClusterScheduler::refresh_ranking(Shape& s) {
 }
 
 bool ClusterScheduler::could_fit(Shape& s, const NodeClass& c) {
-  if (s.static_fit.size() <= static_cast<size_t>(c.static_group))
+  if (s.static_fit.size() <= static_cast<size_t>(c.static_group)) {
     s.static_fit.resize(classes_.static_groups(), 0);
+    s.all_match.resize(classes_.static_groups(), 0);
+  }
   int8_t& known = s.static_fit[c.static_group];
-  if (known == 0) known = node_could_fit(s.req, c.state) ? 1 : 2;
+  if (known == 0) {
+    known = node_could_fit(s.req, c.state) ? 1 : 2;
+    s.all_match[c.static_group] = std::all_of(c.state.gpus.begin(), c.state.gpus.end(),
+                                              [&](const auto& g) { return gpu_matches(s.req, g); });
+  }
   return known == 1;
 }
 

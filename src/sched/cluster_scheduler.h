@@ -63,6 +63,7 @@ class ClusterScheduler final : public Scheduler {
     std::set<std::pair<NodeScore, int>, std::greater<>> ranked;  // best first; ties: newer class
     std::vector<int8_t> status;      // per class: 0 unknown, 1 ranked, 2 does not fit
     std::vector<int8_t> static_fit;  // per static group: 0 unknown, 1 node_could_fit, 2 not
+    std::vector<int8_t> all_match;   // per static group (when it fits): every GPU matches
     int fit_signature = -1;          // the set of static groups it could fit, interned
     size_t signature_groups = 0;     // static groups when fit_signature was found
     size_t cursor = 0;               // into NodeClassIndex::activations()

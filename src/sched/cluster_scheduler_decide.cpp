@@ -168,30 +168,72 @@ void ClusterScheduler::set_wait(PendingJob& job, const WaitKey& key, std::string
 }
 
 std::string ClusterScheduler::resource_reason(const PendingJob& job) {
+  // Static groups first (a group that cannot run the job is skipped whole), then, per group,
+  // its classes most free first: the largest block and the most free CPUs are found without
+  // visiting every class. Ties go to the lowest class id.
   const JobRequest& req = job.req;
+  Shape& shape = shapes_[job.shape];
   std::string why_not;
-  int matching = 0, largest_block = -1, placeable = 0;
-  std::string largest_node;
-  const NodeClass* cpu_class = nullptr;
-  for (int id : classes_.active()) {
-    const NodeClass& c = classes_.get(id);
-    if (c.members.empty()) continue;
-    if (!could_fit(shapes_[job.shape], c)) {
-      if (why_not.empty()) node_could_fit(req, c.state, &why_not);
+  int matching = 0, largest_block = -1, largest_class = -1, placeable = 0;
+  std::vector<int> groups;  // that could run it
+  for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g) {
+    if (classes_.group_members(g) == 0) continue;
+    const NodeClass& example = classes_.group_example(g);
+    if (!could_fit(shape, example)) {
+      if (why_not.empty()) node_could_fit(req, example.state, &why_not);
       continue;
     }
-    matching += static_cast<int>(c.members.size());
-    int block =
-        req.gpu_milli > 0 ? (gpus_fit(req, c.state) ? 1 : 0) : free_matching_gpus(req, c.state);
-    if (block > largest_block)
-      largest_block = block, largest_node = nodes_[*c.members.begin()].state.name;
-    bool cpu_ok = cpu_memory_fit(req, c.state);
-    if (!cpu_ok && (!cpu_class || c.state.cpu_milli - c.state.cpu_used_milli >
-                                      cpu_class->state.cpu_milli - cpu_class->state.cpu_used_milli))
-      cpu_class = &c;
-    if (req.replicas > 1 && cpu_ok && (req.gpus == 0 || block >= req.gpus))
-      placeable += static_cast<int>(c.members.size());
+    groups.push_back(g);
+    matching += classes_.group_members(g);
   }
+  auto take_block = [&](int block, int class_id) {
+    if (block > largest_block || (block == largest_block && class_id < largest_class))
+      largest_block = block, largest_class = class_id;
+  };
+  for (int g : groups) {
+    bool all_match = shape.all_match[g];
+    if (req.gpu_milli > 0) {
+      // Most milli free first: the first class a share fits on decides the group.
+      int found = -1;
+      for (const auto& [neg_milli, id] : classes_.group_by_free_milli(g)) {
+        if (all_match && -neg_milli < req.gpu_milli) break;
+        if (gpus_fit(req, classes_.get(id).state) && (found < 0 || id < found)) found = id;
+        if (found >= 0 && all_match) break;
+      }
+      if (found >= 0)
+        take_block(1, found);
+      else
+        take_block(0, classes_.group_by_free_milli(g).begin()->second);
+    } else if (all_match) {
+      const auto& top = *classes_.group_by_free_gpus(g).begin();
+      take_block(-top.first, top.second);
+    } else {
+      for (const auto& [neg_free, id] : classes_.group_by_free_gpus(g))
+        take_block(free_matching_gpus(req, classes_.get(id).state), id);
+    }
+  }
+  std::string largest_node =
+      largest_class >= 0 ? nodes_[*classes_.get(largest_class).members.begin()].state.name : "";
+  bool gpus_enough = req.gpus == 0 || largest_block >= (req.gpu_milli > 0 ? 1 : req.gpus);
+  // Only a job whose GPUs would fit somewhere is told about CPUs and memory (and only gangs
+  // count the nodes a replica fits on): then every class of the groups is looked at.
+  const NodeClass* cpu_class = nullptr;
+  if (gpus_enough || req.replicas > 1)
+    for (int g : groups)
+      for (const auto& [neg_free, id] : classes_.group_by_free_gpus(g)) {
+        const NodeClass& c = classes_.get(id);
+        bool cpu_ok = cpu_memory_fit(req, c.state);
+        int64_t cpu_free = c.state.cpu_milli - c.state.cpu_used_milli;
+        if (!cpu_ok) {
+          int64_t best =
+              cpu_class ? cpu_class->state.cpu_milli - cpu_class->state.cpu_used_milli : -1;
+          if (cpu_free > best || (cpu_free == best && c.id < cpu_class->id)) cpu_class = &c;
+        }
+        if (req.replicas > 1 && cpu_ok &&
+            (req.gpus == 0 || (req.gpu_milli > 0 ? gpus_fit(req, c.state)
+                                                 : free_matching_gpus(req, c.state) >= req.gpus)))
+          placeable += static_cast<int>(c.members.size());
+      }
   std::string gang = req.replicas > 1
                          ? fmt::format("gang of {} replicas, {} placeable now; ", req.replicas,
                                        std::min(placeable, req.replicas - 1))
@@ -199,7 +241,7 @@ std::string ClusterScheduler::resource_reason(const PendingJob& job) {
   if (matching == 0)
     return fmt::format("{}no schedulable node can run it ({})", gang,
                        why_not.empty() ? "no nodes registered" : why_not);
-  if (req.gpus > 0 && largest_block < (req.gpu_milli > 0 ? 1 : req.gpus)) {
+  if (!gpus_enough) {
     if (req.gpu_milli > 0)
       return fmt::format("{}needs {} on one GPU; no matching GPU has {} milli free", gang,
                          describe_gpus(req), req.gpu_milli);

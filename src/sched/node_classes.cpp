@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace gpucloud::sched {
 
 std::string NodeClassIndex::key(const NodeState& s, int share_jobs, int whole_jobs) {
@@ -44,7 +46,16 @@ void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, in
     auto [group, fresh] =
         static_groups_.try_emplace(static_key(state), static_cast<int>(static_groups_.size()));
     c.static_group = group->second;
-    if (fresh) group_examples_.push_back(id), group_members_.push_back(0);
+    if (fresh) {
+      group_examples_.push_back(id);
+      group_members_.push_back(0);
+      group_by_free_gpus_.emplace_back();
+      group_by_free_milli_.emplace_back();
+    }
+    for (const auto& g : state.gpus) {
+      c.free_gpus += g.whole_free() ? 1 : 0;
+      c.max_free_milli = std::max(c.max_free_milli, static_cast<int>(g.free_milli()));
+    }
     classes_.push_back(std::move(c));
     by_key_.emplace(std::move(k), id);
   }
@@ -56,17 +67,24 @@ void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, in
   members.insert(slot);
   ++group_members_[classes_[id].static_group];
   if (members.size() == 1) {
+    const NodeClass& c = classes_[id];
     activations_.push_back(id);
     active_.insert(id);
+    group_by_free_gpus_[c.static_group].insert({-c.free_gpus, id});
+    group_by_free_milli_[c.static_group].insert({-c.max_free_milli, id});
   }
 }
 
 void NodeClassIndex::remove(int slot) {
   if (slot >= static_cast<int>(slot_class_.size()) || slot_class_[slot] < 0) return;
-  auto& members = classes_[slot_class_[slot]].members;
-  members.erase(slot);
-  --group_members_[classes_[slot_class_[slot]].static_group];
-  if (members.empty()) active_.erase(slot_class_[slot]);
+  const NodeClass& c = classes_[slot_class_[slot]];
+  classes_[c.id].members.erase(slot);
+  --group_members_[c.static_group];
+  if (c.members.empty()) {
+    active_.erase(c.id);
+    group_by_free_gpus_[c.static_group].erase({-c.free_gpus, c.id});
+    group_by_free_milli_[c.static_group].erase({-c.max_free_milli, c.id});
+  }
   slot_class_[slot] = -1;
 }
 

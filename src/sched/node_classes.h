@@ -16,13 +16,15 @@ namespace gpucloud::sched {
 /// One exact node state and the nodes in it.
 struct NodeClass {
   int id = 0;
-  NodeState state;        // the first member's state (names and GPU uuids are that node's)
-  std::string zone;       // the "zone" label, else "rack", else ""
-  std::string gpu_model;  // the model of GPU 0; "" for a node without GPUs
-  int share_jobs = 0;     // replicas holding a share of a GPU here
-  int whole_jobs = 0;     // replicas holding whole GPUs here
-  std::set<int> members;  // node slots, ascending
-  int static_group = 0;   // classes with equal resources and labels, whatever their use
+  NodeState state;         // the first member's state (names and GPU uuids are that node's)
+  std::string zone;        // the "zone" label, else "rack", else ""
+  std::string gpu_model;   // the model of GPU 0; "" for a node without GPUs
+  int share_jobs = 0;      // replicas holding a share of a GPU here
+  int whole_jobs = 0;      // replicas holding whole GPUs here
+  std::set<int> members;   // node slots, ascending
+  int static_group = 0;    // classes with equal resources and labels, whatever their use
+  int free_gpus = 0;       // whole GPUs free
+  int max_free_milli = 0;  // the most milli free on one GPU
 };
 
 /// The classes and which class each node slot is in.
@@ -46,6 +48,14 @@ class NodeClassIndex {
   const NodeClass& group_example(int group) const { return classes_[group_examples_[group]]; }
   /// The number of nodes in a static group now.
   int group_members(int group) const { return group_members_[group]; }
+  /// A static group's classes that have members, as (-free GPUs, class id): most free first.
+  const std::set<std::pair<int, int>>& group_by_free_gpus(int group) const {
+    return group_by_free_gpus_[group];
+  }
+  /// The same as (-most milli free on one GPU, class id).
+  const std::set<std::pair<int, int>>& group_by_free_milli(int group) const {
+    return group_by_free_milli_[group];
+  }
 
   /// Class ids in the order they gained a first member (again): consumers keep a cursor.
   const std::vector<int>& activations() const { return activations_; }
@@ -61,7 +71,8 @@ class NodeClassIndex {
   std::unordered_map<std::string, int> static_groups_;
   std::vector<int> group_examples_;  // static group -> its first class
   std::vector<int> group_members_;   // static group -> nodes in it
-  std::vector<int> slot_class_;      // -1: no class
+  std::vector<std::set<std::pair<int, int>>> group_by_free_gpus_, group_by_free_milli_;
+  std::vector<int> slot_class_;  // -1: no class
   std::vector<int> activations_;
   std::set<int> active_;
 };
