@@ -314,6 +314,7 @@ Status ClusterScheduler::start(const JobRequest& job, const Placement& where, Ti
     ends_.insert({r.expected_end, job.job_id});
   }
   add_running(std::move(r));
+  placed_last_pass_ = true;  // a new possible victim
   return {};
 }
 
@@ -422,15 +423,15 @@ Plan ClusterScheduler::schedule(TimeMs now) {
     resource_reasons_.clear();
   }
   if (full || placed_last_pass_) {
-    // Jobs placed in the last pass may be preempted from now on: searches that found no
-    // victims (and the waits that followed) are stale.
+    // Jobs placed in the last pass (or started since) may be preempted from now on: searches
+    // that found no victims, the waits that followed, and the victim candidates are stale.
     waits_.clear();
     failed_preemptions_.clear();
     failed_preemption_sizes_.clear();
+    victim_slots_.clear();
+    borrowers_.clear();
   }
   placed_last_pass_ = false;
-  victim_slots_.clear();
-  borrowers_.clear();
   // Each tenant's jobs to decide, by priority then age; tenants by weighted dominant share.
   std::map<std::string, std::vector<PendingJob*>> queues;
   if (full)

@@ -178,7 +178,7 @@ class ClusterScheduler final : public Scheduler {
                                                          bool* fits_freely = nullptr);
   std::optional<std::vector<std::string>> choose_reclaim_victims(const PendingJob& job);
   // The nodes where some running job may be preemptible for the job (a superset: may_preempt
-  // decides per node); found once per pass per (priority, spot, cohort).
+  // decides per node); found once per (priority, spot, cohort) while nothing changes.
   const VictimCandidates& victim_slots(const PendingJob& job);
   // Whether one replica could fit candidate i if all its possible victims stopped.
   bool could_free_enough(const VictimCandidates& c, size_t i, Shape& shape) const;
@@ -221,11 +221,12 @@ class ClusterScheduler final : public Scheduler {
   using PreemptionBucket = std::tuple<std::string, int, bool, int, std::string>;
   std::map<PreemptionBucket, std::vector<std::array<int64_t, 4>>> failed_preemption_sizes_;
   std::map<std::string, int> fit_signatures_;
-  std::map<std::tuple<int, bool, std::string>, VictimCandidates> victim_slots_;  // this pass
-  // Running jobs that borrow, per (cohort, GPU model), cheapest victim first (this pass).
+  // Valid until a finish, a node or tenant change, or a new running job (see schedule()).
+  std::map<std::tuple<int, bool, std::string>, VictimCandidates> victim_slots_;
+  // Running jobs that borrow, per (cohort, GPU model), cheapest victim first (valid as above).
   std::map<std::pair<std::string, std::string>, std::vector<const RunningJob*>> borrowers_;
   uint64_t pass_ = 0;
-  bool placed_last_pass_ = false;  // the last pass placed a job (a new possible victim)
+  bool placed_last_pass_ = false;  // a job was placed or started since the last pass began
   bool capacity_dirty_ = false;    // nodes changed since update_capacity()
   std::set<std::string> zones_;
   // The learned workload profile: submissions per (gpus, milli, cpu).
