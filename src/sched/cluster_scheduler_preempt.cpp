@@ -30,6 +30,25 @@ bool cheaper_victim(const JobRequest& a_req, bool a_borrowed, TimeMs a_start,
   return a_req.job_id < b_req.job_id;
 }
 
+// The least GPU milli victims must hold on the node for the request to fit there: a share needs
+// the shortfall on its best GPU; whole GPUs need their holders gone, the least used GPUs first.
+int64_t least_victim_milli(const JobRequest& req, const NodeState& node) {
+  if (req.gpus == 0) return 0;
+  boost::container::small_vector<int64_t, 16> used;
+  for (const auto& g : node.gpus)
+    if (gpu_matches(req, g)) used.push_back(g.used_milli);
+  if (req.gpu_milli > 0) {
+    int64_t least = 1000;
+    for (int64_t u : used)
+      least = std::min(least, std::max<int64_t>(0, req.gpu_milli - (1000 - u)));
+    return least;
+  }
+  std::sort(used.begin(), used.end());
+  int64_t sum = 0;
+  for (size_t i = 0; i < used.size() && i < static_cast<size_t>(req.gpus); ++i) sum += used[i];
+  return sum;
+}
+
 }  // namespace
 
 bool ClusterScheduler::may_preempt(const PendingJob& job, const RunningJob& victim) const {
@@ -218,8 +237,20 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
   std::sort(slots.begin(), slots.end());
   std::vector<VictimOption> per_replica, per_gang;
   std::map<std::string, bool> model_allowed;  // the tenant may take the GPUs of this model
+  auto by_cost = [](const VictimOption& a, const VictimOption& b) {
+    if (a.victims.size() != b.victims.size()) return a.victims.size() < b.victims.size();
+    if (a.victim_gpu_milli != b.victim_gpu_milli) return a.victim_gpu_milli < b.victim_gpu_milli;
+    return a.slot < b.slot;
+  };
+  per_replica.reserve(slots.size());          // best_single points into it
+  const VictimOption* best_single = nullptr;  // the cheapest option so far, for one replica
   for (int slot : slots) {
     const Node& n = nodes_[slot];
+    // One victim is the fewest there can be: a node whose victims would hold at least as much
+    // as the best single victim's cannot do better (ties go to the lower slot, seen first).
+    if (best_single && best_single->victims.size() == 1 &&
+        least_victim_milli(one, n.state) >= best_single->victim_gpu_milli)
+      continue;
     if (one.gpus > 0 && !n.state.gpus.empty()) {
       const std::string& model = n.state.gpus[0].model;
       auto [allowed, fresh] = model_allowed.try_emplace(model, false);
@@ -232,15 +263,12 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
       if (o->victims.empty() && fits_freely) *fits_freely = true;
       if (job.req.replicas == 1 && o->victims.empty()) continue;  // fits: not a preemption
       per_replica.push_back(std::move(*o));
+      if (job.req.replicas == 1 && (!best_single || by_cost(per_replica.back(), *best_single)))
+        best_single = &per_replica.back();
     }
     if (try_whole && could_fit(shapes_[whole_shape], classes_.of_slot(slot)))
       if (auto o = node_victims(job, whole, slot)) per_gang.push_back(std::move(*o));
   }
-  auto by_cost = [](const VictimOption& a, const VictimOption& b) {
-    if (a.victims.size() != b.victims.size()) return a.victims.size() < b.victims.size();
-    if (a.victim_gpu_milli != b.victim_gpu_milli) return a.victim_gpu_milli < b.victim_gpu_milli;
-    return a.slot < b.slot;
-  };
   std::sort(per_replica.begin(), per_replica.end(), by_cost);
   std::sort(per_gang.begin(), per_gang.end(), by_cost);
   // One replica per node, cheapest nodes first; a gang's victims are the union.
