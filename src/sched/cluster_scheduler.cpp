@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <queue>
 
 #include "sched/fit.h"
@@ -171,14 +172,24 @@ bool ClusterScheduler::could_fit(Shape& s, const NodeClass& c) {
   if (s.static_fit.size() <= static_cast<size_t>(c.static_group)) {
     s.static_fit.resize(classes_.static_groups(), 0);
     s.all_match.resize(classes_.static_groups(), 0);
+    s.match_mask.resize(classes_.static_groups(), 0);
   }
   int8_t& known = s.static_fit[c.static_group];
   if (known == 0) {
     known = node_could_fit(s.req, c.state) ? 1 : 2;
-    s.all_match[c.static_group] = std::all_of(c.state.gpus.begin(), c.state.gpus.end(),
-                                              [&](const auto& g) { return gpu_matches(s.req, g); });
+    uint64_t mask = 0;
+    for (size_t p = 0; p < c.state.gpus.size() && p < 64; ++p)
+      if (gpu_matches(s.req, c.state.gpus[p])) mask |= uint64_t{1} << p;
+    s.match_mask[c.static_group] = mask;
+    s.all_match[c.static_group] =
+        c.state.gpus.size() <= 64 && std::popcount(mask) == static_cast<int>(c.state.gpus.size());
   }
   return known == 1;
+}
+
+uint64_t ClusterScheduler::gpu_match_mask(Shape& s, const NodeClass& c) {
+  could_fit(s, c);
+  return s.match_mask[c.static_group];
 }
 
 int ClusterScheduler::fit_signature(Shape& s) {

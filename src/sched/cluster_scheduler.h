@@ -61,12 +61,13 @@ class ClusterScheduler final : public Scheduler {
     JobRequest req;  // one replica
     PodRequest pod;
     std::set<std::pair<NodeScore, int>, std::greater<>> ranked;  // best first; ties: newer class
-    std::vector<int8_t> status;      // per class: 0 unknown, 1 ranked, 2 does not fit
-    std::vector<int8_t> static_fit;  // per static group: 0 unknown, 1 node_could_fit, 2 not
-    std::vector<int8_t> all_match;   // per static group (when it fits): every GPU matches
-    int fit_signature = -1;          // the set of static groups it could fit, interned
-    size_t signature_groups = 0;     // static groups when fit_signature was found
-    size_t cursor = 0;               // into NodeClassIndex::activations()
+    std::vector<int8_t> status;        // per class: 0 unknown, 1 ranked, 2 does not fit
+    std::vector<int8_t> static_fit;    // per static group: 0 unknown, 1 node_could_fit, 2 not
+    std::vector<int8_t> all_match;     // per static group (when it fits): every GPU matches
+    std::vector<uint64_t> match_mask;  // per static group: the GPU positions that match
+    int fit_signature = -1;            // the set of static groups it could fit, interned
+    size_t signature_groups = 0;       // static groups when fit_signature was found
+    size_t cursor = 0;                 // into NodeClassIndex::activations()
   };
   struct PendingJob {
     JobRequest req;
@@ -181,8 +182,11 @@ class ClusterScheduler final : public Scheduler {
   // decides per node); found once per (priority, spot, cohort) while nothing changes.
   const VictimCandidates& victim_slots(const PendingJob& job);
   // Whether one replica could fit candidate i if all its possible victims stopped.
-  bool could_free_enough(const VictimCandidates& c, size_t i, Shape& shape) const;
+  bool could_free_enough(const VictimCandidates& c, size_t i, Shape& shape);
+  // The GPU positions of the class's nodes that match the shape (after could_fit()).
+  uint64_t gpu_match_mask(Shape& shape, const NodeClass& c);
 
+  mutable NodeState scratch_;  // node_victims()' working copy, reused
   PlacementPolicy policy_;
   PolicySettings settings_;
   NodeScorer scorer_;

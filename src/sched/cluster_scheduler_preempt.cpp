@@ -32,11 +32,12 @@ bool cheaper_victim(const JobRequest& a_req, bool a_borrowed, TimeMs a_start,
 
 // The least GPU milli victims must hold on the node for the request to fit there: a share needs
 // the shortfall on its best GPU; whole GPUs need their holders gone, the least used GPUs first.
-int64_t least_victim_milli(const JobRequest& req, const NodeState& node) {
+// `mask`: the node's GPU positions that match the request.
+int64_t least_victim_milli(const JobRequest& req, const NodeState& node, uint64_t mask) {
   if (req.gpus == 0) return 0;
   boost::container::small_vector<int64_t, 16> used;
-  for (const auto& g : node.gpus)
-    if (gpu_matches(req, g)) used.push_back(g.used_milli);
+  for (size_t p = 0; p < node.gpus.size() && p < 64; ++p)
+    if (mask >> p & 1) used.push_back(node.gpus[p].used_milli);
   if (req.gpu_milli > 0) {
     int64_t least = 1000;
     for (int64_t u : used)
@@ -107,7 +108,13 @@ std::optional<ClusterScheduler::VictimOption> ClusterScheduler::node_victims(
   std::sort(eligible.begin(), eligible.end(), [](const RunningJob* a, const RunningJob* b) {
     return cheaper_victim(a->req, a->borrowed, a->started_at, b->req, b->borrowed, b->started_at);
   });
-  NodeState scratch = n.state;
+  // Only what fits() reads (labels stay out: copying them would allocate).
+  NodeState& scratch = scratch_;
+  scratch.gpus = n.state.gpus;
+  scratch.cpu_milli = n.state.cpu_milli;
+  scratch.cpu_used_milli = n.state.cpu_used_milli;
+  scratch.memory_mib = n.state.memory_mib;
+  scratch.memory_used_mib = n.state.memory_used_mib;
   auto release = [&](const RunningJob* r, int sign) {
     for (const auto& [s, rp] : r->replicas)
       if (s == slot) apply_replica_use(scratch, r->req, rp, -sign);
@@ -186,16 +193,16 @@ const ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const P
   return out;
 }
 
-bool ClusterScheduler::could_free_enough(const VictimCandidates& c, size_t i, Shape& shape) const {
+bool ClusterScheduler::could_free_enough(const VictimCandidates& c, size_t i, Shape& shape) {
   const JobRequest& req = shape.req;
   if (c.cpu_free[i] < req.cpu_milli || c.memory_free[i] < req.memory_mib) return false;
   if (req.gpus == 0) return true;
   const NodeState& n = nodes_[c.slots[i]].state;
   int32_t need = req.gpu_milli > 0 ? req.gpu_milli : 1000;
   int found = 0, want = req.gpu_milli > 0 ? 1 : req.gpus;
-  for (size_t p = 0; p < n.gpus.size(); ++p)
-    if (c.gpu_free[c.gpu_offset[i] + p] >= need && gpu_matches(req, n.gpus[p]) && ++found >= want)
-      return true;
+  uint64_t mask = gpu_match_mask(shape, classes_.of_slot(c.slots[i]));
+  for (size_t p = 0; p < n.gpus.size() && p < 64; ++p)
+    if (c.gpu_free[c.gpu_offset[i] + p] >= need && (mask >> p & 1) && ++found >= want) return true;
   return false;
 }
 
@@ -249,7 +256,9 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
     // One victim is the fewest there can be: a node whose victims would hold at least as much
     // as the best single victim's cannot do better (ties go to the lower slot, seen first).
     if (best_single && best_single->victims.size() == 1 &&
-        least_victim_milli(one, n.state) >= best_single->victim_gpu_milli)
+        least_victim_milli(one, n.state,
+                           gpu_match_mask(shapes_[job.shape], classes_.of_slot(slot))) >=
+            best_single->victim_gpu_milli)
       continue;
     if (one.gpus > 0 && !n.state.gpus.empty()) {
       const std::string& model = n.state.gpus[0].model;
