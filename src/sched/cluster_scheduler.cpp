@@ -187,6 +187,18 @@ bool ClusterScheduler::could_fit(Shape& s, const NodeClass& c) {
   return known == 1;
 }
 
+const std::vector<std::string>& ClusterScheduler::shape_models(Shape& s) {
+  if (s.models_groups != classes_.static_groups()) {
+    std::set<std::string> models;
+    for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
+      if (could_fit(s, classes_.group_example(g)))
+        models.insert(classes_.group_example(g).gpu_model);
+    s.models.assign(models.begin(), models.end());
+    s.models_groups = classes_.static_groups();
+  }
+  return s.models;
+}
+
 uint64_t ClusterScheduler::gpu_match_mask(Shape& s, const NodeClass& c) {
   could_fit(s, c);
   return s.match_mask[c.static_group];

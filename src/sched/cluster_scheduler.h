@@ -65,6 +65,8 @@ class ClusterScheduler final : public Scheduler {
     std::vector<int8_t> static_fit;    // per static group: 0 unknown, 1 node_could_fit, 2 not
     std::vector<int8_t> all_match;     // per static group (when it fits): every GPU matches
     std::vector<uint64_t> match_mask;  // per static group: the GPU positions that match
+    std::vector<std::string> models;   // GPU models of the static groups it could run on
+    size_t models_groups = 0;          // static groups when `models` was found
     int fit_signature = -1;            // the set of static groups it could fit, interned
     size_t signature_groups = 0;       // static groups when fit_signature was found
     size_t cursor = 0;                 // into NodeClassIndex::activations()
@@ -183,6 +185,8 @@ class ClusterScheduler final : public Scheduler {
   const VictimCandidates& victim_slots(const PendingJob& job);
   // Whether one replica could fit candidate i if all its possible victims stopped.
   bool could_free_enough(const VictimCandidates& c, size_t i, Shape& shape);
+  // The GPU models (GPU 0's) of the static groups the shape could run on.
+  const std::vector<std::string>& shape_models(Shape& shape);
   // The GPU positions of the class's nodes that match the shape (after could_fit()).
   uint64_t gpu_match_mask(Shape& shape, const NodeClass& c);
 

@@ -46,6 +46,25 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
     }
     return allowed;
   };
+  // When the quota allows none of the models the shape could run on, every class would be
+  // skipped for quota: say so from the best class without walking them all.
+  if (milli > 0 && !f.zone) {
+    bool any_allowed = false;
+    for (const auto& model : shape_models(shape))
+      if (tenants_.allows(f.job->req.tenant, model, milli)) any_allowed = true;
+    if (!any_allowed) {
+      for (auto it = shape.ranked.begin(); it != shape.ranked.end();) {
+        const NodeClass& c = classes_.get(it->second);
+        if (!c.members.empty()) {
+          class_allowed(c);  // sets skipped_quota and quota_why as the walk would
+          break;
+        }
+        shape.status[c.id] = 0;
+        it = shape.ranked.erase(it);
+      }
+      return std::nullopt;
+    }
+  }
   auto first_usable = [&](const NodeClass& c) -> int {
     for (int slot : c.members)
       if (node_usable(slot, f)) return slot;
