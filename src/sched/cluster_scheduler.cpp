@@ -220,7 +220,8 @@ void ClusterScheduler::rank_class(Shape& s, int c) {
   if (s.status[c] != 0) return;
   const NodeClass& nc = classes_.get(c);
   if (nc.members.empty()) return;  // logged again when it gains a member
-  if (!could_fit(s, nc) || !cpu_memory_fit(s.req, nc.state) || !gpus_fit(s.req, nc.state)) {
+  if (!could_fit(s, nc) || !cpu_memory_fit(s.req, nc.state) ||
+      !gpus_fit(s.req, nc.state, gpu_match_mask(s, nc))) {
     s.status[c] = 2;
     return;
   }

@@ -197,7 +197,8 @@ std::string ClusterScheduler::resource_reason(const PendingJob& job) {
       int found = -1;
       for (const auto& [neg_milli, id] : classes_.group_by_free_milli(g)) {
         if (all_match && -neg_milli < req.gpu_milli) break;
-        if (gpus_fit(req, classes_.get(id).state) && (found < 0 || id < found)) found = id;
+        if (gpus_fit(req, classes_.get(id).state, shape.match_mask[g]) && (found < 0 || id < found))
+          found = id;
         if (found >= 0 && all_match) break;
       }
       if (found >= 0)

@@ -116,19 +116,27 @@ std::vector<int> best_set(const NodeState& node, const std::vector<int>& candida
 
 }  // namespace
 
-bool gpus_fit(const JobRequest& req, const NodeState& node) {
+bool gpus_fit(const JobRequest& req, const NodeState& node, uint64_t matching) {
   if (req.gpus == 0) return true;
   int found = 0;
-  for (const auto& g : node.gpus) {
+  for (size_t p = 0; p < node.gpus.size(); ++p) {
+    const auto& g = node.gpus[p];
+    if (p < 64 ? !(matching >> p & 1) : !gpu_matches(req, g)) continue;  // beyond the mask: ask
     if (req.gpu_milli > 0) {
-      if (gpu_matches(req, g) && g.free_milli() >= req.gpu_milli &&
-          req.gpu_memory_mib <= g.memory_mib - g.used_memory_mib)
+      if (g.free_milli() >= req.gpu_milli && req.gpu_memory_mib <= g.memory_mib - g.used_memory_mib)
         return true;
-    } else if (g.whole_free() && gpu_matches(req, g) && ++found >= req.gpus) {
+    } else if (g.whole_free() && ++found >= req.gpus) {
       return true;
     }
   }
   return false;
+}
+
+bool gpus_fit(const JobRequest& req, const NodeState& node) {
+  uint64_t matching = 0;
+  for (size_t p = 0; p < node.gpus.size() && p < 64; ++p)
+    if (gpu_matches(req, node.gpus[p])) matching |= uint64_t{1} << p;
+  return gpus_fit(req, node, matching);
 }
 
 std::optional<GpuChoice> choose_gpus(const JobRequest& req, const NodeState& node) {

@@ -1,6 +1,7 @@
 // Fit checks and GPU choice inside one node, shared by the scheduling policies.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,8 @@ std::optional<GpuChoice> choose_gpus(const JobRequest& req, const NodeState& nod
 
 /// Whether choose_gpus() would find GPUs, without choosing them (no allocation).
 bool gpus_fit(const JobRequest& req, const NodeState& node);
+/// The same, given which GPU positions match the request (bit p: gpu_matches(req, gpus[p])).
+bool gpus_fit(const JobRequest& req, const NodeState& node, uint64_t matching);
 
 /// Whether the node's free CPUs and memory take one replica.
 bool cpu_memory_fit(const JobRequest& req, const NodeState& node);
