@@ -90,7 +90,7 @@ class ClusterScheduler final : public Scheduler {
     uint64_t seq = 0;          // start order: the key of the indexes below
   };
   // Nodes where running jobs may be preemptible for jobs of one (priority, spot, cohort), with
-  // what each would have free at most if all of those jobs stopped (upper bounds for a pass).
+  // what each would have free at most if all of those jobs stopped (upper bounds while kept).
   struct VictimCandidates {
     std::vector<int> slots;  // ascending
     std::vector<int64_t> cpu_free, memory_free;
@@ -221,11 +221,12 @@ class ClusterScheduler final : public Scheduler {
   std::map<WaitKey, Wait> waits_;                       // see WaitKey
   // Resource reasons per (shape, replicas), valid this epoch.
   std::map<std::pair<int, int>, std::string> resource_reasons_;
-  // (shape, replicas, priority, tenant) whose preemption search failed, valid this epoch.
+  // (shape, replicas, priority, tenant) whose preemption search failed. This and the next are
+  // valid until a finish, a node or tenant change, or a new running job (see schedule()).
   std::set<std::tuple<int, int, int, std::string>> failed_preemptions_;
   // Failed single-replica searches by what decides who may be preempted and where (tenant,
   // priority, spot, fit signature, GPU model): the sizes that found no victims (GPU milli,
-  // CPUs, memory, GPU memory). A request at least as large in every one fails too, this epoch.
+  // CPUs, memory, GPU memory). A request at least as large in every one fails too.
   using PreemptionBucket = std::tuple<std::string, int, bool, int, std::string>;
   std::map<PreemptionBucket, std::vector<std::array<int64_t, 4>>> failed_preemption_sizes_;
   std::map<std::string, int> fit_signatures_;
