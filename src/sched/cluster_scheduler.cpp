@@ -456,21 +456,37 @@ Plan ClusterScheduler::schedule(TimeMs now) {
     borrowers_.clear();
   }
   placed_last_pass_ = false;
+  // Preemptors first: the nodes held for them are theirs, and once their victims are gone
+  // they start on them at once (instead of every job before them in the queue walking over
+  // the held nodes). Priority, then age.
+  std::vector<PendingJob*> preemptors;
+  if (full)
+    for (const auto& [id, slots] : nominated_slots_)
+      if (auto it = pending_.find(id); it != pending_.end()) preemptors.push_back(&it->second);
+  auto queue_order = [](const PendingJob* a, const PendingJob* b) {
+    if (a->req.priority != b->req.priority) return a->req.priority > b->req.priority;
+    if (a->req.created_at != b->req.created_at) return a->req.created_at < b->req.created_at;
+    return a->req.job_id < b->req.job_id;
+  };
+  std::sort(preemptors.begin(), preemptors.end(), queue_order);
+  std::set<std::string> decided;  // preemptors decided above and still pending
+  for (PendingJob* job : preemptors) {
+    std::string id = job->req.job_id;
+    decide(*job, now, plan, full);  // `job` is gone if it was placed
+    if (pending_.count(id)) decided.insert(id);
+  }
   // Each tenant's jobs to decide, by priority then age; tenants by weighted dominant share.
   std::map<std::string, std::vector<PendingJob*>> queues;
-  if (full)
-    for (auto& [id, job] : pending_) queues[job.req.tenant].push_back(&job);
-  else
+  if (full) {
+    for (auto& [id, job] : pending_)
+      if (!decided.count(id)) queues[job.req.tenant].push_back(&job);
+  } else
     for (auto& [seq, job] : undecided_) queues[job->req.tenant].push_back(job);
   undecided_.clear();
   using Entry = std::tuple<double, std::string, size_t>;  // share, tenant, next index
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> tenants;
   for (auto& [tenant, jobs] : queues) {
-    std::sort(jobs.begin(), jobs.end(), [](const PendingJob* a, const PendingJob* b) {
-      if (a->req.priority != b->req.priority) return a->req.priority > b->req.priority;
-      if (a->req.created_at != b->req.created_at) return a->req.created_at < b->req.created_at;
-      return a->req.job_id < b->req.job_id;
-    });
+    std::sort(jobs.begin(), jobs.end(), queue_order);
     tenants.push({tenants_.dominant_share(tenant), tenant, 0});
   }
   while (!tenants.empty()) {

@@ -264,6 +264,31 @@ TEST(Preemption, TheSmallestSetOfLowerPriorityVictims) {
   EXPECT_EQ(placement_of(after, "normal"), nullptr);
 }
 
+TEST(Preemption, APreemptorStartsOnItsHeldNodeBeforeTheRestOfTheQueue) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8)});
+  JobRequest low = job("low", 8);
+  low.priority = 0;
+  ASSERT_TRUE(s->submit(low).ok());
+  ASSERT_EQ(s->schedule(0).placements.size(), 1u);
+  JobRequest preemptor = job("preemptor", 8);
+  preemptor.tenant = "b";
+  preemptor.priority = 100;
+  ASSERT_TRUE(s->submit(preemptor).ok());
+  ASSERT_EQ(preempted(s->schedule(kMinute)), std::set<std::string>{"low"});
+  // A job of higher priority, of a tenant served first, arrives while the victim stops: the
+  // node is still the preemptor's.
+  JobRequest urgent = job("urgent", 8);
+  urgent.tenant = "a";
+  urgent.priority = 1000;
+  ASSERT_TRUE(s->submit(urgent).ok());
+  s->finish("low");
+  Plan after = s->schedule(2 * kMinute);
+  EXPECT_NE(placement_of(after, "preemptor"), nullptr);
+  EXPECT_EQ(placement_of(after, "urgent"), nullptr);
+  EXPECT_THAT(reason_of(after, "urgent"), HasSubstr("needs 8×GPU on one node"));
+}
+
 TEST(Preemption, NeverWhenTheJobStillWouldNotFit) {
   auto s = make();
   add_nodes(*s, {gpu_node("n1", 8)});
