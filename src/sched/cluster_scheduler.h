@@ -119,6 +119,7 @@ class ClusterScheduler final : public Scheduler {
   struct Wait {
     std::string reason;
     std::string reservation;  // the reserving job's id when the reason was found, or ""
+    TimeMs now = 0;           // the pass's time then (reasons may say how long until ...)
   };
   struct Reservation {
     std::string job_id;
@@ -147,7 +148,7 @@ class ClusterScheduler final : public Scheduler {
   void decide(PendingJob& job, TimeMs now, Plan& plan, bool full_pass);
   void set_reason(PendingJob& job, std::string reason, Plan& plan);
   // set_reason for a job that waits, remembered for the jobs with the same key.
-  void set_wait(PendingJob& job, const WaitKey& key, std::string reason, Plan& plan);
+  void set_wait(PendingJob& job, const WaitKey& key, std::string reason, TimeMs now, Plan& plan);
   void commit_placement(PendingJob& job, Placement placement, TimeMs now);
   // Removes the job from the queue; false if it was not pending.
   bool erase_pending(const std::string& job_id);

@@ -41,14 +41,14 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
   f.ends_before_reservation = reservation_ && job.req.max_runtime_ms > 0 &&
                               reservation_->start != kNever &&
                               now + job.req.max_runtime_ms <= reservation_->start;
-  // Nothing was freed since a job with the same key was found waiting in this epoch, and
-  // capacity, quota and blocked nodes only shrink within it: this one waits for the same reason
-  // (unless it has its own preemption in progress).
+  // Nothing was freed since a job with the same key was found waiting in this epoch at this
+  // time, and capacity, quota and blocked nodes only shrink within it: this one waits for the
+  // same reason (unless it has its own preemption in progress).
   WaitKey wait_key{job.shape, job.req.replicas, job.req.priority, f.ends_before_reservation,
                    job.req.tenant};
   if (job.victims.empty() && !nominated_slots_.count(job.req.job_id))
     if (auto it = waits_.find(wait_key);
-        it != waits_.end() &&
+        it != waits_.end() && it->second.now == now &&
         it->second.reservation == (reservation_ ? reservation_->job_id : std::string())) {
       set_reason(job, it->second.reason, plan);
       return;
@@ -136,7 +136,7 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
   }
 
   if (quota_blocked) {
-    set_wait(job, wait_key, f.quota_why, plan);
+    set_wait(job, wait_key, f.quota_why, now, plan);
     return;
   }
   // EASY backfill: the first job that cannot start gets the earliest start it can have.
@@ -155,15 +155,15 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
              fmt::format("waiting behind job {} ({}); jobs whose max_runtime ends before that "
                          "may start first",
                          short_id(reservation_->job_id), when),
-             plan);
+             now, plan);
     return;
   }
-  set_wait(job, wait_key, resource_why, plan);
+  set_wait(job, wait_key, resource_why, now, plan);
 }
 
-void ClusterScheduler::set_wait(PendingJob& job, const WaitKey& key, std::string reason,
+void ClusterScheduler::set_wait(PendingJob& job, const WaitKey& key, std::string reason, TimeMs now,
                                 Plan& plan) {
-  waits_[key] = {reason, reservation_ ? reservation_->job_id : std::string()};
+  waits_[key] = {reason, reservation_ ? reservation_->job_id : std::string(), now};
   set_reason(job, std::move(reason), plan);
 }
 
