@@ -100,6 +100,7 @@ class ClusterScheduler final : public Scheduler {
   struct VictimOption {
     std::vector<std::string> victims;  // empty: fits without preempting
     int64_t victim_gpu_milli = 0;
+    int node_jobs = 0;  // running jobs on the node (fewer first among equal options)
     int slot = 0;
   };
   // Restrictions of one decision.

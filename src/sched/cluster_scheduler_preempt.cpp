@@ -78,7 +78,7 @@ bool ClusterScheduler::may_reclaim(const PendingJob& job, const RunningJob& vict
 std::optional<ClusterScheduler::VictimOption> ClusterScheduler::node_victims(
     const PendingJob& job, const JobRequest& request, int slot) const {
   const Node& n = nodes_[slot];
-  if (fits(request, n.state)) return VictimOption{{}, 0, slot};
+  if (fits(request, n.state)) return VictimOption{{}, 0, static_cast<int>(n.jobs.size()), slot};
   boost::container::small_vector<const RunningJob*, 16> eligible;
   for (const auto& [seq, r] : n.jobs)
     if (may_preempt(job, *r)) eligible.push_back(r);
@@ -134,7 +134,7 @@ std::optional<ClusterScheduler::VictimOption> ClusterScheduler::node_victims(
     else
       release(chosen[i], +1);
   }
-  VictimOption option{{}, 0, slot};
+  VictimOption option{{}, 0, static_cast<int>(n.jobs.size()), slot};
   for (const RunningJob* r : chosen) {
     option.victims.push_back(r->req.job_id);
     option.victim_gpu_milli += gpu_milli_of(r->req);
@@ -247,19 +247,34 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
   auto by_cost = [](const VictimOption& a, const VictimOption& b) {
     if (a.victims.size() != b.victims.size()) return a.victims.size() < b.victims.size();
     if (a.victim_gpu_milli != b.victim_gpu_milli) return a.victim_gpu_milli < b.victim_gpu_milli;
+    if (a.node_jobs != b.node_jobs) return a.node_jobs < b.node_jobs;
     return a.slot < b.slot;
   };
-  per_replica.reserve(slots.size());          // best_single points into it
+  // One replica: nodes in order of the least GPU milli their victims would hold, then of their
+  // running jobs, so that the cheapest option comes early. One victim is the fewest there can
+  // be, so once the best option is a single victim and the next node's (least, jobs, slot)
+  // is above the option's (GPU milli, jobs, slot), no later node can beat it (by_cost).
+  std::vector<std::tuple<int64_t, int, int>> order;  // (least victim milli, jobs, slot)
+  for (int slot : slots)
+    order.push_back(
+        {job.req.replicas == 1
+             ? least_victim_milli(one, nodes_[slot].state,
+                                  gpu_match_mask(shapes_[job.shape], classes_.of_slot(slot)))
+             : 0,
+         job.req.replicas == 1 ? static_cast<int>(nodes_[slot].jobs.size()) : 0, slot});
+  // A heap, not a sort: the search usually stops after a few nodes.
+  std::make_heap(order.begin(), order.end(), std::greater<>());
+  per_replica.reserve(order.size());          // best_single points into it
   const VictimOption* best_single = nullptr;  // the cheapest option so far, for one replica
-  for (int slot : slots) {
+  while (!order.empty()) {
+    std::pop_heap(order.begin(), order.end(), std::greater<>());
+    const auto [least, node_jobs, slot] = order.back();
+    order.pop_back();
     const Node& n = nodes_[slot];
-    // One victim is the fewest there can be: a node whose victims would hold at least as much
-    // as the best single victim's cannot do better (ties go to the lower slot, seen first).
     if (best_single && best_single->victims.size() == 1 &&
-        least_victim_milli(one, n.state,
-                           gpu_match_mask(shapes_[job.shape], classes_.of_slot(slot))) >=
-            best_single->victim_gpu_milli)
-      continue;
+        std::tie(least, node_jobs, slot) >
+            std::tie(best_single->victim_gpu_milli, best_single->node_jobs, best_single->slot))
+      break;
     if (one.gpus > 0 && !n.state.gpus.empty()) {
       const std::string& model = n.state.gpus[0].model;
       auto [allowed, fresh] = model_allowed.try_emplace(model, false);
