@@ -219,7 +219,7 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
   int whole_shape = try_whole ? intern_shape(whole) : -1;  // may grow shapes_: before any Shape&
   int64_t milli = one.gpu_milli > 0 ? one.gpu_milli : int64_t{one.gpus} * 1000;
   // Only nodes that could run a replica where something may be preempted, and for gangs also
-  // nodes a replica fits now; in slot order.
+  // nodes a replica fits now (visited in the order below).
   std::vector<int> slots;
   std::vector<char> marked(nodes_.size(), 0);
   auto add_slot = [&](int slot) {
@@ -241,7 +241,6 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
     for (const auto& entry : shape.ranked)
       for (int slot : classes_.get(entry.second).members) add_slot(slot);
   }
-  std::sort(slots.begin(), slots.end());
   std::vector<VictimOption> per_replica, per_gang;
   std::map<std::string, bool> model_allowed;  // the tenant may take the GPUs of this model
   auto by_cost = [](const VictimOption& a, const VictimOption& b) {
