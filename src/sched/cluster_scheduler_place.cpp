@@ -8,8 +8,8 @@ namespace gpucloud::sched {
 
 bool ClusterScheduler::node_usable(int slot, Filter& f) const {
   const PendingJob& job = *f.job;
-  if (reservation_ && reserved_slot_[slot] && !f.ends_before_reservation &&
-      reservation_->job_id != job.req.job_id) {
+  if (reservation_ && slot < static_cast<int>(reserved_slot_.size()) && reserved_slot_[slot] &&
+      !f.ends_before_reservation && reservation_->job_id != job.req.job_id) {
     f.skipped_reserved = true;
     return false;
   }
