@@ -6,23 +6,22 @@
 
 namespace gpucloud::sched {
 
-std::string NodeClassIndex::key(const NodeState& s, int share_jobs, int whole_jobs) {
-  std::string k =
-      fmt::format("{}|{}|{}|{}|{}|{}|{}|", s.schedulable ? 1 : 0, s.cpu_milli, s.cpu_used_milli,
-                  s.memory_mib, s.memory_used_mib, share_jobs > 0 ? 1 : 0, whole_jobs > 0 ? 1 : 0);
-  for (const auto& g : s.gpus)
-    fmt::format_to(std::back_inserter(k), "{}:{}:{}:{:x}:{}:{};", g.model, g.memory_mib,
-                   g.numa_node, g.nvlink_mask, g.used_milli, g.used_memory_mib);
-  for (const auto& [name, value] : s.labels) k += name + "=" + value + ",";
-  return k;
-}
-
 std::string NodeClassIndex::static_key(const NodeState& s) {
   std::string k = fmt::format("{}|{}|{}|", s.schedulable ? 1 : 0, s.cpu_milli, s.memory_mib);
   for (const auto& g : s.gpus)
     fmt::format_to(std::back_inserter(k), "{}:{}:{}:{:x};", g.model, g.memory_mib, g.numa_node,
                    g.nvlink_mask);
   for (const auto& [name, value] : s.labels) k += name + "=" + value + ",";
+  return k;
+}
+
+std::string NodeClassIndex::key(const NodeState& s, int share_jobs, int whole_jobs) {
+  // The static part, then the use.
+  std::string k = static_key(s);
+  fmt::format_to(std::back_inserter(k), "#{}|{}|{}|{}|", s.cpu_used_milli, s.memory_used_mib,
+                 share_jobs > 0 ? 1 : 0, whole_jobs > 0 ? 1 : 0);
+  for (const auto& g : s.gpus)
+    fmt::format_to(std::back_inserter(k), "{}:{};", g.used_milli, g.used_memory_mib);
   return k;
 }
 
