@@ -5,11 +5,14 @@
 // Then it measures submit->running on a real remote `gpucloud agent`. Prints JSON last.
 //
 //   bench_agents [--agents N] [--duration SECONDS] [--interval SECONDS] [--jobs N]
-//                [--ramp-concurrency N] [--ramp-timeout SECONDS]
+//                [--running-jobs N] [--ramp-concurrency N] [--ramp-timeout SECONDS]
 //
 // The measuring window (--duration) opens only when every agent has registered and completed
 // its first heartbeat; the ramp before it is reported apart (ramp_s, and CPU during it). At
 // most --ramp-concurrency agents (default 256) handshake and register at the same time.
+// With --running-jobs N, N CPU-only jobs are then submitted and the window opens once the
+// simulated agents have started all of them (each agent reports what it was given as running,
+// as a real agent does), so heartbeats are measured with that much work on the cluster.
 //
 // Beast is used directly here: a benchmark is one translation unit outside the product.
 // clang-format off
@@ -32,6 +35,7 @@
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,9 +59,40 @@ struct Stats {
   bool measuring = false;
   Clock::time_point stop = Clock::time_point::max();  // set when the window opens
   std::function<void()> on_ready;                     // called when an agent is ready
-  int connecting = 0;      // agents between connect and register (bounded by the ramp limit)
-  int ramp_limit = 256;    // at most this many handshakes+registrations in flight
+  int connecting = 0;    // agents between connect and register (bounded by the ramp limit)
+  int ramp_limit = 256;  // at most this many handshakes+registrations in flight
   std::vector<std::function<void()>> ramp_waiters;
+  int64_t started = 0;               // replicas the simulated agents have reported started
+  std::function<void()> on_started;  // called after each
+};
+
+// The replicas one simulated agent was given: it "starts" each at once (a started event,
+// then the key in every poll's running list), as a real agent reports its processes.
+struct SimReplicas {
+  std::set<std::string> running;
+  json events = json::array();  // sent with every poll until the server acknowledges them
+  int64_t seq = 0;
+
+  /// Takes in a poll answer: drops acknowledged events, starts new allocations.
+  void apply(const json& answer, Stats& stats) {
+    int64_t acked = answer.value("acked_seq", int64_t{0});
+    json left = json::array();
+    for (auto& ev : events)
+      if (ev["seq"].get<int64_t>() > acked) left.push_back(std::move(ev));
+    events = std::move(left);
+    auto allocations = answer.find("allocations");
+    if (allocations == answer.end()) return;
+    for (const auto& a : *allocations) {
+      std::string key = a.value("key", "");
+      if (key.empty() || !running.insert(key).second) continue;
+      int64_t at = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+      events.push_back({{"seq", ++seq}, {"key", key}, {"type", "started"}, {"at", at}});
+      ++stats.started;
+      if (stats.on_started) stats.on_started();
+    }
+  }
 };
 
 std::string read_line(const std::string& path) {
@@ -129,13 +164,21 @@ json register_body(int i) {
   return {{"node", node}};
 }
 
-json poll_body(const std::string& node_id, int64_t version, int64_t hold_ms) {
-  return {{"node_id", node_id},      {"applied_version", version}, {"running", json::array()},
-          {"events", json::array()}, {"logs", json::array()},      {"hold_ms", hold_ms}};
+json poll_body(const std::string& node_id, int64_t version, int64_t hold_ms,
+               const SimReplicas& replicas) {
+  json running = json::array();
+  for (const auto& key : replicas.running) running.push_back(key);
+  return {{"node_id", node_id},        {"applied_version", version}, {"running", running},
+          {"events", replicas.events}, {"logs", json::array()},      {"hold_ms", hold_ms}};
 }
 
 json job_body() {
   return {{"command", {"/bin/true"}}, {"gpus", 1}, {"workdir", "/tmp"}};
+}
+
+// A job for the simulated agents: no GPU (only the remote agent has one), a tenth of a CPU.
+json running_job_body() {
+  return {{"command", {"sleep", "infinity"}}, {"cpus", 0.1}, {"workdir", "/tmp"}};
 }
 
 asio::awaitable<json> call(Stream& s, beast::flat_buffer& buf, const std::string& target,
@@ -150,7 +193,7 @@ asio::awaitable<json> call(Stream& s, beast::flat_buffer& buf, const std::string
   co_await http::async_write(s, req, asio::use_awaitable);
   http::response<http::string_body> res;
   co_await http::async_read(s, buf, res, asio::use_awaitable);
-  if (res.result_int() != 200) throw std::runtime_error(target + ": " + res.body());
+  if (res.result_int() / 100 != 2) throw std::runtime_error(target + ": " + res.body());
   co_return json::parse(res.body());
 }
 
@@ -177,7 +220,7 @@ asio::awaitable<void> agent(int i, tcp::endpoint ep, ssl::context& ctx, std::str
       boost::system::error_code ec;
       co_await gate.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
-    if (Clock::now() >= stats.stop) {  // the window is over: too late to join
+    if (Clock::now() >= stats.stop) {     // the window is over: too late to join
       if (!stats.ramp_waiters.empty()) {  // pass the turn on, so every waiter ends
         auto next = std::move(stats.ramp_waiters.back());
         stats.ramp_waiters.pop_back();
@@ -198,12 +241,14 @@ asio::awaitable<void> agent(int i, tcp::endpoint ep, ssl::context& ctx, std::str
     int64_t version = 0;
     ++stats.held;
     bool first = true;
+    SimReplicas replicas;
     while (Clock::now() < stats.stop) {
-      json hb = poll_body(node_id, version, 0);
+      json hb = poll_body(node_id, version, 0, replicas);
       auto t0 = Clock::now();
       json r = co_await call(s, buf, "/v1/agent/poll", credential, hb);
       double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       version = r.value("version", version);
+      replicas.apply(r, stats);
       if (first) {
         first = false;
         leave_ramp();
@@ -213,10 +258,11 @@ asio::awaitable<void> agent(int i, tcp::endpoint ep, ssl::context& ctx, std::str
         stats.latencies_ms.push_back(ms);
         ++stats.heartbeats;
       }
-      hb["applied_version"] = version;
-      hb["hold_ms"] = interval_ms;  // the long-poll: held by the server until the interval ends
+      // The long-poll: held by the server until the interval ends or the allocations change.
+      hb = poll_body(node_id, version, interval_ms, replicas);
       r = co_await call(s, buf, "/v1/agent/poll", credential, hb);
       version = r.value("version", version);
+      replicas.apply(r, stats);
     }
   } catch (const std::exception& e) {
     if (++stats.errors <= 5) std::cerr << "agent " << i << ": " << e.what() << "\n";
@@ -225,11 +271,32 @@ asio::awaitable<void> agent(int i, tcp::endpoint ep, ssl::context& ctx, std::str
   leave_ramp();
 }
 
+// Submits jobs (running_job_body) on one keep-alive connection until `next` reaches `count`;
+// several of these run at once, so submissions share the server's group commits.
+asio::awaitable<void> submit_running_jobs(tcp::endpoint ep, ssl::context& ctx, std::string admin,
+                                          int64_t count, int64_t& next, Stats& stats) {
+  auto ex = co_await asio::this_coro::executor;
+  Stream s(ex, ctx);
+  co_await beast::get_lowest_layer(s).async_connect(ep, asio::use_awaitable);
+  beast::get_lowest_layer(s).socket().set_option(tcp::no_delay(true));
+  co_await s.async_handshake(ssl::stream_base::client, asio::use_awaitable);
+  beast::flat_buffer buf;
+  json spec = running_job_body();
+  try {
+    while (next < count) {
+      ++next;
+      co_await call(s, buf, "/v1/jobs", admin, spec);
+    }
+  } catch (const std::exception& e) {
+    if (++stats.errors <= 5) std::cerr << "submit: " << e.what() << "\n";
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int agents = 1000, duration_s = 30, interval_s = 5, jobs = 20, ramp_limit = 256,
-      ramp_timeout_s = 300;
+      ramp_timeout_s = 300, running_jobs = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     int v = std::stoi(argv[i + 1]);
@@ -245,6 +312,8 @@ int main(int argc, char** argv) {
       ramp_limit = std::max(1, v);
     else if (a == "--ramp-timeout")
       ramp_timeout_s = v;
+    else if (a == "--running-jobs")
+      running_jobs = std::max(0, v);
     else
       return std::cerr << "unknown flag " << a << "\n", 2;
   }
@@ -294,7 +363,7 @@ int main(int argc, char** argv) {
     if (stats.measuring || stats.stop != Clock::time_point::max()) return;
     ramp_timeout.cancel();
     auto now = Clock::now();
-    ramp_s = std::chrono::duration<double>(now - ramp_start).count();
+    if (ramp_s == 0) ramp_s = std::chrono::duration<double>(now - ramp_start).count();
     ready_at_open = stats.ready;
     stats.measuring = true;
     server_cpu0 = cpu_seconds_of(server);
@@ -313,8 +382,26 @@ int main(int argc, char** argv) {
       held = stats.held - stats.errors;
     });
   };
+  // With --running-jobs, the window waits until the agents have started all of them.
+  int64_t submitted = 0;
+  double submit_s = 0;
+  bool submitting = false;
+  stats.on_started = [&] {
+    if (stats.started < running_jobs) return;
+    submit_s = std::chrono::duration<double>(Clock::now() - ramp_start).count() - ramp_s;
+    open_window();
+  };
   stats.on_ready = [&] {
-    if (stats.ready + stats.errors >= agents) open_window();
+    if (stats.ready + stats.errors < agents) return;
+    if (running_jobs == 0) return open_window();
+    if (submitting) return;
+    submitting = true;
+    ramp_s = std::chrono::duration<double>(Clock::now() - ramp_start).count();
+    std::cerr << "ramp: " << stats.ready << " agents ready; submitting " << running_jobs
+              << " jobs\n";
+    for (int k = 0; k < 16; ++k)
+      asio::co_spawn(ioc, submit_running_jobs(ep, ctx, admin, running_jobs, submitted, stats),
+                     asio::detached);
   };
   ramp_timeout.async_wait([&](boost::system::error_code ec) {
     if (!ec) open_window();
@@ -409,8 +496,8 @@ int main(int argc, char** argv) {
               {"window_s", duration_s},
               {"agents_ready_at_window", ready_at_open},
               {"ramp_s", ramp_s},
-              {"ramp_server_cpu_pct", ramp_s > 0 ? 100 * ramp_server_cpu / ramp_s : 0},
-              {"ramp_loadgen_cpu_pct", ramp_s > 0 ? 100 * ramp_self_cpu / ramp_s : 0},
+              {"ramp_server_cpu_pct", ramp_s > 0 ? 100 * ramp_server_cpu / (ramp_s + submit_s) : 0},
+              {"ramp_loadgen_cpu_pct", ramp_s > 0 ? 100 * ramp_self_cpu / (ramp_s + submit_s) : 0},
               {"heartbeats_per_s", stats.heartbeats / static_cast<double>(duration_s)},
               {"heartbeat_p50_ms", percentile(stats.latencies_ms, 0.5)},
               {"heartbeat_p99_ms", percentile(stats.latencies_ms, 0.99)},
@@ -418,6 +505,8 @@ int main(int argc, char** argv) {
               {"server_rss_mib", rss},
               {"loadgen_cpu_pct", 100 * self_cpu / duration_s},
               {"open_files_limit", lim.rlim_cur},
+              {"running_jobs", stats.started},
+              {"running_jobs_start_s", submit_s},
               {"submit_to_running_p50_ms", percentile(submit_ms, 0.5)},
               {"submit_to_running_jobs", submit_ms.size()}};
   std::cout << out.dump() << std::endl;

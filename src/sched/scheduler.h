@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,7 +70,14 @@ const std::vector<std::string>& scheduler_policy_names();
 /// their own state (the server); `known` is the caller's record of what was reported before.
 /// Nodes first, then ended or changed jobs (finish), then new running jobs (start), then new
 /// pending jobs (submit). Errors from the scheduler (a replica on an unknown node) are skipped.
-void sync_snapshot(Scheduler& scheduler, const Snapshot& snapshot, SyncState& known);
+/// Returns how many events it reported.
+size_t sync_snapshot(Scheduler& scheduler, const Snapshot& snapshot, SyncState& known);
+/// sync_snapshot for some jobs only: those named in `job_ids`, whose current state (running or
+/// pending) `snapshot` holds; a named job absent from it has ended. Other jobs, and nodes, are
+/// left as reported before. For callers that know which jobs changed since the last call, so a
+/// pass does not rebuild every job. Returns how many events it reported.
+size_t sync_jobs(Scheduler& scheduler, const Snapshot& snapshot, SyncState& known,
+                 const std::set<std::string>& job_ids);
 /// Records the plan's placements in `known` (the scheduler applied them already), so the next
 /// snapshot showing those jobs running is not reported again.
 void record_placements(const Plan& plan, SyncState& known);

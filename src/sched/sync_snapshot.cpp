@@ -39,9 +39,62 @@ std::string fingerprint(const Placement& p) {
   return f;
 }
 
+// The jobs' part of sync_snapshot. With `only`, just those ids are compared (the snapshot
+// holds their current state); without, every job the scheduler knows or the snapshot holds.
+size_t sync_job_states(Scheduler& scheduler, const Snapshot& snapshot, SyncState& known,
+                       const std::set<std::string>* only) {
+  size_t events = 0;
+  std::map<std::string, std::pair<std::string, const RunningJob*>> running;
+  for (const auto& r : snapshot.running)
+    running[r.request.job_id] = {fingerprint(r.request) + fingerprint(r.placement), &r};
+  std::map<std::string, std::pair<std::string, const JobRequest*>> pending;
+  for (const auto& p : snapshot.pending) pending[p.job_id] = {fingerprint(p), &p};
+
+  // Ended or changed jobs first, so that their resources and ids are free again.
+  auto drop_changed = [&](std::map<std::string, std::string>& reported, const auto& current) {
+    auto changed = [&](const std::string& id, const std::string& fp) {
+      auto now = current.find(id);
+      return now == current.end() || now->second.first != fp;
+    };
+    if (only) {
+      for (const auto& id : *only)
+        if (auto it = reported.find(id); it != reported.end() && changed(id, it->second)) {
+          scheduler.finish(id);
+          reported.erase(it);
+          ++events;
+        }
+      return;
+    }
+    for (auto it = reported.begin(); it != reported.end();) {
+      if (!changed(it->first, it->second)) {
+        ++it;
+        continue;
+      }
+      scheduler.finish(it->first);
+      it = reported.erase(it);
+      ++events;
+    }
+  };
+  drop_changed(known.running, running);
+  drop_changed(known.pending, pending);
+  for (const auto& [id, entry] : running) {
+    if (known.running.count(id)) continue;
+    const RunningJob& r = *entry.second;
+    if (scheduler.start(r.request, r.placement, r.started_at).ok()) known.running[id] = entry.first;
+    ++events;
+  }
+  for (const auto& [id, entry] : pending) {
+    if (known.pending.count(id) || known.running.count(id)) continue;
+    if (scheduler.submit(*entry.second).ok()) known.pending[id] = entry.first;
+    ++events;
+  }
+  return events;
+}
+
 }  // namespace
 
-void sync_snapshot(Scheduler& scheduler, const Snapshot& snapshot, SyncState& known) {
+size_t sync_snapshot(Scheduler& scheduler, const Snapshot& snapshot, SyncState& known) {
+  size_t events = 0;
   std::set<std::string> seen;
   for (const auto& node : snapshot.nodes) {
     seen.insert(node.id);
@@ -50,6 +103,7 @@ void sync_snapshot(Scheduler& scheduler, const Snapshot& snapshot, SyncState& kn
     if (fresh || it->second != fp) {
       it->second = fp;
       scheduler.upsert_node(node);
+      ++events;
     }
   }
   for (auto it = known.nodes.begin(); it != known.nodes.end();) {
@@ -59,42 +113,14 @@ void sync_snapshot(Scheduler& scheduler, const Snapshot& snapshot, SyncState& kn
     }
     scheduler.remove_node(it->first);
     it = known.nodes.erase(it);
+    ++events;
   }
+  return events + sync_job_states(scheduler, snapshot, known, nullptr);
+}
 
-  std::map<std::string, std::pair<std::string, const RunningJob*>> running;
-  for (const auto& r : snapshot.running)
-    running[r.request.job_id] = {fingerprint(r.request) + fingerprint(r.placement), &r};
-  std::map<std::string, std::pair<std::string, const JobRequest*>> pending;
-  for (const auto& p : snapshot.pending) pending[p.job_id] = {fingerprint(p), &p};
-
-  // Ended or changed jobs first, so that their resources and ids are free again.
-  for (auto it = known.running.begin(); it != known.running.end();) {
-    auto now = running.find(it->first);
-    if (now != running.end() && now->second.first == it->second) {
-      ++it;
-      continue;
-    }
-    scheduler.finish(it->first);
-    it = known.running.erase(it);
-  }
-  for (auto it = known.pending.begin(); it != known.pending.end();) {
-    auto now = pending.find(it->first);
-    if (now != pending.end() && now->second.first == it->second) {
-      ++it;
-      continue;
-    }
-    scheduler.finish(it->first);
-    it = known.pending.erase(it);
-  }
-  for (const auto& [id, entry] : running) {
-    if (known.running.count(id)) continue;
-    const RunningJob& r = *entry.second;
-    if (scheduler.start(r.request, r.placement, r.started_at).ok()) known.running[id] = entry.first;
-  }
-  for (const auto& [id, entry] : pending) {
-    if (known.pending.count(id) || known.running.count(id)) continue;
-    if (scheduler.submit(*entry.second).ok()) known.pending[id] = entry.first;
-  }
+size_t sync_jobs(Scheduler& scheduler, const Snapshot& snapshot, SyncState& known,
+                 const std::set<std::string>& job_ids) {
+  return sync_job_states(scheduler, snapshot, known, &job_ids);
 }
 
 void record_placements(const Plan& plan, SyncState& known) {

@@ -167,7 +167,8 @@ Status Server::reload_config() {
   file_config_ = std::move(*loaded);
   apply_tokens();
   apply_tenants();
-  schedule_soon();  // quotas or priorities may have changed
+  sched_full_sync_ = true;  // priorities may have changed: every job's request is rebuilt
+  schedule_soon();          // quotas or priorities may have changed
   spdlog::info("config {}: {} tenants, {} tokens", config_.config_file, file_config_.tenants.size(),
                file_config_.tokens.size());
   return {};
@@ -194,6 +195,7 @@ Status Server::load_state() {
     for (const auto& r : job.replicas) {
       if (r.state == ReplicaState::kExited || !runtime_.count(r.node_id)) continue;
       auto& rt = runtime_[r.node_id];
+      rt.jobs.insert(job.id);
       std::string key = replica_key(job.id, job.attempt, r.rank);
       rt.placed_at[key] = rt.version;
       if (attempt_ending(job)) rt.removed_at[key] = rt.version;
@@ -337,6 +339,7 @@ void append(std::vector<T>& to, std::vector<T>& from) {
 }  // namespace
 
 void Server::commit_later(store::WriteBatch& batch, std::function<void()> then) {
+  for (const auto& job : batch.jobs) sched_dirty_jobs_.insert(job.id);
   append(group_batch_.jobs, batch.jobs);
   append(group_batch_.nodes, batch.nodes);
   append(group_batch_.tokens, batch.tokens);
@@ -354,6 +357,7 @@ void Server::commit_later(store::WriteBatch& batch, std::function<void()> then) 
 }
 
 Status Server::commit(store::WriteBatch& batch) {
+  for (const auto& job : batch.jobs) sched_dirty_jobs_.insert(job.id);
   std::vector<std::function<void()>> waiters;
   if (!group_waiters_.empty()) {
     // What was queued first is written first (a later write of the same row wins).

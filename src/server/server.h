@@ -2,9 +2,9 @@
 // scheduler and the HTTP API, and runs all of its logic on one EventLoop thread.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
-#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <set>
@@ -86,6 +86,9 @@ class Server {
     std::map<std::string, int64_t> removed_at;  // key -> version at which it left the desired set
     std::map<std::string, int64_t> placed_at;  // key -> version at which it entered the desired set
     std::vector<GpuReading> readings;          // the GPUs' latest readings (not persisted)
+    // Ids of the jobs that may have a replica here that has not exited: every job placed here
+    // since, plus some that have left (jobs_on drops those), so a poll never walks every job.
+    std::set<std::string> jobs;
   };
 
   Status bootstrap_tokens();
@@ -131,14 +134,18 @@ class Server {
   net::HttpResponse poll_response(const std::string& node_id,
                                   const std::map<std::string, int64_t>& log_offsets);
   std::vector<Allocation> desired_for(const std::string& node_id);
+  /// The jobs with a replica on the node that has not exited, in id order (from the node's
+  /// index, whose entries for jobs that have left are dropped on the way).
+  std::vector<Job*> jobs_on(const std::string& node_id);
   void bump_node(const std::string& node_id);
   void check_node_liveness();
 
   // Lifecycle (server_lifecycle.cpp)
   void schedule_soon();
   void run_scheduler();
-  /// The scheduler's view of everything: nodes, running and pending jobs.
-  sched::Snapshot scheduler_snapshot() const;
+  /// The scheduler's view of the active jobs, running and pending: of every one with `all`,
+  /// else of those changed since the last pass (sched_dirty_jobs_).
+  sched::Snapshot scheduler_snapshot(bool all) const;
   /// Interrupts the jobs the plan preempts (they are re-queued when their replicas have ended).
   void preempt(const std::vector<sched::Preemption>& preemptions, store::WriteBatch& batch);
   /// Hands the config file's tenants (quotas, weights, cohorts) to the scheduler.
@@ -147,10 +154,13 @@ class Server {
   int priority_of(const Job& job) const;
   /// Every node with its current use (from the replicas of active jobs).
   std::vector<sched::NodeState> node_states() const;
+  /// One node of each distinct build (GPUs, CPUs, memory, labels), the first in id order, as
+  /// check_satisfiable needs them; rebuilt after a node registers.
+  const std::vector<sched::NodeState>& node_builds();
   /// The node as the scheduler sees it, without its use.
   static sched::NodeState node_state(const store::NodeRecord& rec);
-  /// Brings the scheduler up to date: the nodes that changed since, and every active job.
-  void sync_scheduler(sched::Snapshot& jobs);
+  /// Brings the scheduler up to date: the nodes and jobs that changed since the last pass.
+  void sync_scheduler();
   /// Records that a node's record changed (registered, state, cordon): the scheduler is told at
   /// its next pass, and a pass is arranged.
   void node_changed(const std::string& node_id);
@@ -191,6 +201,13 @@ class Server {
   // pass that has pending jobs to decide): a pass costs O(changed nodes + active jobs), not
   // O(all nodes).
   std::set<std::string> sched_dirty_nodes_;
+  // Jobs written since the scheduler was last told (every change to a job is written, through
+  // commit or commit_later): a pass rebuilds only these. sched_full_sync_ asks for every job
+  // (at start, after a config reload, and now and then as a check; see sync_scheduler).
+  std::set<std::string> sched_dirty_jobs_;
+  bool sched_full_sync_ = true;
+  TimeMs last_full_sync_ = 0;
+  std::optional<std::vector<sched::NodeState>> node_builds_;  // see node_builds()
   std::unordered_map<std::string, NodeRuntime> runtime_;
   int64_t version_clock_ = 0;
   int lock_fd_ = -1;  // holds an exclusive flock on <data-dir>/server.lock

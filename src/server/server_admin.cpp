@@ -187,12 +187,9 @@ net::HttpResponse Server::node_action(const std::string& node, const std::string
   if (action == "drain") {
     // Each job with a replica here stops as a whole (a gang restarts together) and is
     // re-queued once its replicas have had their interruption signal and grace period.
-    for (auto& [job_id, job] : jobs_) {
+    for (Job* job_here : jobs_on(rec->id)) {
+      Job& job = *job_here;
       if (job.cancel_requested || !job.interrupt_reason.empty() || is_terminal(job.state)) continue;
-      bool here = std::any_of(job.replicas.begin(), job.replicas.end(), [&](const auto& r) {
-        return r.node_id == rec->id && r.state != ReplicaState::kExited;
-      });
-      if (!here) continue;
       job.interrupt_reason = fmt::format("node {} is draining", rec->info.name);
       job.message = job.interrupt_reason;
       stop_replicas(job);

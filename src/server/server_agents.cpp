@@ -123,17 +123,15 @@ std::optional<net::HttpResponse> Server::register_node_now(
     // An agent that lost its state file cannot re-adopt what its predecessor ran: those
     // replicas are lost (their processes may be orphaned on the machine; the node's operator
     // must clean them up), and must not be handed to the new agent to start a second time.
-    std::set<std::string> touched;
-    for (auto& [job_id, job] : jobs_)
-      for (auto& r : job.replicas)
+    for (Job* job : jobs_on(record.id)) {
+      for (auto& r : job->replicas)
         if (r.node_id == record.id && r.state != ReplicaState::kExited) {
           r.state = ReplicaState::kExited;
           r.lost = true;
           r.message = fmt::format("the agent on {} restarted without its state", record.info.name);
-          touched.insert(job_id);
         }
-    for (const auto& job_id : touched)
-      if (auto it = jobs_.find(job_id); it != jobs_.end()) settle_attempt(it->second, batch);
+      settle_attempt(*job, batch);
+    }
     rt.acked_seq = 0;  // the new agent numbers its events afresh
   }
   spdlog::info("node {} ({}) registered with {} GPUs", record.info.name, record.id,
@@ -148,9 +146,8 @@ std::optional<net::HttpResponse> Server::register_node_now(
   }
   // The answer waits for the record to be durable; registrations that arrive together share
   // one transaction (a fleet that joins at once would otherwise wait on one fsync each).
-  commit_later(batch, [answer, response = std::move(response)]() mutable {
-    answer(std::move(response));
-  });
+  commit_later(batch,
+               [answer, response = std::move(response)]() mutable { answer(std::move(response)); });
   return std::nullopt;
 }
 
@@ -276,8 +273,10 @@ void Server::reconcile_running(const std::string& node_id, const PollRequest& po
                                store::WriteBatch& batch) {
   std::set<std::string> running(poll.running.begin(), poll.running.end());
   auto& rt = runtime_[node_id];
-  std::set<std::string> touched;  // a job once, however many of its replicas changed
-  for (auto& [id, job] : jobs_) {
+  std::vector<Job*> touched;  // a job once, however many of its replicas changed
+  for (Job* job_here : jobs_on(node_id)) {
+    Job& job = *job_here;
+    bool changed = false;
     for (auto& replica : job.replicas) {
       if (replica.node_id != node_id || replica.state == ReplicaState::kExited) continue;
       std::string key = replica_key(job.id, job.attempt, replica.rank);
@@ -290,7 +289,7 @@ void Server::reconcile_running(const std::string& node_id, const PollRequest& po
         replica.state = ReplicaState::kExited;
         replica.message = "stopped before it started";
         logs_.wake(key);
-        touched.insert(id);
+        changed = true;
       } else if (!stopping && placed_version != 0 && poll.applied_version >= placed_version) {
         replica.state = ReplicaState::kExited;
         replica.lost = true;
@@ -298,19 +297,40 @@ void Server::reconcile_running(const std::string& node_id, const PollRequest& po
             fmt::format("the agent on {} no longer has the process and recorded no exit",
                         nodes_.at(node_id).info.name);
         logs_.wake(key);
-        touched.insert(id);
+        changed = true;
       }
     }
+    if (changed) touched.push_back(job_here);
   }
-  for (const auto& id : touched) {
-    auto it = jobs_.find(id);
-    if (it != jobs_.end()) settle_attempt(it->second, batch);
+  for (Job* job : touched) settle_attempt(*job, batch);
+}
+
+std::vector<Job*> Server::jobs_on(const std::string& node_id) {
+  std::vector<Job*> out;
+  auto rt = runtime_.find(node_id);
+  if (rt == runtime_.end()) return out;
+  auto& ids = rt->second.jobs;
+  for (auto it = ids.begin(); it != ids.end();) {
+    auto job = jobs_.find(*it);
+    bool here = job != jobs_.end() &&
+                std::any_of(job->second.replicas.begin(), job->second.replicas.end(),
+                            [&](const ReplicaAssignment& r) {
+                              return r.node_id == node_id && r.state != ReplicaState::kExited;
+                            });
+    if (!here) {
+      it = ids.erase(it);
+      continue;
+    }
+    out.push_back(&job->second);
+    ++it;
   }
+  return out;
 }
 
 std::vector<Allocation> Server::desired_for(const std::string& node_id) {
   std::vector<Allocation> out;
-  for (const auto& [id, job] : jobs_) {
+  for (const Job* job_here : jobs_on(node_id)) {
+    const Job& job = *job_here;
     if (job.cancel_requested) continue;
     if (attempt_ending(job)) continue;
     for (const auto& r : job.replicas) {
@@ -378,18 +398,16 @@ void Server::check_node_liveness() {
       spdlog::warn("node {} is down; its attempts are lost", node.info.name);
       batch.nodes.push_back(node);
       batch.audit.push_back({now, "server", "node.down", id, ""});
-      std::set<std::string> touched;  // a job once, however many of its replicas changed
-      for (auto& [job_id, job] : jobs_)
-        for (auto& r : job.replicas)
+      for (Job* job : jobs_on(id)) {
+        for (auto& r : job->replicas)
           if (r.node_id == id && r.state != ReplicaState::kExited) {
             r.state = ReplicaState::kExited;
             r.lost = true;
             r.message = fmt::format("node {} went down (no contact for {} s)", node.info.name,
                                     silent / 1000);
-            touched.insert(job_id);
           }
-      for (const auto& job_id : touched)
-        if (auto it = jobs_.find(job_id); it != jobs_.end()) settle_attempt(it->second, batch);
+        settle_attempt(*job, batch);
+      }
     }
   }
   (void)commit(batch);

@@ -34,7 +34,7 @@ net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principa
   auto priority = file_config_.priority_value(job.spec.priority);
   if (!priority) return error_response(priority.error());
   auto request = sched::JobRequest::from_spec(job.id, job.spec, now, *priority);
-  if (auto st = sched::check_satisfiable(request, node_states()); !st.ok())
+  if (auto st = sched::check_satisfiable(request, node_builds()); !st.ok())
     return error_response(st.error());
   job.pending_reason =
       nodes_.empty() ? "waiting for a node to register" : "waiting to be scheduled";

@@ -107,9 +107,26 @@ void Server::put_node(const store::NodeRecord& record) {
   }
   node_ids_by_name_[record.info.name].insert(record.id);
   nodes_[record.id] = record;
+  node_builds_.reset();
 }
 
-void Server::sync_scheduler(sched::Snapshot& jobs) {
+const std::vector<sched::NodeState>& Server::node_builds() {
+  if (node_builds_) return *node_builds_;
+  auto& builds = node_builds_.emplace();
+  std::set<std::string> seen;
+  for (const auto& [id, rec] : nodes_) {
+    sched::NodeState n = node_state(rec);
+    std::string build = fmt::format("{}|{}|", n.cpu_milli, n.memory_mib);
+    for (const auto& g : n.gpus)
+      fmt::format_to(std::back_inserter(build), "{}:{}:{}:{:x};", g.model, g.memory_mib,
+                     g.numa_node, g.nvlink_mask);
+    for (const auto& [k, v] : n.labels) build += k + "=" + v + ",";
+    if (seen.insert(build).second) builds.push_back(std::move(n));
+  }
+  return builds;
+}
+
+void Server::sync_scheduler() {
   for (const auto& id : sched_dirty_nodes_) {
     if (auto it = nodes_.find(id); it != nodes_.end())
       scheduler_->upsert_node(node_state(it->second));
@@ -117,16 +134,41 @@ void Server::sync_scheduler(sched::Snapshot& jobs) {
       scheduler_->remove_node(id);
   }
   sched_dirty_nodes_.clear();
-  // The jobs through sync_snapshot (it diffs them by fingerprint); nodes are not in `jobs` and
-  // never in scheduler_known_.nodes, so it leaves the scheduler's nodes alone.
-  sched::sync_snapshot(*scheduler_, jobs, scheduler_known_);
+  // Every job now and then (every 10 min), as a check that no change went unwritten: such a
+  // pass should find nothing to tell the scheduler.
+  TimeMs now = clock_.now_ms();
+  bool check = !sched_full_sync_ && now - last_full_sync_ >= 10 * 60 * 1000;
+  if (sched_full_sync_ || check) {
+    // The jobs through sync_snapshot (it diffs them by fingerprint); nodes are not in the
+    // snapshot and never in scheduler_known_.nodes, so it leaves the scheduler's nodes alone.
+    sched::Snapshot all = scheduler_snapshot(true);
+    sched_dirty_jobs_.clear();
+    size_t events = sched::sync_snapshot(*scheduler_, all, scheduler_known_);
+    if (check && events > 0)
+      spdlog::warn("scheduler: a full sync found {} job changes the incremental ones missed",
+                   events);
+    sched_full_sync_ = false;
+    last_full_sync_ = now;
+    return;
+  }
+  sched::Snapshot changed = scheduler_snapshot(false);
+  sched::sync_jobs(*scheduler_, changed, scheduler_known_, sched_dirty_jobs_);
+  sched_dirty_jobs_.clear();
 }
 
-sched::Snapshot Server::scheduler_snapshot() const {
+sched::Snapshot Server::scheduler_snapshot(bool all) const {
   // Jobs only: the nodes reach the scheduler incrementally (sync_scheduler).
   sched::Snapshot snapshot;
   snapshot.now = clock_.now_ms();
-  for (const auto& [id, job] : jobs_) {
+  std::vector<const Job*> active;
+  if (all) {
+    for (const auto& [id, job] : jobs_) active.push_back(&job);
+  } else {
+    for (const auto& id : sched_dirty_jobs_)
+      if (auto it = jobs_.find(id); it != jobs_.end()) active.push_back(&it->second);
+  }
+  for (const Job* job_ptr : active) {
+    const Job& job = *job_ptr;
     if (is_terminal(job.state)) continue;
     auto request = sched::JobRequest::from_spec(job.id, job.spec, job.created_at, priority_of(job));
     if (job.replicas.empty()) {
@@ -157,10 +199,10 @@ void Server::run_scheduler() {
     return job.state == JobState::kPending && job.replicas.empty() && !job.cancel_requested;
   });
   if (!any_pending) return;
-  sched::Snapshot snapshot = scheduler_snapshot();
-  sync_scheduler(snapshot);
-  if (snapshot.pending.empty()) return;
-  sched::Plan plan = scheduler_->schedule(snapshot.now);
+  sync_scheduler();
+  size_t pending = scheduler_->pending_count();
+  if (pending == 0) return;
+  sched::Plan plan = scheduler_->schedule(clock_.now_ms());
   sched::record_placements(plan, scheduler_known_);
   store::WriteBatch batch;
   std::set<std::string> touched_nodes;
@@ -180,6 +222,7 @@ void Server::run_scheduler() {
       a.memory_mib = rp.memory_mib;
       names.insert(a.node_name);
       touched_nodes.insert(rp.node_id);
+      runtime_[rp.node_id].jobs.insert(job.id);
       placed_keys.push_back({rp.node_id, replica_key(job.id, job.attempt, rp.rank)});
       job.replicas.push_back(std::move(a));
     }
@@ -193,7 +236,7 @@ void Server::run_scheduler() {
   preempt(plan.preemptions, batch);
   if (!commit(batch).ok()) return;
   spdlog::debug("scheduler: placed {} of {} pending jobs, preempting {}", plan.placements.size(),
-                snapshot.pending.size(), plan.preemptions.size());
+                pending, plan.preemptions.size());
   for (const auto& node_id : touched_nodes) bump_node(node_id);
   for (const auto& [node_id, key] : placed_keys)
     runtime_[node_id].placed_at[key] = runtime_[node_id].version;
