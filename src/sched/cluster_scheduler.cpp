@@ -61,6 +61,8 @@ int ClusterScheduler::slot_of(const std::string& node_id) const {
 }
 
 void ClusterScheduler::reindex(int slot) {
+  if (slot_version_.size() < nodes_.size()) slot_version_.resize(nodes_.size());
+  ++slot_version_[slot];
   const Node& n = nodes_[slot];
   if (n.present)
     classes_.assign(slot, n.state, n.share_jobs, n.whole_jobs);
@@ -454,6 +456,7 @@ Plan ClusterScheduler::schedule(TimeMs now) {
     failed_preemption_sizes_.clear();
     victim_slots_.clear();
     borrowers_.clear();
+    victim_memo_.clear();
   }
   placed_last_pass_ = false;
   // Preemptors first: the nodes held for them are theirs, and once their victims are gone

@@ -178,6 +178,9 @@ class ClusterScheduler final : public Scheduler {
   bool may_reclaim(const PendingJob& job, const RunningJob& victim) const;
   std::optional<VictimOption> node_victims(const PendingJob& job, const JobRequest& request,
                                            int slot) const;
+  // node_victims through victim_memo_: `shape` is the request's shape.
+  const std::optional<VictimOption>& victims_on(const PendingJob& job, const JobRequest& request,
+                                                int shape, int slot);
   // `fits_freely` (if given) is set when a node fits the job without preempting anything.
   std::optional<std::vector<std::string>> choose_victims(const PendingJob& job,
                                                          bool* fits_freely = nullptr);
@@ -236,6 +239,17 @@ class ClusterScheduler final : public Scheduler {
   std::map<std::tuple<int, bool, std::string>, VictimCandidates> victim_slots_;
   // Running jobs that borrow, per (cohort, GPU model), cheapest victim first (valid as above).
   std::map<std::pair<std::string, std::string>, std::vector<const RunningJob*>> borrowers_;
+  // node_victims' answers per (request shape, priority, spot, tenant) and slot, each valid
+  // while the node's version and the tenants' use (tenants_.changes()) are as they were;
+  // dropped as above. A node's version changes with its use, and when a job on it is chosen
+  // as a victim.
+  struct VictimMemo {
+    uint64_t node_version = 0, tenant_changes = 0;
+    std::optional<VictimOption> option;
+  };
+  std::map<std::tuple<int, int, bool, std::string>, std::unordered_map<int, VictimMemo>>
+      victim_memo_;
+  std::vector<uint64_t> slot_version_;  // by slot
   uint64_t pass_ = 0;
   bool placed_last_pass_ = false;  // a job was placed or started since the last pass began
   bool capacity_dirty_ = false;    // nodes changed since update_capacity()

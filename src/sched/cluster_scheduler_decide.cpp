@@ -112,7 +112,10 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
       for (const auto& v : *victims) {
         RunningJob& r = running_.at(v);
         r.preempting = true;
-        for (const auto& [slot, rp] : r.replicas) where.insert(slot);
+        for (const auto& [slot, rp] : r.replicas) {
+          where.insert(slot);
+          ++slot_version_[slot];  // its victim options change (victims_on)
+        }
         std::string why = fmt::format(
             "preempted for job {} (priority {}{})", short_id(job.req.job_id), job.req.priority,
             r.borrowed && r.req.tenant != job.req.tenant

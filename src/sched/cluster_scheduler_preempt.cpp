@@ -142,6 +142,20 @@ std::optional<ClusterScheduler::VictimOption> ClusterScheduler::node_victims(
   return option;
 }
 
+const std::optional<ClusterScheduler::VictimOption>& ClusterScheduler::victims_on(
+    const PendingJob& job, const JobRequest& request, int shape, int slot) {
+  if (slot_version_.size() < nodes_.size()) slot_version_.resize(nodes_.size());
+  auto& memo = victim_memo_[{shape, job.req.priority, job.req.preemptible(), job.req.tenant}];
+  auto [it, fresh] = memo.try_emplace(slot);
+  VictimMemo& m = it->second;
+  if (fresh || m.node_version != slot_version_[slot] || m.tenant_changes != tenants_.changes()) {
+    m.node_version = slot_version_[slot];
+    m.tenant_changes = tenants_.changes();
+    m.option = node_victims(job, request, slot);
+  }
+  return m.option;
+}
+
 const ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const PendingJob& job) {
   const std::string& cohort = tenants_.cohort_of(job.req.tenant);
   auto [it, fresh] = victim_slots_.try_emplace({job.req.priority, job.req.preemptible(), cohort});
@@ -282,15 +296,15 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
                           tenants_.within_nominal(job.req.tenant, model, milli * job.req.replicas);
       if (!allowed->second) continue;
     }
-    if (auto o = node_victims(job, one, slot)) {
+    if (const auto& o = victims_on(job, one, job.shape, slot)) {
       if (o->victims.empty() && fits_freely) *fits_freely = true;
       if (job.req.replicas == 1 && o->victims.empty()) continue;  // fits: not a preemption
-      per_replica.push_back(std::move(*o));
+      per_replica.push_back(*o);
       if (job.req.replicas == 1 && (!best_single || by_cost(per_replica.back(), *best_single)))
         best_single = &per_replica.back();
     }
     if (try_whole && could_fit(shapes_[whole_shape], classes_.of_slot(slot)))
-      if (auto o = node_victims(job, whole, slot)) per_gang.push_back(std::move(*o));
+      if (const auto& o = victims_on(job, whole, whole_shape, slot)) per_gang.push_back(*o);
   }
   std::sort(per_replica.begin(), per_replica.end(), by_cost);
   std::sort(per_gang.begin(), per_gang.end(), by_cost);

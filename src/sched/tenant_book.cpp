@@ -20,6 +20,7 @@ std::string gpus_text(int64_t milli) {
 }  // namespace
 
 void TenantBook::configure(const std::vector<TenantSpec>& tenants) {
+  ++changes_;
   specs_.clear();
   cohorts_.clear();
   for (const auto& t : tenants) {
@@ -29,6 +30,7 @@ void TenantBook::configure(const std::vector<TenantSpec>& tenants) {
 }
 
 void TenantBook::set_capacity(int64_t gpu_milli, int64_t cpu_milli, int64_t memory_mib) {
+  ++changes_;
   capacity_gpu_ = gpu_milli;
   capacity_cpu_ = cpu_milli;
   capacity_memory_ = memory_mib;
@@ -36,6 +38,7 @@ void TenantBook::set_capacity(int64_t gpu_milli, int64_t cpu_milli, int64_t memo
 
 void TenantBook::charge(const std::string& tenant, const std::string& gpu_model, int64_t gpu_milli,
                         int64_t cpu_milli, int64_t memory_mib, int sign) {
+  ++changes_;
   Use& u = use_[tenant];
   if (gpu_milli) u.gpu_milli[gpu_model] += sign * gpu_milli;
   u.gpu_total += sign * gpu_milli;

@@ -46,6 +46,10 @@ class TenantBook {
   /// Use per tenant and model (tenants with a quota are listed even when idle).
   std::vector<TenantUsage> usage() const;
 
+  /// Counts the changes to use and configuration: equal counts mean every answer above is
+  /// unchanged.
+  uint64_t changes() const { return changes_; }
+
  private:
   struct Use {
     std::map<std::string, int64_t> gpu_milli;  // per model
@@ -59,6 +63,7 @@ class TenantBook {
   std::map<std::string, std::vector<std::string>> cohorts_;  // cohort -> members
   std::map<std::string, Use> use_;
   int64_t capacity_gpu_ = 0, capacity_cpu_ = 0, capacity_memory_ = 0;
+  uint64_t changes_ = 0;
 };
 
 }  // namespace gpucloud::sched

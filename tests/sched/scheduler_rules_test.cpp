@@ -289,6 +289,36 @@ TEST(Preemption, APreemptorStartsOnItsHeldNodeBeforeTheRestOfTheQueue) {
   EXPECT_THAT(reason_of(after, "urgent"), HasSubstr("needs 8×GPU on one node"));
 }
 
+TEST(Preemption, EqualPreemptorsInSuccessivePassesChooseDifferentVictims) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8), gpu_node("n2", 8), gpu_node("n3", 8)});
+  for (const char* id : {"low-1", "low-2", "low-3"}) {
+    JobRequest low = job(id, 8);
+    low.priority = 0;
+    ASSERT_TRUE(s->submit(low).ok());
+  }
+  ASSERT_EQ(s->schedule(0).placements.size(), 3u);
+  // Each pass decides one new preemptor of the same shape, tenant and priority; nothing starts
+  // or ends in between, so only the victims already chosen tell them apart.
+  std::set<std::string> victims;
+  for (int i = 0; i < 3; ++i) {
+    JobRequest high = job("high-" + std::to_string(i), 8);
+    high.priority = 1000;
+    ASSERT_TRUE(s->submit(high).ok());
+    Plan plan = s->schedule(kMinute + i);
+    ASSERT_EQ(plan.preemptions.size(), 1u) << "preemptor " << i;
+    EXPECT_TRUE(victims.insert(plan.preemptions[0].job_id).second)
+        << plan.preemptions[0].job_id << " was chosen twice";
+  }
+  // A fourth finds no victims left and says so.
+  JobRequest extra = job("high-3", 8);
+  extra.priority = 1000;
+  ASSERT_TRUE(s->submit(extra).ok());
+  Plan plan = s->schedule(2 * kMinute);
+  EXPECT_TRUE(plan.preemptions.empty());
+  EXPECT_THAT(reason_of(plan, "high-3"), HasSubstr("needs 8×GPU on one node"));
+}
+
 TEST(Preemption, NeverWhenTheJobStillWouldNotFit) {
   auto s = make();
   add_nodes(*s, {gpu_node("n1", 8)});
