@@ -96,6 +96,7 @@ class ClusterScheduler final : public Scheduler {
     std::vector<int64_t> cpu_free, memory_free;
     std::vector<int32_t> gpu_free;  // milli per GPU position, flat: gpu_offset[i] ...
     std::vector<size_t> gpu_offset;
+    std::vector<int64_t> least_victim;  // the GPU milli of the smallest possible victim there
   };
   struct VictimOption {
     std::vector<std::string> victims;  // empty: fits without preempting

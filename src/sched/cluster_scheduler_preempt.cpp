@@ -2,6 +2,7 @@
 // reclaiming quota a tenant lent within its cohort.
 #include <algorithm>
 #include <boost/container/small_vector.hpp>
+#include <limits>
 #include <map>
 
 #include "sched/cluster_scheduler.h"
@@ -188,8 +189,10 @@ const ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const P
     int64_t cpu = n.cpu_milli - n.cpu_used_milli, memory = n.memory_mib - n.memory_used_mib;
     size_t offset = out.gpu_free.size();
     for (const auto& g : n.gpus) out.gpu_free.push_back(static_cast<int32_t>(g.free_milli()));
+    int64_t least_victim = std::numeric_limits<int64_t>::max();
     for (const auto& [seq, r] : nodes_[slot].jobs) {
       if (!possible_victim(*r)) continue;
+      least_victim = std::min(least_victim, gpu_milli_of(r->req));
       for (const auto& [s, rp] : r->replicas) {
         if (s != slot) continue;
         cpu += rp.cpu_milli;
@@ -203,6 +206,7 @@ const ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const P
     out.cpu_free.push_back(cpu);
     out.memory_free.push_back(memory);
     out.gpu_offset.push_back(offset);
+    out.least_victim.push_back(least_victim);
   }
   return out;
 }
@@ -235,25 +239,28 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
   // Only nodes that could run a replica where something may be preempted, and for gangs also
   // nodes a replica fits now (visited in the order below).
   std::vector<int> slots;
+  std::vector<int> slot_candidate;  // per slots entry: its index in candidates, or -1
   std::vector<char> marked(nodes_.size(), 0);
-  auto add_slot = [&](int slot) {
+  auto add_slot = [&](int slot, int candidate) {
     if (marked[slot] || !nodes_[slot].present) return;
     marked[slot] = 1;
-    if (could_fit(shapes_[job.shape], classes_.of_slot(slot))) slots.push_back(slot);
+    if (!could_fit(shapes_[job.shape], classes_.of_slot(slot))) return;
+    slots.push_back(slot);
+    slot_candidate.push_back(candidate);
   };
   const VictimCandidates& candidates = victim_slots(job);
   for (size_t i = 0; i < candidates.slots.size(); ++i) {
     int slot = candidates.slots[i];
     if (could_fit(shapes_[job.shape], classes_.of_slot(slot)) &&
         could_free_enough(candidates, i, shapes_[job.shape]))
-      add_slot(slot);
+      add_slot(slot, static_cast<int>(i));
   }
   if (slots.empty()) return std::nullopt;
   if (job.req.replicas > 1) {
     Shape& shape = shapes_[job.shape];
     refresh_ranking(shape);
     for (const auto& entry : shape.ranked)
-      for (int slot : classes_.get(entry.second).members) add_slot(slot);
+      for (int slot : classes_.get(entry.second).members) add_slot(slot, -1);
   }
   std::vector<VictimOption> per_replica, per_gang;
   std::map<std::string, bool> model_allowed;  // the tenant may take the GPUs of this model
@@ -267,14 +274,27 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
   // running jobs, so that the cheapest option comes early. One victim is the fewest there can
   // be, so once the best option is a single victim and the next node's (least, jobs, slot)
   // is above the option's (GPU milli, jobs, slot), no later node can beat it (by_cost).
+  // Only GPUs that its possible victims could free count towards a node's least.
   std::vector<std::tuple<int64_t, int, int>> order;  // (least victim milli, jobs, slot)
-  for (int slot : slots)
-    order.push_back(
-        {job.req.replicas == 1
-             ? least_victim_milli(one, nodes_[slot].state,
-                                  gpu_match_mask(shapes_[job.shape], classes_.of_slot(slot)))
-             : 0,
-         job.req.replicas == 1 ? static_cast<int>(nodes_[slot].jobs.size()) : 0, slot});
+  const int32_t need = one.gpu_milli > 0 ? one.gpu_milli : 1000;
+  for (size_t k = 0; k < slots.size(); ++k) {
+    int slot = slots[k];
+    if (job.req.replicas > 1) {
+      order.push_back({0, 0, slot});
+      continue;
+    }
+    uint64_t mask = gpu_match_mask(shapes_[job.shape], classes_.of_slot(slot));
+    int64_t least_victim = 0;  // every option here has a victim at least this large
+    if (int i = slot_candidate[k]; i >= 0) {
+      for (size_t p = 0; p < nodes_[slot].state.gpus.size() && p < 64; ++p)
+        if (candidates.gpu_free[candidates.gpu_offset[i] + p] < need) mask &= ~(uint64_t{1} << p);
+      least_victim = candidates.least_victim[i];
+    }
+    // A node that needs no GPU freed may fit as it is (or need only CPU or memory freed).
+    int64_t least = least_victim_milli(one, nodes_[slot].state, mask);
+    order.push_back({least == 0 ? 0 : std::max(least, least_victim),
+                     static_cast<int>(nodes_[slot].jobs.size()), slot});
+  }
   // A heap, not a sort: the search usually stops after a few nodes.
   std::make_heap(order.begin(), order.end(), std::greater<>());
   per_replica.reserve(order.size());          // best_single points into it
