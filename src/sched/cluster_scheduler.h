@@ -189,6 +189,14 @@ class ClusterScheduler final : public Scheduler {
   // The nodes where some running job may be preemptible for the job (a superset: may_preempt
   // decides per node); found once per (priority, spot, cohort) while nothing changes.
   const VictimCandidates& victim_slots(const PendingJob& job);
+  // (priority, spot, cohort) of the jobs whose victim candidates victim_slots_ holds.
+  using VictimKey = std::tuple<int, bool, std::string>;
+  // Whether a running job may be a victim for some job of the key (a superset of may_preempt).
+  bool possible_victim(const VictimKey& key, const RunningJob& r) const;
+  // Sets candidate i's bounds: what its node would have free were its possible victims gone.
+  void bound_candidate(const VictimKey& key, VictimCandidates& c, size_t i) const;
+  // The job was chosen as a victim: it no longer counts in any candidate's bounds.
+  void victim_chosen(const RunningJob& victim);
   // Whether one replica could fit candidate i if all its possible victims stopped.
   bool could_free_enough(const VictimCandidates& c, size_t i, Shape& shape);
   // The GPU models (GPU 0's) of the static groups the shape could run on.
@@ -237,7 +245,7 @@ class ClusterScheduler final : public Scheduler {
   std::map<PreemptionBucket, std::vector<std::array<int64_t, 4>>> failed_preemption_sizes_;
   std::map<std::string, int> fit_signatures_;
   // Valid until a finish, a node or tenant change, or a new running job (see schedule()).
-  std::map<std::tuple<int, bool, std::string>, VictimCandidates> victim_slots_;
+  std::map<VictimKey, VictimCandidates> victim_slots_;
   // Running jobs that borrow, per (cohort, GPU model), cheapest victim first (valid as above).
   std::map<std::pair<std::string, std::string>, std::vector<const RunningJob*>> borrowers_;
   // node_victims' answers per (request shape, priority, spot, tenant) and slot, each valid

@@ -112,6 +112,7 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
       for (const auto& v : *victims) {
         RunningJob& r = running_.at(v);
         r.preempting = true;
+        victim_chosen(r);
         for (const auto& [slot, rp] : r.replicas) {
           where.insert(slot);
           ++slot_version_[slot];  // its victim options change (victims_on)

@@ -157,56 +157,76 @@ const std::optional<ClusterScheduler::VictimOption>& ClusterScheduler::victims_o
   return m.option;
 }
 
+bool ClusterScheduler::possible_victim(const VictimKey& key, const RunningJob& r) const {
+  const auto& [priority, spot, cohort] = key;
+  if (r.preempting || r.placed_pass == pass_) return false;
+  if (r.req.priority < priority) return true;
+  if (r.req.preemptible() && !spot && r.req.priority <= priority) return true;
+  // Borrowers of the cohort, whatever they borrow: may_reclaim decides per node.
+  return r.borrowed && !cohort.empty() && tenants_.cohort_of(r.req.tenant) == cohort;
+}
+
+void ClusterScheduler::bound_candidate(const VictimKey& key, VictimCandidates& c, size_t i) const {
+  int slot = c.slots[i];
+  const NodeState& n = nodes_[slot].state;
+  int64_t cpu = n.cpu_milli - n.cpu_used_milli, memory = n.memory_mib - n.memory_used_mib;
+  int64_t least_victim = std::numeric_limits<int64_t>::max();
+  size_t offset = c.gpu_offset[i];
+  for (size_t p = 0; p < n.gpus.size(); ++p)
+    c.gpu_free[offset + p] = static_cast<int32_t>(n.gpus[p].free_milli());
+  for (const auto& [seq, r] : nodes_[slot].jobs) {
+    if (!possible_victim(key, *r)) continue;
+    least_victim = std::min(least_victim, gpu_milli_of(r->req));
+    for (const auto& [s, rp] : r->replicas) {
+      if (s != slot) continue;
+      cpu += rp.cpu_milli;
+      memory += rp.memory_mib;
+      for (const auto& share : rp.gpus)
+        for (size_t p = 0; p < n.gpus.size(); ++p)
+          if (n.gpus[p].index == share.index) c.gpu_free[offset + p] += share.milli;
+    }
+  }
+  c.cpu_free[i] = cpu;
+  c.memory_free[i] = memory;
+  c.least_victim[i] = least_victim;
+}
+
+void ClusterScheduler::victim_chosen(const RunningJob& victim) {
+  for (auto& [key, c] : victim_slots_)
+    for (const auto& [slot, rp] : victim.replicas) {
+      auto it = std::lower_bound(c.slots.begin(), c.slots.end(), slot);
+      if (it != c.slots.end() && *it == slot)
+        bound_candidate(key, c, static_cast<size_t>(it - c.slots.begin()));
+    }
+}
+
 const ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const PendingJob& job) {
-  const std::string& cohort = tenants_.cohort_of(job.req.tenant);
-  auto [it, fresh] = victim_slots_.try_emplace({job.req.priority, job.req.preemptible(), cohort});
+  VictimKey key{job.req.priority, job.req.preemptible(), tenants_.cohort_of(job.req.tenant)};
+  auto [it, fresh] = victim_slots_.try_emplace(key);
   VictimCandidates& out = it->second;
   if (!fresh) return out;
-  auto possible_victim = [&](const RunningJob& r) {
-    if (r.preempting || r.placed_pass == pass_) return false;
-    if (r.req.priority < job.req.priority) return true;
-    if (r.req.preemptible() && !job.req.preemptible() && r.req.priority <= job.req.priority)
-      return true;
-    // Borrowers of the cohort, whatever they borrow: may_reclaim decides per node.
-    return r.borrowed && !cohort.empty() && tenants_.cohort_of(r.req.tenant) == cohort;
-  };
   std::vector<char> marked(nodes_.size(), 0);
   auto consider = [&](const RunningJob& r) {
-    if (possible_victim(r))
+    if (possible_victim(key, r))
       for (const auto& [slot, rp] : r.replicas) marked[slot] = 1;
   };
-  for (const auto& [key, r] : by_priority_) {
-    if (key.first >= job.req.priority) break;
+  for (const auto& [by, r] : by_priority_) {
+    if (by.first >= job.req.priority) break;
     consider(*r);
   }
   if (!job.req.preemptible())
     for (const auto& [seq, r] : spot_running_) consider(*r);
-  if (!cohort.empty())
+  if (!std::get<2>(key).empty())
     for (const auto& [seq, r] : borrowed_running_) consider(*r);
   for (int slot = 0; slot < static_cast<int>(marked.size()); ++slot) {
     if (!marked[slot] || !nodes_[slot].present) continue;
-    const NodeState& n = nodes_[slot].state;
-    int64_t cpu = n.cpu_milli - n.cpu_used_milli, memory = n.memory_mib - n.memory_used_mib;
-    size_t offset = out.gpu_free.size();
-    for (const auto& g : n.gpus) out.gpu_free.push_back(static_cast<int32_t>(g.free_milli()));
-    int64_t least_victim = std::numeric_limits<int64_t>::max();
-    for (const auto& [seq, r] : nodes_[slot].jobs) {
-      if (!possible_victim(*r)) continue;
-      least_victim = std::min(least_victim, gpu_milli_of(r->req));
-      for (const auto& [s, rp] : r->replicas) {
-        if (s != slot) continue;
-        cpu += rp.cpu_milli;
-        memory += rp.memory_mib;
-        for (const auto& share : rp.gpus)
-          for (size_t p = 0; p < n.gpus.size(); ++p)
-            if (n.gpus[p].index == share.index) out.gpu_free[offset + p] += share.milli;
-      }
-    }
     out.slots.push_back(slot);
-    out.cpu_free.push_back(cpu);
-    out.memory_free.push_back(memory);
-    out.gpu_offset.push_back(offset);
-    out.least_victim.push_back(least_victim);
+    out.gpu_offset.push_back(out.gpu_free.size());
+    out.gpu_free.resize(out.gpu_free.size() + nodes_[slot].state.gpus.size());
+    out.cpu_free.push_back(0);
+    out.memory_free.push_back(0);
+    out.least_victim.push_back(0);
+    bound_candidate(key, out, out.slots.size() - 1);
   }
   return out;
 }
