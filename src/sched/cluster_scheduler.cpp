@@ -189,6 +189,20 @@ bool ClusterScheduler::could_fit(Shape& s, const NodeClass& c) {
   return known == 1;
 }
 
+bool ClusterScheduler::gpus_free_somewhere(Shape& s) {
+  const JobRequest& req = s.req;
+  if (req.gpus == 0) return true;
+  for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g) {
+    if (classes_.group_members(g) == 0 || !could_fit(s, classes_.group_example(g))) continue;
+    if (!s.all_match[g]) return true;  // some GPUs do not match: the counts cannot tell
+    const auto& by_free =
+        req.gpu_milli > 0 ? classes_.group_by_free_milli(g) : classes_.group_by_free_gpus(g);
+    int need = req.gpu_milli > 0 ? req.gpu_milli : req.gpus;
+    if (!by_free.empty() && -by_free.begin()->first >= need) return true;
+  }
+  return false;
+}
+
 const std::vector<std::string>& ClusterScheduler::shape_models(Shape& s) {
   if (s.models_groups != classes_.static_groups()) {
     std::set<std::string> models;

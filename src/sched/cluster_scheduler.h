@@ -199,6 +199,9 @@ class ClusterScheduler final : public Scheduler {
   void victim_chosen(const RunningJob& victim);
   // Whether one replica could fit candidate i if all its possible victims stopped.
   bool could_free_enough(const VictimCandidates& c, size_t i, Shape& shape);
+  // Whether, by the static groups' indexes, some class the shape could run on has enough free
+  // GPUs (whole GPUs, or a share's milli on one GPU). False: no node fits the shape now.
+  bool gpus_free_somewhere(Shape& shape);
   // The GPU models (GPU 0's) of the static groups the shape could run on.
   const std::vector<std::string>& shape_models(Shape& shape);
   // The GPU positions of the class's nodes that match the shape (after could_fit()).

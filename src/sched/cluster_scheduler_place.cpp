@@ -24,6 +24,8 @@ bool ClusterScheduler::node_usable(int slot, Filter& f) const {
 
 std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_id, Filter& f) {
   Shape& shape = shapes_[shape_id];
+  // A full cluster: nothing to rank (a new shape would rank every class) and nothing to skip.
+  if (!gpus_free_somewhere(shape)) return std::nullopt;
   refresh_ranking(shape);
   const JobRequest& req = shape.req;
   int64_t milli = req.gpus == 0 ? 0 : req.gpu_milli > 0 ? req.gpu_milli : int64_t{req.gpus} * 1000;

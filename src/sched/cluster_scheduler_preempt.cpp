@@ -256,6 +256,19 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
   bool try_whole = job.req.replicas > 1 && one.gpu_milli == 0;
   int whole_shape = try_whole ? intern_shape(whole) : -1;  // may grow shapes_: before any Shape&
   int64_t milli = one.gpu_milli > 0 ? one.gpu_milli : int64_t{one.gpus} * 1000;
+  std::map<std::string, bool> model_allowed;  // the tenant may take the GPUs of this model
+  auto allowed = [&](const std::string& model) {
+    auto [it, fresh] = model_allowed.try_emplace(model, false);
+    if (fresh)
+      it->second = tenants_.allows(job.req.tenant, model, milli * job.req.replicas) ||
+                   tenants_.within_nominal(job.req.tenant, model, milli * job.req.replicas);
+    return it->second;
+  };
+  // The quota allows none of the models the job could run on: no node is worth a look.
+  if (one.gpus > 0) {
+    const auto& models = shape_models(shapes_[job.shape]);
+    if (std::none_of(models.begin(), models.end(), allowed)) return std::nullopt;
+  }
   // Only nodes that could run a replica where something may be preempted, and for gangs also
   // nodes a replica fits now (visited in the order below).
   std::vector<int> slots;
@@ -283,7 +296,6 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
       for (int slot : classes_.get(entry.second).members) add_slot(slot, -1);
   }
   std::vector<VictimOption> per_replica, per_gang;
-  std::map<std::string, bool> model_allowed;  // the tenant may take the GPUs of this model
   auto by_cost = [](const VictimOption& a, const VictimOption& b) {
     if (a.victims.size() != b.victims.size()) return a.victims.size() < b.victims.size();
     if (a.victim_gpu_milli != b.victim_gpu_milli) return a.victim_gpu_milli < b.victim_gpu_milli;
@@ -328,14 +340,7 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
         std::tie(least, node_jobs, slot) >
             std::tie(best_single->victim_gpu_milli, best_single->node_jobs, best_single->slot))
       break;
-    if (one.gpus > 0 && !n.state.gpus.empty()) {
-      const std::string& model = n.state.gpus[0].model;
-      auto [allowed, fresh] = model_allowed.try_emplace(model, false);
-      if (fresh)
-        allowed->second = tenants_.allows(job.req.tenant, model, milli * job.req.replicas) ||
-                          tenants_.within_nominal(job.req.tenant, model, milli * job.req.replicas);
-      if (!allowed->second) continue;
-    }
+    if (one.gpus > 0 && !n.state.gpus.empty() && !allowed(n.state.gpus[0].model)) continue;
     if (const auto& o = victims_on(job, one, job.shape, slot)) {
       if (o->victims.empty() && fits_freely) *fits_freely = true;
       if (job.req.replicas == 1 && o->victims.empty()) continue;  // fits: not a preemption
