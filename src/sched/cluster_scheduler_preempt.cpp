@@ -146,7 +146,8 @@ std::optional<ClusterScheduler::VictimOption> ClusterScheduler::node_victims(
 const std::optional<ClusterScheduler::VictimOption>& ClusterScheduler::victims_on(
     const PendingJob& job, const JobRequest& request, int shape, int slot) {
   if (slot_version_.size() < nodes_.size()) slot_version_.resize(nodes_.size());
-  auto& memo = victim_memo_[{shape, job.req.priority, job.req.preemptible(), job.req.tenant}];
+  auto& memo = victim_memo_[{shape, job.req.replicas, job.req.priority, job.req.preemptible(),
+                             job.req.tenant}];
   auto [it, fresh] = memo.try_emplace(slot);
   VictimMemo& m = it->second;
   if (fresh || m.node_version != slot_version_[slot] || m.tenant_changes != tenants_.changes()) {
