@@ -251,15 +251,16 @@ class ClusterScheduler final : public Scheduler {
   std::map<VictimKey, VictimCandidates> victim_slots_;
   // Running jobs that borrow, per (cohort, GPU model), cheapest victim first (valid as above).
   std::map<std::pair<std::string, std::string>, std::vector<const RunningJob*>> borrowers_;
-  // node_victims' answers per (request shape, the job's replicas, priority, spot, tenant) and
+  // node_victims' answers per (request shape, the job's GPU milli, priority, spot, tenant) and
   // slot, each valid while the node's version and the tenants' use (tenants_.changes()) are as
   // they were; dropped as above. A node's version changes with its use, and when a job on it is
-  // chosen as a victim. The replicas count: reclaiming asks the quota for the whole job.
+  // chosen as a victim. The job's GPU milli (all replicas) counts because reclaiming asks the
+  // quota for the whole job: a gang's whole-node request and a single job can share a shape.
   struct VictimMemo {
     uint64_t node_version = 0, tenant_changes = 0;
     std::optional<VictimOption> option;
   };
-  std::map<std::tuple<int, int, int, bool, std::string>, std::unordered_map<int, VictimMemo>>
+  std::map<std::tuple<int, int64_t, int, bool, std::string>, std::unordered_map<int, VictimMemo>>
       victim_memo_;
   std::vector<uint64_t> slot_version_;  // by slot
   uint64_t pass_ = 0;

@@ -77,16 +77,22 @@ size_t sync_job_states(Scheduler& scheduler, const Snapshot& snapshot, SyncState
   };
   drop_changed(known.running, running);
   drop_changed(known.pending, pending);
+  // Events the scheduler accepted are counted (a refused one is tried again at the next sync
+  // that covers the job).
   for (const auto& [id, entry] : running) {
-    if (known.running.count(id)) continue;
+    if (known.running.count(id) || (only && !only->count(id))) continue;
     const RunningJob& r = *entry.second;
-    if (scheduler.start(r.request, r.placement, r.started_at).ok()) known.running[id] = entry.first;
-    ++events;
+    if (scheduler.start(r.request, r.placement, r.started_at).ok()) {
+      known.running[id] = entry.first;
+      ++events;
+    }
   }
   for (const auto& [id, entry] : pending) {
-    if (known.pending.count(id) || known.running.count(id)) continue;
-    if (scheduler.submit(*entry.second).ok()) known.pending[id] = entry.first;
-    ++events;
+    if (known.pending.count(id) || known.running.count(id) || (only && !only->count(id))) continue;
+    if (scheduler.submit(*entry.second).ok()) {
+      known.pending[id] = entry.first;
+      ++events;
+    }
   }
   return events;
 }

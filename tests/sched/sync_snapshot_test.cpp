@@ -85,12 +85,15 @@ TEST(SyncSnapshot, SyncJobsComparesOnlyTheNamedJobs) {
   EXPECT_EQ(scheduler.events, (std::vector<std::string>{"finish wait", "start wait"}));
   EXPECT_TRUE(known.running.count("run"));
 
-  // A named job absent from the snapshot has ended; a new named one is submitted.
+  // A named job absent from the snapshot has ended; a new named one is submitted, an unnamed
+  // one is not.
   scheduler.events.clear();
   Snapshot next;
   next.pending.push_back(job("new", 1));
+  next.pending.push_back(job("unnamed", 1));
   EXPECT_EQ(sync_jobs(scheduler, next, known, {"run", "new"}), 2u);
   EXPECT_EQ(scheduler.events, (std::vector<std::string>{"finish run", "submit new"}));
+  next.pending.pop_back();
 
   // The same state again: nothing to report, named or not.
   scheduler.events.clear();
