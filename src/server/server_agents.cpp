@@ -123,15 +123,17 @@ std::optional<net::HttpResponse> Server::register_node_now(
     // An agent that lost its state file cannot re-adopt what its predecessor ran: those
     // replicas are lost (their processes may be orphaned on the machine; the node's operator
     // must clean them up), and must not be handed to the new agent to start a second time.
-    for (Job* job : jobs_on(record.id)) {
+    // Every replica here is marked first, then each job settles (settling may answer other
+    // nodes' polls, which must not see a replica here that is already lost).
+    std::vector<Job*> touched = jobs_on(record.id);
+    for (Job* job : touched)
       for (auto& r : job->replicas)
         if (r.node_id == record.id && r.state != ReplicaState::kExited) {
           r.state = ReplicaState::kExited;
           r.lost = true;
           r.message = fmt::format("the agent on {} restarted without its state", record.info.name);
         }
-      settle_attempt(*job, batch);
-    }
+    for (Job* job : touched) settle_attempt(*job, batch);
     rt.acked_seq = 0;  // the new agent numbers its events afresh
   }
   spdlog::info("node {} ({}) registered with {} GPUs", record.info.name, record.id,
@@ -398,7 +400,8 @@ void Server::check_node_liveness() {
       spdlog::warn("node {} is down; its attempts are lost", node.info.name);
       batch.nodes.push_back(node);
       batch.audit.push_back({now, "server", "node.down", id, ""});
-      for (Job* job : jobs_on(id)) {
+      std::vector<Job*> touched = jobs_on(id);  // all marked first, then settled
+      for (Job* job : touched)
         for (auto& r : job->replicas)
           if (r.node_id == id && r.state != ReplicaState::kExited) {
             r.state = ReplicaState::kExited;
@@ -406,8 +409,7 @@ void Server::check_node_liveness() {
             r.message = fmt::format("node {} went down (no contact for {} s)", node.info.name,
                                     silent / 1000);
           }
-        settle_attempt(*job, batch);
-      }
+      for (Job* job : touched) settle_attempt(*job, batch);
     }
   }
   (void)commit(batch);
