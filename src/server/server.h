@@ -198,8 +198,8 @@ class Server {
   std::map<std::string, store::NodeRecord> nodes_;
   std::unordered_map<std::string, std::set<std::string>> node_ids_by_name_;  // index of nodes_
   // Nodes whose record changed since the scheduler was last told (they are told at the next
-  // pass that has pending jobs to decide): a pass costs O(changed nodes + active jobs), not
-  // O(all nodes).
+  // pass that has pending jobs to decide): a pass costs O(changed nodes + changed jobs), not
+  // O(all nodes + all jobs).
   std::set<std::string> sched_dirty_nodes_;
   // Jobs written since the scheduler was last told (every change to a job is written, through
   // commit or commit_later): a pass rebuilds only these. sched_full_sync_ asks for every job

@@ -134,26 +134,26 @@ void Server::sync_scheduler() {
       scheduler_->remove_node(id);
   }
   sched_dirty_nodes_.clear();
-  // Every job now and then (every 10 min), as a check that no change went unwritten: such a
-  // pass should find nothing to tell the scheduler.
+  if (!sched_full_sync_) {
+    sched::Snapshot changed = scheduler_snapshot(false);
+    sched::sync_jobs(*scheduler_, changed, scheduler_known_, sched_dirty_jobs_);
+  }
+  sched_dirty_jobs_.clear();
+  // Every job now and then (every 10 min), as a check that no change went unwritten: after the
+  // incremental sync above, such a pass should find nothing to tell the scheduler.
   TimeMs now = clock_.now_ms();
   bool check = !sched_full_sync_ && now - last_full_sync_ >= 10 * 60 * 1000;
   if (sched_full_sync_ || check) {
     // The jobs through sync_snapshot (it diffs them by fingerprint); nodes are not in the
     // snapshot and never in scheduler_known_.nodes, so it leaves the scheduler's nodes alone.
     sched::Snapshot all = scheduler_snapshot(true);
-    sched_dirty_jobs_.clear();
     size_t events = sched::sync_snapshot(*scheduler_, all, scheduler_known_);
     if (check && events > 0)
       spdlog::warn("scheduler: a full sync found {} job changes the incremental ones missed",
                    events);
     sched_full_sync_ = false;
     last_full_sync_ = now;
-    return;
   }
-  sched::Snapshot changed = scheduler_snapshot(false);
-  sched::sync_jobs(*scheduler_, changed, scheduler_known_, sched_dirty_jobs_);
-  sched_dirty_jobs_.clear();
 }
 
 sched::Snapshot Server::scheduler_snapshot(bool all) const {
