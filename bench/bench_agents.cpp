@@ -277,12 +277,12 @@ asio::awaitable<void> submit_running_jobs(tcp::endpoint ep, ssl::context& ctx, s
                                           int64_t count, int64_t& next, Stats& stats) {
   auto ex = co_await asio::this_coro::executor;
   Stream s(ex, ctx);
-  co_await beast::get_lowest_layer(s).async_connect(ep, asio::use_awaitable);
-  beast::get_lowest_layer(s).socket().set_option(tcp::no_delay(true));
-  co_await s.async_handshake(ssl::stream_base::client, asio::use_awaitable);
   beast::flat_buffer buf;
   json spec = running_job_body();
   try {
+    co_await beast::get_lowest_layer(s).async_connect(ep, asio::use_awaitable);
+    beast::get_lowest_layer(s).socket().set_option(tcp::no_delay(true));
+    co_await s.async_handshake(ssl::stream_base::client, asio::use_awaitable);
     while (next < count) {
       ++next;
       co_await call(s, buf, "/v1/jobs", admin, spec);

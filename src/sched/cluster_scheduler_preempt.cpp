@@ -145,7 +145,7 @@ std::optional<ClusterScheduler::VictimOption> ClusterScheduler::node_victims(
 
 const std::optional<ClusterScheduler::VictimOption>& ClusterScheduler::victims_on(
     const PendingJob& job, const JobRequest& request, int shape, int slot) {
-  if (slot_version_.size() < nodes_.size()) slot_version_.resize(nodes_.size());
+  // slot_version_ covers every slot: a node is reindexed when it first appears.
   auto& memo = victim_memo_[{shape, gpu_milli_of(job.req), job.req.priority, job.req.preemptible(),
                              job.req.tenant}];
   auto [it, fresh] = memo.try_emplace(slot);
