@@ -100,7 +100,7 @@ void ClusterScheduler::update_capacity() {
 void ClusterScheduler::reset_rankings() {
   for (auto& shape : shapes_) {
     shape.ranked.clear();
-    std::fill(shape.status.begin(), shape.status.end(), 0);
+    shape.known.clear();
     shape.cursor = 0;
   }
 }
@@ -160,14 +160,26 @@ int ClusterScheduler::intern_shape(const JobRequest& req) {
 
 void ClusterScheduler::refresh_ranking(Shape& s) {
   const auto& log = classes_.activations();
-  if (s.status.size() < classes_.size()) s.status.resize(classes_.size(), 0);
   if (s.cursor == 0 && log.size() > classes_.active().size()) {
     // A new (or reset) ranking: the classes with members now are all it needs.
-    for (int c : classes_.active()) rank_class(s, c);
+    for (int c : classes_.active())
+      if (may_fit(s, classes_.summary(c))) rank_class(s, c);
     s.cursor = log.size();
     return;
   }
-  for (; s.cursor < log.size(); ++s.cursor) rank_class(s, log[s.cursor]);
+  // Most activations on a busy cluster cannot fit the shape: their summaries say so.
+  for (; s.cursor < log.size(); ++s.cursor)
+    if (may_fit(s, log[s.cursor])) rank_class(s, log[s.cursor].class_id);
+}
+
+bool ClusterScheduler::may_fit(const Shape& s, const ClassSummary& a) const {
+  if (static_cast<size_t>(a.static_group) < s.static_fit.size() &&
+      s.static_fit[a.static_group] == 2)
+    return false;
+  const JobRequest& req = s.req;
+  if (req.cpu_milli > a.cpu_free_milli || req.memory_mib > a.memory_free_mib) return false;
+  if (req.gpus == 0) return true;
+  return req.gpu_milli > 0 ? a.max_free_milli >= req.gpu_milli : a.free_gpus >= req.gpus;
 }
 
 bool ClusterScheduler::could_fit(Shape& s, const NodeClass& c) {
@@ -233,16 +245,16 @@ int ClusterScheduler::fit_signature(Shape& s) {
 }
 
 void ClusterScheduler::rank_class(Shape& s, int c) {
-  if (s.status[c] != 0) return;
+  if (classes_.member_count(c) == 0) return;  // logged again when it gains a member
+  if (s.known.count(c)) return;
   const NodeClass& nc = classes_.get(c);
-  if (nc.members.empty()) return;  // logged again when it gains a member
   if (!could_fit(s, nc) || !cpu_memory_fit(s.req, nc.state) ||
       !gpus_fit(s.req, nc.state, gpu_match_mask(s, nc))) {
-    s.status[c] = 2;
+    s.known.emplace(c, 2);
     return;
   }
   s.ranked.insert({scorer_.score(nc, s.req, s.pod), c});
-  s.status[c] = 1;
+  s.known.emplace(c, 1);
 }
 
 const ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job) {

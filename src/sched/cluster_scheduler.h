@@ -61,15 +61,15 @@ class ClusterScheduler final : public Scheduler {
     JobRequest req;  // one replica
     PodRequest pod;
     std::set<std::pair<NodeScore, int>, std::greater<>> ranked;  // best first; ties: newer class
-    std::vector<int8_t> status;        // per class: 0 unknown, 1 ranked, 2 does not fit
-    std::vector<int8_t> static_fit;    // per static group: 0 unknown, 1 node_could_fit, 2 not
-    std::vector<int8_t> all_match;     // per static group (when it fits): every GPU matches
-    std::vector<uint64_t> match_mask;  // per static group: the GPU positions that match
-    std::vector<std::string> models;   // GPU models of the static groups it could run on
-    size_t models_groups = 0;          // static groups when `models` was found
-    int fit_signature = -1;            // the set of static groups it could fit, interned
-    size_t signature_groups = 0;       // static groups when fit_signature was found
-    size_t cursor = 0;                 // into NodeClassIndex::activations()
+    std::unordered_map<int, int8_t> known;  // class -> 1 ranked, 2 does not fit (else unknown)
+    std::vector<int8_t> static_fit;         // per static group: 0 unknown, 1 node_could_fit, 2 not
+    std::vector<int8_t> all_match;          // per static group (when it fits): every GPU matches
+    std::vector<uint64_t> match_mask;       // per static group: the GPU positions that match
+    std::vector<std::string> models;        // GPU models of the static groups it could run on
+    size_t models_groups = 0;               // static groups when `models` was found
+    int fit_signature = -1;                 // the set of static groups it could fit, interned
+    size_t signature_groups = 0;            // static groups when fit_signature was found
+    size_t cursor = 0;                      // into NodeClassIndex::activations()
   };
   struct PendingJob {
     JobRequest req;
@@ -137,6 +137,8 @@ class ClusterScheduler final : public Scheduler {
   int intern_shape(const JobRequest& req);
   void refresh_ranking(Shape& shape);
   void rank_class(Shape& shape, int class_id);
+  // False when the activated class cannot fit one replica of the shape (by its summary alone).
+  bool may_fit(const Shape& shape, const ClassSummary& c) const;
   // node_could_fit(shape's request, class), remembered per static group.
   bool could_fit(Shape& shape, const NodeClass& c);
   // An id for the set of static groups the shape could fit: equal ids, equal sets.

@@ -55,6 +55,10 @@ void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, in
       c.free_gpus += g.whole_free() ? 1 : 0;
       c.max_free_milli = std::max(c.max_free_milli, static_cast<int>(g.free_milli()));
     }
+    summaries_.push_back({id, c.static_group, c.free_gpus, c.max_free_milli,
+                          c.state.cpu_milli - c.state.cpu_used_milli,
+                          c.state.memory_mib - c.state.memory_used_mib});
+    member_counts_.push_back(0);
     classes_.push_back(std::move(c));
     by_key_.emplace(std::move(k), id);
   }
@@ -64,10 +68,11 @@ void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, in
   slot_class_[slot] = id;
   auto& members = classes_[id].members;
   members.insert(slot);
+  ++member_counts_[id];
   ++group_members_[classes_[id].static_group];
   if (members.size() == 1) {
     const NodeClass& c = classes_[id];
-    activations_.push_back(id);
+    activations_.push_back(summaries_[id]);
     active_.insert(id);
     group_by_free_gpus_[c.static_group].insert({-c.free_gpus, id});
     group_by_free_milli_[c.static_group].insert({-c.max_free_milli, id});
@@ -78,6 +83,7 @@ void NodeClassIndex::remove(int slot) {
   if (slot >= static_cast<int>(slot_class_.size()) || slot_class_[slot] < 0) return;
   const NodeClass& c = classes_[slot_class_[slot]];
   classes_[c.id].members.erase(slot);
+  --member_counts_[c.id];
   --group_members_[c.static_group];
   if (c.members.empty()) {
     active_.erase(c.id);

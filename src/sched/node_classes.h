@@ -27,6 +27,17 @@ struct NodeClass {
   int max_free_milli = 0;  // the most milli free on one GPU
 };
 
+/// What a class offers at most: enough to rule out most requests without reading the class
+/// (consumers that walk many classes per request shape read these few bytes only).
+struct ClassSummary {
+  int32_t class_id = 0;
+  int32_t static_group = 0;
+  int32_t free_gpus = 0;       // NodeClass::free_gpus
+  int32_t max_free_milli = 0;  // NodeClass::max_free_milli
+  int64_t cpu_free_milli = 0;  // CPUs not in use
+  int64_t memory_free_mib = 0;
+};
+
 /// The classes and which class each node slot is in.
 class NodeClassIndex {
  public:
@@ -57,8 +68,12 @@ class NodeClassIndex {
     return group_by_free_milli_[group];
   }
 
-  /// Class ids in the order they gained a first member (again): consumers keep a cursor.
-  const std::vector<int>& activations() const { return activations_; }
+  /// Classes in the order they gained a first member (again): consumers keep a cursor.
+  const std::vector<ClassSummary>& activations() const { return activations_; }
+  /// The class's summary (as its activations carry it).
+  const ClassSummary& summary(int id) const { return summaries_[id]; }
+  /// The number of nodes in the class now (as get(id).members.size(), without reading the class).
+  int member_count(int id) const { return member_counts_[id]; }
   /// The classes that have members now, by id.
   const std::set<int>& active() const { return active_; }
 
@@ -73,7 +88,9 @@ class NodeClassIndex {
   std::vector<int> group_members_;   // static group -> nodes in it
   std::vector<std::set<std::pair<int, int>>> group_by_free_gpus_, group_by_free_milli_;
   std::vector<int> slot_class_;  // -1: no class
-  std::vector<int> activations_;
+  std::vector<ClassSummary> activations_;
+  std::vector<ClassSummary> summaries_;  // by class id
+  std::vector<int32_t> member_counts_;   // by class id
   std::set<int> active_;
 };
 
