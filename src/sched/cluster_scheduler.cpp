@@ -182,20 +182,21 @@ bool ClusterScheduler::may_fit(const Shape& s, const ClassSummary& a) const {
   return req.gpu_milli > 0 ? a.max_free_milli >= req.gpu_milli : a.free_gpus >= req.gpus;
 }
 
-bool ClusterScheduler::could_fit(Shape& s, const NodeClass& c) {
-  if (s.static_fit.size() <= static_cast<size_t>(c.static_group)) {
+bool ClusterScheduler::could_fit(Shape& s, int group) {
+  if (s.static_fit.size() <= static_cast<size_t>(group)) {
     s.static_fit.resize(classes_.static_groups(), 0);
     s.all_match.resize(classes_.static_groups(), 0);
     s.match_mask.resize(classes_.static_groups(), 0);
   }
-  int8_t& known = s.static_fit[c.static_group];
+  int8_t& known = s.static_fit[group];
   if (known == 0) {
+    const NodeClass& c = classes_.group_example(group);
     known = node_could_fit(s.req, c.state) ? 1 : 2;
     uint64_t mask = 0;
     for (size_t p = 0; p < c.state.gpus.size() && p < 64; ++p)
       if (gpu_matches(s.req, c.state.gpus[p])) mask |= uint64_t{1} << p;
-    s.match_mask[c.static_group] = mask;
-    s.all_match[c.static_group] =
+    s.match_mask[group] = mask;
+    s.all_match[group] =
         c.state.gpus.size() <= 64 && std::popcount(mask) == static_cast<int>(c.state.gpus.size());
   }
   return known == 1;
@@ -227,9 +228,9 @@ const std::vector<std::string>& ClusterScheduler::shape_models(Shape& s) {
   return s.models;
 }
 
-uint64_t ClusterScheduler::gpu_match_mask(Shape& s, const NodeClass& c) {
-  could_fit(s, c);
-  return s.match_mask[c.static_group];
+uint64_t ClusterScheduler::gpu_match_mask(Shape& s, int group) {
+  could_fit(s, group);
+  return s.match_mask[group];
 }
 
 int ClusterScheduler::fit_signature(Shape& s) {

@@ -139,8 +139,13 @@ class ClusterScheduler final : public Scheduler {
   void rank_class(Shape& shape, int class_id);
   // False when the activated class cannot fit one replica of the shape (by its summary alone).
   bool may_fit(const Shape& shape, const ClassSummary& c) const;
-  // node_could_fit(shape's request, class), remembered per static group.
-  bool could_fit(Shape& shape, const NodeClass& c);
+  // node_could_fit(shape's request, a node of the static group), remembered per group.
+  bool could_fit(Shape& shape, int static_group);
+  bool could_fit(Shape& shape, const NodeClass& c) { return could_fit(shape, c.static_group); }
+  // could_fit for the node in the slot (which must be in a class).
+  bool slot_could_fit(Shape& shape, int slot) {
+    return could_fit(shape, classes_.group_of_slot(slot));
+  }
   // An id for the set of static groups the shape could fit: equal ids, equal sets.
   int fit_signature(Shape& shape);
   // Adds the job to running_ and the indexes of running jobs; returns it there.
@@ -206,8 +211,11 @@ class ClusterScheduler final : public Scheduler {
   bool gpus_free_somewhere(Shape& shape);
   // The GPU models (GPU 0's) of the static groups the shape could run on.
   const std::vector<std::string>& shape_models(Shape& shape);
-  // The GPU positions of the class's nodes that match the shape (after could_fit()).
-  uint64_t gpu_match_mask(Shape& shape, const NodeClass& c);
+  // The GPU positions of the static group's nodes that match the shape.
+  uint64_t gpu_match_mask(Shape& shape, int static_group);
+  uint64_t gpu_match_mask(Shape& shape, const NodeClass& c) {
+    return gpu_match_mask(shape, c.static_group);
+  }
 
   mutable NodeState scratch_;  // node_victims()' working copy, reused
   PlacementPolicy policy_;

@@ -51,8 +51,7 @@ std::optional<ClusterScheduler::Reservation> ClusterScheduler::reserve(const Pen
     for (const auto& [end, id] : ends_) {
       const RunningJob& r = running_.at(id);
       for (const auto& [slot, rp] : r.replicas) {
-        if (!nodes_[slot].present || !could_fit(shapes_[job.shape], classes_.of_slot(slot)))
-          continue;
+        if (!nodes_[slot].present || !slot_could_fit(shapes_[job.shape], slot)) continue;
         auto [it, fresh] = scratch.try_emplace(slot, nodes_[slot].state);
         apply_replica_use(it->second, r.req, rp, -1);
         int k = replicas_fitting(one, it->second, want);

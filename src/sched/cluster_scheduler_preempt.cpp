@@ -239,7 +239,7 @@ bool ClusterScheduler::could_free_enough(const VictimCandidates& c, size_t i, Sh
   const NodeState& n = nodes_[c.slots[i]].state;
   int32_t need = req.gpu_milli > 0 ? req.gpu_milli : 1000;
   int found = 0, want = req.gpu_milli > 0 ? 1 : req.gpus;
-  uint64_t mask = gpu_match_mask(shape, classes_.of_slot(c.slots[i]));
+  uint64_t mask = gpu_match_mask(shape, classes_.group_of_slot(c.slots[i]));
   for (size_t p = 0; p < n.gpus.size() && p < 64; ++p)
     if (c.gpu_free[c.gpu_offset[i] + p] >= need && (mask >> p & 1) && ++found >= want) return true;
   return false;
@@ -278,14 +278,14 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
   auto add_slot = [&](int slot, int candidate) {
     if (marked[slot] || !nodes_[slot].present) return;
     marked[slot] = 1;
-    if (!could_fit(shapes_[job.shape], classes_.of_slot(slot))) return;
+    if (!slot_could_fit(shapes_[job.shape], slot)) return;
     slots.push_back(slot);
     slot_candidate.push_back(candidate);
   };
   const VictimCandidates& candidates = victim_slots(job);
   for (size_t i = 0; i < candidates.slots.size(); ++i) {
     int slot = candidates.slots[i];
-    if (could_fit(shapes_[job.shape], classes_.of_slot(slot)) &&
+    if (slot_could_fit(shapes_[job.shape], slot) &&
         could_free_enough(candidates, i, shapes_[job.shape]))
       add_slot(slot, static_cast<int>(i));
   }
@@ -316,7 +316,7 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
       order.push_back({0, 0, slot});
       continue;
     }
-    uint64_t mask = gpu_match_mask(shapes_[job.shape], classes_.of_slot(slot));
+    uint64_t mask = gpu_match_mask(shapes_[job.shape], classes_.group_of_slot(slot));
     int64_t least_victim = 0;  // every option here has a victim at least this large
     if (int i = slot_candidate[k]; i >= 0) {
       for (size_t p = 0; p < nodes_[slot].state.gpus.size() && p < 64; ++p)
@@ -349,7 +349,7 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
       if (job.req.replicas == 1 && (!best_single || by_cost(per_replica.back(), *best_single)))
         best_single = &per_replica.back();
     }
-    if (try_whole && could_fit(shapes_[whole_shape], classes_.of_slot(slot)))
+    if (try_whole && slot_could_fit(shapes_[whole_shape], slot))
       if (const auto& o = victims_on(job, whole, whole_shape, slot)) per_gang.push_back(*o);
   }
   std::sort(per_replica.begin(), per_replica.end(), by_cost);

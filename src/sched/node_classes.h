@@ -51,6 +51,11 @@ class NodeClassIndex {
   int class_of(int slot) const {
     return slot < static_cast<int>(slot_class_.size()) ? slot_class_[slot] : -1;
   }
+  /// The static group of the slot's class (without reading the class); -1: no class.
+  int group_of_slot(int slot) const {
+    int id = class_of(slot);
+    return id < 0 ? -1 : summaries_[id].static_group;
+  }
   const NodeClass& get(int id) const { return classes_[id]; }
   size_t size() const { return classes_.size(); }
   /// The number of static groups (see NodeClass::static_group).
