@@ -126,6 +126,7 @@ void ClusterScheduler::upsert_node(const NodeState& incoming) {
   n.state = std::move(state);
   n.present = true;
   reindex(slot);
+  drop_victim_candidates();
   capacity_dirty_ = true;  // totals, normalisers and zones: once, before the next pass
   ++release_epoch_;
 }
@@ -135,12 +136,14 @@ void ClusterScheduler::remove_node(const std::string& node_id) {
   if (slot < 0 || !nodes_[slot].present) return;
   nodes_[slot].present = false;
   reindex(slot);
+  drop_victim_candidates();
   capacity_dirty_ = true;
   ++release_epoch_;
 }
 
 void ClusterScheduler::set_tenants(const std::vector<TenantSpec>& tenants) {
   tenants_.configure(tenants);
+  drop_victim_candidates();
   ++release_epoch_;
 }
 
@@ -262,7 +265,11 @@ const ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job
   job.seq = next_running_seq_++;
   std::string id = job.req.job_id;
   const RunningJob& r = running_.emplace(std::move(id), std::move(job)).first->second;
-  for (const auto& [slot, rp] : r.replicas) nodes_[slot].jobs.emplace(r.seq, &r);
+  for (const auto& [slot, rp] : r.replicas) {
+    nodes_[slot].jobs.emplace(r.seq, &r);
+    log_victim_change(slot);
+    if (r.placed_pass == pass_ && pass_ > 0) placed_slots_.push_back(slot);
+  }
   index_running(r, true);
   return r;
 }
@@ -385,6 +392,7 @@ void ClusterScheduler::finish(const std::string& job_id) {
   for (const auto& [slot, rp] : r.replicas) {
     apply_replica(slot, r.req, rp, -1);
     nodes_[slot].jobs.erase(r.seq);
+    log_victim_change(slot);
   }
   if (r.expected_end != kNever) ends_.erase({r.expected_end, job_id});
   index_running(r, false);
@@ -481,11 +489,14 @@ Plan ClusterScheduler::schedule(TimeMs now) {
     waits_.clear();
     failed_preemptions_.clear();
     failed_preemption_sizes_.clear();
-    victim_slots_.clear();
+    ++victim_epoch_;
     borrowers_.clear();
     victim_memo_.clear();
   }
   placed_last_pass_ = false;
+  // Jobs placed in the last pass may be victims from now on.
+  for (int slot : placed_slots_) log_victim_change(slot);
+  placed_slots_.clear();
   // Preemptors first: the nodes held for them are theirs, and once their victims are gone
   // they start on them at once (instead of every job before them in the queue walking over
   // the held nodes). Priority, then age.

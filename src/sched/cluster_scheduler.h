@@ -91,12 +91,25 @@ class ClusterScheduler final : public Scheduler {
   };
   // Nodes where running jobs may be preemptible for jobs of one (priority, spot, cohort), with
   // what each would have free at most if all of those jobs stopped (upper bounds while kept).
+  // Kept across passes: the nodes in victim_log_ since `log_cursor` are brought up to date at
+  // the key's first use in each victim epoch (see victim_epoch_). Per-node vectors are by slot.
   struct VictimCandidates {
-    std::vector<int> slots;  // ascending
+    std::vector<int> slots;    // ascending: the candidates, and some that no longer are
+    std::vector<char> listed;  // the slot is in `slots`
+    std::vector<char> member;  // the slot is a candidate
     std::vector<int64_t> cpu_free, memory_free;
-    std::vector<int32_t> gpu_free;  // milli per GPU position, flat: gpu_offset[i] ...
-    std::vector<size_t> gpu_offset;
     std::vector<int64_t> least_victim;  // the GPU milli of the smallest possible victim there
+    std::vector<int32_t> gpu_free;      // milli per GPU position, flat: gpu_offset[slot] ...
+    std::vector<size_t> gpu_offset;
+    size_t log_cursor = 0;   // into victim_log_
+    uint64_t epoch = 0;      // victim_epoch_ when brought up to date
+    size_t not_members = 0;  // listed slots that are no longer candidates
+    // Requests for which no candidate could free enough (by the bounds), by what decides which
+    // nodes and GPUs they match (fit signature, GPU models, GPU memory): their sizes (GPU milli
+    // needed on a GPU, GPUs, CPUs, memory). A request at least as large in each finds none
+    // either until the candidates are brought up to date (bounds only shrink in between).
+    std::map<std::tuple<int, std::string, int64_t>, std::vector<std::array<int64_t, 4>>>
+        nothing_freeable;
   };
   struct VictimOption {
     std::vector<std::string> victims;  // empty: fits without preempting
@@ -195,17 +208,30 @@ class ClusterScheduler final : public Scheduler {
   std::optional<std::vector<std::string>> choose_reclaim_victims(const PendingJob& job);
   // The nodes where some running job may be preemptible for the job (a superset: may_preempt
   // decides per node); found once per (priority, spot, cohort) while nothing changes.
-  const VictimCandidates& victim_slots(const PendingJob& job);
+  VictimCandidates& victim_slots(const PendingJob& job);
   // (priority, spot, cohort) of the jobs whose victim candidates victim_slots_ holds.
   using VictimKey = std::tuple<int, bool, std::string>;
   // Whether a running job may be a victim for some job of the key (a superset of may_preempt).
   bool possible_victim(const VictimKey& key, const RunningJob& r) const;
-  // Sets candidate i's bounds: what its node would have free were its possible victims gone.
-  void bound_candidate(const VictimKey& key, VictimCandidates& c, size_t i) const;
+  // Sets the candidate's bounds: what its node would have free were its possible victims gone.
+  void bound_candidate(const VictimKey& key, VictimCandidates& c, int slot) const;
+  // Whether the slot is a candidate now (and its bounds, if so).
+  void refresh_candidate(const VictimKey& key, VictimCandidates& c, int slot);
   // The job was chosen as a victim: it no longer counts in any candidate's bounds.
   void victim_chosen(const RunningJob& victim);
-  // Whether one replica could fit candidate i if all its possible victims stopped.
-  bool could_free_enough(const VictimCandidates& c, size_t i, Shape& shape);
+  // Whether one replica could fit the candidate if all its possible victims stopped.
+  bool could_free_enough(const VictimCandidates& c, int slot, Shape& shape);
+  // The running jobs on the slot changed (or may be victims from the next pass on).
+  void log_victim_change(int slot) {
+    if (!victim_slots_.empty()) victim_log_.push_back(slot);
+  }
+  // Drops the part of victim_log_ every key has read (and keys too far behind to catch up).
+  void trim_victim_log();
+  // Node or tenant changes: candidates are found afresh.
+  void drop_victim_candidates() {
+    victim_slots_.clear();
+    victim_log_.clear();
+  }
   // Whether, by the static groups' indexes, some class the shape could run on has enough free
   // GPUs (whole GPUs, or a share's milli on one GPU). False: no node fits the shape now.
   bool gpus_free_somewhere(Shape& shape);
@@ -257,8 +283,13 @@ class ClusterScheduler final : public Scheduler {
   using PreemptionBucket = std::tuple<std::string, int, bool, int, std::string>;
   std::map<PreemptionBucket, std::vector<std::array<int64_t, 4>>> failed_preemption_sizes_;
   std::map<std::string, int> fit_signatures_;
-  // Valid until a finish, a node or tenant change, or a new running job (see schedule()).
+  // Kept up to date through victim_log_; dropped on a node or tenant change.
   std::map<VictimKey, VictimCandidates> victim_slots_;
+  std::vector<int> victim_log_;  // slots whose running jobs changed, for victim_slots_
+  // Bumps where candidates found earlier would have gone stale (see schedule()).
+  uint64_t victim_epoch_ = 1;
+  std::vector<int> placed_slots_;     // slots of the jobs placed in this pass
+  std::vector<char> victim_scratch_;  // by slot, all zero between uses
   // Running jobs that borrow, per (cohort, GPU model), cheapest victim first (valid as above).
   std::map<std::pair<std::string, std::string>, std::vector<const RunningJob*>> borrowers_;
   // node_victims' answers per (request shape, the job's GPU milli, priority, spot, tenant) and

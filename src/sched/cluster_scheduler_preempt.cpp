@@ -167,12 +167,11 @@ bool ClusterScheduler::possible_victim(const VictimKey& key, const RunningJob& r
   return r.borrowed && !cohort.empty() && tenants_.cohort_of(r.req.tenant) == cohort;
 }
 
-void ClusterScheduler::bound_candidate(const VictimKey& key, VictimCandidates& c, size_t i) const {
-  int slot = c.slots[i];
+void ClusterScheduler::bound_candidate(const VictimKey& key, VictimCandidates& c, int slot) const {
   const NodeState& n = nodes_[slot].state;
   int64_t cpu = n.cpu_milli - n.cpu_used_milli, memory = n.memory_mib - n.memory_used_mib;
   int64_t least_victim = std::numeric_limits<int64_t>::max();
-  size_t offset = c.gpu_offset[i];
+  size_t offset = c.gpu_offset[slot];
   for (size_t p = 0; p < n.gpus.size(); ++p)
     c.gpu_free[offset + p] = static_cast<int32_t>(n.gpus[p].free_milli());
   for (const auto& [seq, r] : nodes_[slot].jobs) {
@@ -187,61 +186,132 @@ void ClusterScheduler::bound_candidate(const VictimKey& key, VictimCandidates& c
           if (n.gpus[p].index == share.index) c.gpu_free[offset + p] += share.milli;
     }
   }
-  c.cpu_free[i] = cpu;
-  c.memory_free[i] = memory;
-  c.least_victim[i] = least_victim;
+  c.cpu_free[slot] = cpu;
+  c.memory_free[slot] = memory;
+  c.least_victim[slot] = least_victim;
+}
+
+void ClusterScheduler::refresh_candidate(const VictimKey& key, VictimCandidates& c, int slot) {
+  bool candidate = false;
+  if (nodes_[slot].present)
+    for (const auto& [seq, r] : nodes_[slot].jobs)
+      if (possible_victim(key, *r)) {
+        candidate = true;
+        break;
+      }
+  if (!candidate) {
+    if (c.member[slot]) c.member[slot] = 0, ++c.not_members;
+    return;
+  }
+  if (!c.member[slot]) {
+    c.member[slot] = 1;
+    if (c.listed[slot])
+      --c.not_members;
+    else
+      c.listed[slot] = 1, c.slots.push_back(slot);
+  }
+  bound_candidate(key, c, slot);
 }
 
 void ClusterScheduler::victim_chosen(const RunningJob& victim) {
+  // Candidates found in this victim epoch stay candidates until the next one (as if found now);
+  // their bounds shrink at once.
   for (auto& [key, c] : victim_slots_)
-    for (const auto& [slot, rp] : victim.replicas) {
-      auto it = std::lower_bound(c.slots.begin(), c.slots.end(), slot);
-      if (it != c.slots.end() && *it == slot)
-        bound_candidate(key, c, static_cast<size_t>(it - c.slots.begin()));
-    }
+    for (const auto& [slot, rp] : victim.replicas)
+      if (c.member[slot]) bound_candidate(key, c, slot);
+  for (const auto& [slot, rp] : victim.replicas) log_victim_change(slot);
 }
 
-const ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const PendingJob& job) {
+ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const PendingJob& job) {
   VictimKey key{job.req.priority, job.req.preemptible(), tenants_.cohort_of(job.req.tenant)};
   auto [it, fresh] = victim_slots_.try_emplace(key);
-  VictimCandidates& out = it->second;
-  if (!fresh) return out;
-  std::vector<char> marked(nodes_.size(), 0);
-  auto consider = [&](const RunningJob& r) {
-    if (possible_victim(key, r))
-      for (const auto& [slot, rp] : r.replicas) marked[slot] = 1;
-  };
-  for (const auto& [by, r] : by_priority_) {
-    if (by.first >= job.req.priority) break;
-    consider(*r);
+  VictimCandidates& c = it->second;
+  if (!fresh && c.epoch == victim_epoch_) return c;
+  c.epoch = victim_epoch_;
+  c.nothing_freeable.clear();
+  // A long backlog (the first pass after a large one) costs more than finding them afresh.
+  if (victim_log_.size() - c.log_cursor > nodes_.size() / 4) {
+    c.slots.clear();
+    c.not_members = 0;
+    fresh = true;
   }
-  if (!job.req.preemptible())
-    for (const auto& [seq, r] : spot_running_) consider(*r);
-  if (!std::get<2>(key).empty())
-    for (const auto& [seq, r] : borrowed_running_) consider(*r);
-  for (int slot = 0; slot < static_cast<int>(marked.size()); ++slot) {
-    if (!marked[slot] || !nodes_[slot].present) continue;
-    out.slots.push_back(slot);
-    out.gpu_offset.push_back(out.gpu_free.size());
-    out.gpu_free.resize(out.gpu_free.size() + nodes_[slot].state.gpus.size());
-    out.cpu_free.push_back(0);
-    out.memory_free.push_back(0);
-    out.least_victim.push_back(0);
-    bound_candidate(key, out, out.slots.size() - 1);
+  std::vector<char>& seen = victim_scratch_;
+  seen.resize(nodes_.size(), 0);
+  std::vector<int> touched;
+  if (fresh) {
+    size_t n = nodes_.size();
+    c.listed.assign(n, 0);
+    c.member.assign(n, 0);
+    c.cpu_free.assign(n, 0);
+    c.memory_free.assign(n, 0);
+    c.least_victim.assign(n, 0);
+    c.gpu_offset.assign(n + 1, 0);
+    for (size_t slot = 0; slot < n; ++slot)
+      c.gpu_offset[slot + 1] = c.gpu_offset[slot] + nodes_[slot].state.gpus.size();
+    c.gpu_free.assign(c.gpu_offset[n], 0);
+    c.log_cursor = victim_log_.size();
+    auto consider = [&](const RunningJob& r) {
+      if (possible_victim(key, r))
+        for (const auto& [slot, rp] : r.replicas)
+          if (!seen[slot]) seen[slot] = 1, touched.push_back(slot);
+    };
+    for (const auto& [by, r] : by_priority_) {
+      if (by.first >= job.req.priority) break;
+      consider(*r);
+    }
+    if (!job.req.preemptible())
+      for (const auto& [seq, r] : spot_running_) consider(*r);
+    if (!std::get<2>(key).empty())
+      for (const auto& [seq, r] : borrowed_running_) consider(*r);
+    std::sort(touched.begin(), touched.end());
+    for (int slot : touched) refresh_candidate(key, c, slot);  // ascending: `slots` stays sorted
+  } else {
+    // Only the nodes whose running jobs changed since the key was last brought up to date.
+    size_t listed = c.slots.size();
+    for (; c.log_cursor < victim_log_.size(); ++c.log_cursor) {
+      int slot = victim_log_[c.log_cursor];
+      if (seen[slot]) continue;
+      seen[slot] = 1;
+      touched.push_back(slot);
+      refresh_candidate(key, c, slot);
+    }
+    if (c.slots.size() != listed) std::sort(c.slots.begin(), c.slots.end());
+    if (c.not_members > c.slots.size() / 2) {
+      std::erase_if(c.slots, [&](int slot) {
+        if (c.member[slot]) return false;
+        c.listed[slot] = 0;
+        return true;
+      });
+      c.not_members = 0;
+    }
   }
-  return out;
+  for (int slot : touched) seen[slot] = 0;
+  trim_victim_log();
+  return c;
 }
 
-bool ClusterScheduler::could_free_enough(const VictimCandidates& c, size_t i, Shape& shape) {
+void ClusterScheduler::trim_victim_log() {
+  if (victim_log_.size() < nodes_.size()) return;
+  // Keys far behind would be found afresh anyway: drop them, then the part all others read.
+  std::erase_if(victim_slots_, [&](const auto& kv) {
+    return victim_log_.size() - kv.second.log_cursor > nodes_.size() / 4;
+  });
+  size_t read = victim_log_.size();
+  for (const auto& [key, c] : victim_slots_) read = std::min(read, c.log_cursor);
+  victim_log_.erase(victim_log_.begin(), victim_log_.begin() + static_cast<long>(read));
+  for (auto& [key, c] : victim_slots_) c.log_cursor -= read;
+}
+
+bool ClusterScheduler::could_free_enough(const VictimCandidates& c, int slot, Shape& shape) {
   const JobRequest& req = shape.req;
-  if (c.cpu_free[i] < req.cpu_milli || c.memory_free[i] < req.memory_mib) return false;
+  if (c.cpu_free[slot] < req.cpu_milli || c.memory_free[slot] < req.memory_mib) return false;
   if (req.gpus == 0) return true;
-  const NodeState& n = nodes_[c.slots[i]].state;
   int32_t need = req.gpu_milli > 0 ? req.gpu_milli : 1000;
   int found = 0, want = req.gpu_milli > 0 ? 1 : req.gpus;
-  uint64_t mask = gpu_match_mask(shape, classes_.group_of_slot(c.slots[i]));
-  for (size_t p = 0; p < n.gpus.size() && p < 64; ++p)
-    if (c.gpu_free[c.gpu_offset[i] + p] >= need && (mask >> p & 1) && ++found >= want) return true;
+  uint64_t mask = gpu_match_mask(shape, classes_.group_of_slot(slot));
+  size_t offset = c.gpu_offset[slot], gpus = c.gpu_offset[slot + 1] - offset;
+  for (size_t p = 0; p < gpus && p < 64; ++p)
+    if (c.gpu_free[offset + p] >= need && (mask >> p & 1) && ++found >= want) return true;
   return false;
 }
 
@@ -273,28 +343,43 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
   // Only nodes that could run a replica where something may be preempted, and for gangs also
   // nodes a replica fits now (visited in the order below).
   std::vector<int> slots;
-  std::vector<int> slot_candidate;  // per slots entry: its index in candidates, or -1
+  std::vector<char> slot_candidate;  // per slots entry: it is one of the victim candidates
   std::vector<char> marked(nodes_.size(), 0);
-  auto add_slot = [&](int slot, int candidate) {
+  auto add_slot = [&](int slot, bool candidate) {
     if (marked[slot] || !nodes_[slot].present) return;
     marked[slot] = 1;
     if (!slot_could_fit(shapes_[job.shape], slot)) return;
     slots.push_back(slot);
     slot_candidate.push_back(candidate);
   };
-  const VictimCandidates& candidates = victim_slots(job);
-  for (size_t i = 0; i < candidates.slots.size(); ++i) {
-    int slot = candidates.slots[i];
-    if (slot_could_fit(shapes_[job.shape], slot) &&
-        could_free_enough(candidates, i, shapes_[job.shape]))
-      add_slot(slot, static_cast<int>(i));
+  VictimCandidates& candidates = victim_slots(job);
+  std::array<int64_t, 4> size{one.gpus == 0       ? 0
+                              : one.gpu_milli > 0 ? one.gpu_milli
+                                                  : 1000,
+                              one.gpus == 0       ? 0
+                              : one.gpu_milli > 0 ? 1
+                                                  : one.gpus,
+                              one.cpu_milli, one.memory_mib};
+  auto& nothing =
+      candidates
+          .nothing_freeable[{fit_signature(shapes_[job.shape]), one.gpu_model, one.gpu_memory_mib}];
+  for (const auto& smaller : nothing)
+    if (smaller[0] <= size[0] && smaller[1] <= size[1] && smaller[2] <= size[2] &&
+        smaller[3] <= size[3])
+      return std::nullopt;
+  for (int slot : candidates.slots)
+    if (candidates.member[slot] && slot_could_fit(shapes_[job.shape], slot) &&
+        could_free_enough(candidates, slot, shapes_[job.shape]))
+      add_slot(slot, true);
+  if (slots.empty()) {
+    nothing.push_back(size);
+    return std::nullopt;
   }
-  if (slots.empty()) return std::nullopt;
   if (job.req.replicas > 1) {
     Shape& shape = shapes_[job.shape];
     refresh_ranking(shape);
     for (const auto& entry : shape.ranked)
-      for (int slot : classes_.get(entry.second).members) add_slot(slot, -1);
+      for (int slot : classes_.get(entry.second).members) add_slot(slot, false);
   }
   std::vector<VictimOption> per_replica, per_gang;
   auto by_cost = [](const VictimOption& a, const VictimOption& b) {
@@ -318,10 +403,11 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
     }
     uint64_t mask = gpu_match_mask(shapes_[job.shape], classes_.group_of_slot(slot));
     int64_t least_victim = 0;  // every option here has a victim at least this large
-    if (int i = slot_candidate[k]; i >= 0) {
+    if (slot_candidate[k]) {
       for (size_t p = 0; p < nodes_[slot].state.gpus.size() && p < 64; ++p)
-        if (candidates.gpu_free[candidates.gpu_offset[i] + p] < need) mask &= ~(uint64_t{1} << p);
-      least_victim = candidates.least_victim[i];
+        if (candidates.gpu_free[candidates.gpu_offset[slot] + p] < need)
+          mask &= ~(uint64_t{1} << p);
+      least_victim = candidates.least_victim[slot];
     }
     // A node that needs no GPU freed may fit as it is (or need only CPU or memory freed).
     int64_t least = least_victim_milli(one, nodes_[slot].state, mask);
