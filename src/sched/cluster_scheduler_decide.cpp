@@ -221,23 +221,29 @@ std::string ClusterScheduler::resource_reason(const PendingJob& job) {
       largest_class >= 0 ? nodes_[*classes_.get(largest_class).members.begin()].state.name : "";
   bool gpus_enough = req.gpus == 0 || largest_block >= (req.gpu_milli > 0 ? 1 : req.gpus);
   // Only a job whose GPUs would fit somewhere is told about CPUs and memory (and only gangs
-  // count the nodes a replica fits on): then every class of the groups is looked at.
-  const NodeClass* cpu_class = nullptr;
+  // count the nodes a replica fits on): then every class of the groups is looked at, by its
+  // summary. A gang told only about GPUs stops at the first class with too few free.
+  int cpu_class = -1;
+  int64_t cpu_class_free = -1;
   if (gpus_enough || req.replicas > 1)
     for (int g : groups)
       for (const auto& [neg_free, id] : classes_.group_by_free_gpus(g)) {
-        const NodeClass& c = classes_.get(id);
-        bool cpu_ok = cpu_memory_fit(req, c.state);
-        int64_t cpu_free = c.state.cpu_milli - c.state.cpu_used_milli;
-        if (!cpu_ok) {
-          int64_t best =
-              cpu_class ? cpu_class->state.cpu_milli - cpu_class->state.cpu_used_milli : -1;
-          if (cpu_free > best || (cpu_free == best && c.id < cpu_class->id)) cpu_class = &c;
-        }
-        if (req.replicas > 1 && cpu_ok &&
-            (req.gpus == 0 || (req.gpu_milli > 0 ? gpus_fit(req, c.state)
-                                                 : free_matching_gpus(req, c.state) >= req.gpus)))
-          placeable += static_cast<int>(c.members.size());
+        const ClassSummary& c = classes_.summary(id);
+        bool cpu_ok = req.cpu_milli <= c.cpu_free_milli && req.memory_mib <= c.memory_free_mib;
+        if (!cpu_ok && (c.cpu_free_milli > cpu_class_free ||
+                        (c.cpu_free_milli == cpu_class_free && id < cpu_class)))
+          cpu_class = id, cpu_class_free = c.cpu_free_milli;
+        if (req.replicas == 1) continue;
+        bool whole_counted = req.gpus > 0 && req.gpu_milli == 0 && shape.all_match[g];
+        if (whole_counted && c.free_gpus < req.gpus && !gpus_enough) break;  // fewer from here on
+        if (!cpu_ok) continue;
+        bool fits =
+            req.gpus == 0 ||
+            (req.gpu_milli > 0
+                 ? c.max_free_milli >= req.gpu_milli && gpus_fit(req, classes_.get(id).state)
+                 : (whole_counted ? c.free_gpus
+                                  : free_matching_gpus(req, classes_.get(id).state)) >= req.gpus);
+        if (fits) placeable += classes_.member_count(id);
       }
   std::string gang = req.replicas > 1
                          ? fmt::format("gang of {} replicas, {} placeable now; ", req.replicas,
@@ -253,13 +259,15 @@ std::string ClusterScheduler::resource_reason(const PendingJob& job) {
     return fmt::format("{}needs {} on one node; largest free block is {} ({})", gang,
                        describe_gpus(req), largest_block, largest_node);
   }
-  if (cpu_class)
+  if (cpu_class >= 0) {
+    const NodeClass& c = classes_.get(cpu_class);
     return fmt::format(
         "{}needs {:g} CPUs and {} memory; most free on a matching node is {:g} CPUs, {} ({})", gang,
         req.cpu_milli / 1000.0, format_size_mib(req.memory_mib),
-        (cpu_class->state.cpu_milli - cpu_class->state.cpu_used_milli) / 1000.0,
-        format_size_mib(cpu_class->state.memory_mib - cpu_class->state.memory_used_mib),
-        nodes_[*cpu_class->members.begin()].state.name);
+        (c.state.cpu_milli - c.state.cpu_used_milli) / 1000.0,
+        format_size_mib(c.state.memory_mib - c.state.memory_used_mib),
+        nodes_[*c.members.begin()].state.name);
+  }
   return fmt::format("{}waiting for resources", gang);
 }
 
