@@ -100,7 +100,6 @@ void ClusterScheduler::update_capacity() {
 void ClusterScheduler::reset_rankings() {
   for (auto& shape : shapes_) {
     shape.ranked.clear();
-    shape.known.clear();
     shape.cursor = 0;
   }
 }
@@ -250,15 +249,12 @@ int ClusterScheduler::fit_signature(Shape& s) {
 
 void ClusterScheduler::rank_class(Shape& s, int c) {
   if (classes_.member_count(c) == 0) return;  // logged again when it gains a member
-  if (s.known.count(c)) return;
   const NodeClass& nc = classes_.get(c);
   if (!could_fit(s, nc) || !cpu_memory_fit(s.req, nc.state) ||
-      !gpus_fit(s.req, nc.state, gpu_match_mask(s, nc))) {
-    s.known.emplace(c, 2);
+      !gpus_fit(s.req, nc.state, gpu_match_mask(s, nc)))
     return;
-  }
+  // A class ranked before scores the same again: the set keeps it once.
   s.ranked.insert({scorer_.score(nc, s.req, s.pod), c});
-  s.known.emplace(c, 1);
 }
 
 const ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job) {

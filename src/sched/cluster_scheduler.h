@@ -60,16 +60,16 @@ class ClusterScheduler final : public Scheduler {
   struct Shape {
     JobRequest req;  // one replica
     PodRequest pod;
-    std::set<std::pair<NodeScore, int>, std::greater<>> ranked;  // best first; ties: newer class
-    std::unordered_map<int, int8_t> known;  // class -> 1 ranked, 2 does not fit (else unknown)
-    std::vector<int8_t> static_fit;         // per static group: 0 unknown, 1 node_could_fit, 2 not
-    std::vector<int8_t> all_match;          // per static group (when it fits): every GPU matches
-    std::vector<uint64_t> match_mask;       // per static group: the GPU positions that match
-    std::vector<std::string> models;        // GPU models of the static groups it could run on
-    size_t models_groups = 0;               // static groups when `models` was found
-    int fit_signature = -1;                 // the set of static groups it could fit, interned
-    size_t signature_groups = 0;            // static groups when fit_signature was found
-    size_t cursor = 0;                      // into NodeClassIndex::activations()
+    // Classes that fit, best first (ties: newer class); some may have emptied since.
+    std::set<std::pair<NodeScore, int>, std::greater<>> ranked;
+    std::vector<int8_t> static_fit;    // per static group: 0 unknown, 1 node_could_fit, 2 not
+    std::vector<int8_t> all_match;     // per static group (when it fits): every GPU matches
+    std::vector<uint64_t> match_mask;  // per static group: the GPU positions that match
+    std::vector<std::string> models;   // GPU models of the static groups it could run on
+    size_t models_groups = 0;          // static groups when `models` was found
+    int fit_signature = -1;            // the set of static groups it could fit, interned
+    size_t signature_groups = 0;       // static groups when fit_signature was found
+    size_t cursor = 0;                 // into NodeClassIndex::activations()
   };
   struct PendingJob {
     JobRequest req;

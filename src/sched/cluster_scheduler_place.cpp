@@ -61,7 +61,6 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
           class_allowed(c);  // sets skipped_quota and quota_why as the walk would
           break;
         }
-        shape.known.erase(c.id);
         it = shape.ranked.erase(it);
       }
       return std::nullopt;
@@ -78,7 +77,6 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
     for (auto it = shape.ranked.begin(); it != shape.ranked.end();) {
       const NodeClass& c = classes_.get(it->second);
       if (c.members.empty()) {
-        shape.known.erase(c.id);
         it = shape.ranked.erase(it);
         continue;
       }
