@@ -33,15 +33,17 @@
 //  - placements_per_sec: placements / the same seconds (unambiguous; a preempted job placed
 //    again counts again).
 //  - p50/p99_decision_us, p99_gang_us, p99_preempt_us: the latency of deciding one newly
-//    submitted job. After the initial fill (cluster full, long queue), jobs held back from the
-//    queue are submitted one at a time and each schedule() is timed; nothing finishes between
-//    them (the fill's preemption victims are stopped after the last probe), so such a pass
-//    decides only the new job. Single-node jobs (whole GPUs and shares, priority 0/100) give
-//    p50/p99; gangs give p99_gang_us; priority-1000 whole-node (8 GPU) jobs of a tenant without
-//    quota, which can only start by preempting, give p99_preempt_us. How many of each were
-//    placed, preempted for, or told to wait is printed, with the single-node probes' latency
-//    per outcome (p99_single_by_outcome_us): a single-node job that can only start by choosing
-//    victims makes a preemption decision, which the targets bound by 10 ms, not 1 ms.
+//    submitted job. After the initial fill (cluster full, long queue) and a settling pass (a
+//    pass after placements decides every pending job again: the queue's high-priority jobs
+//    choose their victims there), jobs held back from the queue are submitted one at a time
+//    and each schedule() is timed; nothing finishes between them (the victims chosen so far
+//    are stopped after the last probe), so such a pass decides only the new job. Single-node jobs
+//    (whole GPUs and shares, priority 0/100) give p50/p99; gangs give p99_gang_us; priority-1000
+//    whole-node (8 GPU) jobs of a tenant without quota, which can only start by preempting, give
+//    p99_preempt_us. How many of each were placed, preempted for, or told to wait is printed, with
+//    the single-node probes' latency per outcome (p99_single_by_outcome_us): a single-node job that
+//    can only start by choosing victims makes a preemption decision, which the targets
+//    bound by 10 ms, not 1 ms.
 //  - the same for policy first-fit in the same run (--no-baseline skips it); with --scaling,
 //    the time per decision of the policy at 1,000, 10,000 and 50,000 nodes, 10 jobs per node:
 //    over the whole run (us_per_decision) and in the initial fill (fill_us_per_decision, the
@@ -486,8 +488,9 @@ RunResult run(const std::string& policy, const Cluster& cluster, const Workload&
     victims.clear();
   };
   // A pass of the run: every pending job is decided (see the top of this file). Victims stop
-  // at once (or, for the initial fill, after the probes, whose passes must decide only the new
-  // job: a finish makes the next pass a full one); their preemptors start in the next pass.
+  // at once (or, for the initial fill and the settling pass, after the probes, whose passes
+  // must decide only the new job: a finish makes the next pass a full one); their preemptors
+  // start in the next pass.
   // Returns whether the plan did anything.
   std::vector<std::string> probe_victims;
   auto pass = [&](bool stop_now) {
@@ -543,6 +546,15 @@ RunResult run(const std::string& policy, const Cluster& cluster, const Workload&
   fmt::print(stderr, "[{}] initial pass: {:.2f} s for {} jobs\n", policy, res.first_pass_s,
              res.first_pass_pending);
   if (probes) {
+    // A pass after one that placed jobs decides every pending job again (jobs placed in the
+    // last pass may be preempted now): settle before the probes, so that each probe's pass
+    // decides only the new job.
+    for (int settle = 0; settle < 5 && changed;) {
+      size_t placed = res.placements;
+      pass(false);
+      ++settle;
+      if (res.placements == placed) break;
+    }
     // Each kind of probe gets a third of the probe budget; the rest of its jobs are submitted
     // without timing.
     const double budget = std::max(20.0, opt.time_limit_s / 4) / 3;

@@ -472,16 +472,16 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   maybe_refresh_profile();
   ++pass_;
   Plan plan;
-  bool full = release_epoch_ != pass_epoch_;
+  // Jobs placed in the last pass (or started since) may be preempted from now on: every
+  // pending job is decided again, as some may preempt them.
+  bool full = release_epoch_ != pass_epoch_ || placed_last_pass_;
   if (full) {
     pass_epoch_ = release_epoch_;
     clear_reservation();
     failed_shapes_.clear();
     resource_reasons_.clear();
-  }
-  if (full || placed_last_pass_) {
-    // Jobs placed in the last pass (or started since) may be preempted from now on: searches
-    // that found no victims, the waits that followed, and the victim candidates are stale.
+    // Searches that found no victims, the waits that followed, and the victim candidates are
+    // stale.
     waits_.clear();
     failed_preemptions_.clear();
     failed_preemption_sizes_.clear();

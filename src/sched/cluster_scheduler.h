@@ -5,7 +5,8 @@
 // places jobs, gangs all or nothing (one node, then one zone, then anywhere), reserves the
 // earliest start for the first job that cannot start and backfills around it (EASY), and
 // preempts the smallest set of lower-priority, spot or borrowing jobs when that lets a job
-// start. Passes after which nothing was freed decide only the jobs submitted since.
+// start. Passes after which nothing was freed, placed or started decide only the jobs submitted
+// since.
 #pragma once
 
 #include <array>

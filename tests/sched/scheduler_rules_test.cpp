@@ -319,6 +319,54 @@ TEST(Preemption, EqualPreemptorsInSuccessivePassesChooseDifferentVictims) {
   EXPECT_THAT(reason_of(plan, "high-3"), HasSubstr("needs 8×GPU on one node"));
 }
 
+TEST(Preemption, AJobPlacedInOnePassIsAVictimFromTheNext) {
+  // The preemptor looks for victims in the pass that places the low-priority job, when that
+  // job may not be preempted yet (no churn); in the next pass it may.
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8)});
+  JobRequest low = for_tenant(job("low", 8), "a"), high = for_tenant(job("high", 8), "b");
+  low.priority = 0;
+  high.priority = 1000;
+  ASSERT_TRUE(s->submit(low).ok());
+  ASSERT_TRUE(s->submit(high).ok());
+  Plan first = s->schedule(0);  // tenant a's job is decided first: both use nothing yet
+  ASSERT_NE(placement_of(first, "low"), nullptr);
+  EXPECT_TRUE(first.preemptions.empty());
+  Plan second = s->schedule(kMinute);
+  EXPECT_EQ(preempted(second), std::set<std::string>{"low"});
+  EXPECT_THAT(reason_of(second, "high"), HasSubstr("preempting 1 job to start (low)"));
+}
+
+TEST(Preemption, AJobStartedBetweenPassesIsAVictim) {
+  // Victims are looked for in the first pass (by a job pinned to a full zone); then the server
+  // reports a low-priority job it started on the other node. A later preemptor finds it.
+  auto s = make();
+  NodeState n1 = with_used(gpu_node("n1", 8), {0, 1, 2, 3, 4, 5, 6, 7}), n2 = gpu_node("n2", 8);
+  n1.labels["zone"] = "z1";
+  n2.labels["zone"] = "z2";
+  add_nodes(*s, {n1, n2});
+  JobRequest pinned = job("pinned", 8);
+  pinned.priority = 1000;
+  pinned.node_selector["zone"] = "z1";
+  ASSERT_TRUE(s->submit(pinned).ok());
+  Plan first = s->schedule(0);
+  EXPECT_TRUE(first.placements.empty());
+  EXPECT_TRUE(first.preemptions.empty());
+
+  JobRequest low = job("low", 8);
+  low.priority = 0;
+  ReplicaPlacement rp{0, n2.id, {}, 0, 0};
+  for (const auto& g : n2.gpus) rp.gpus.push_back({g.index, g.uuid, 1000});
+  ASSERT_TRUE(s->start(low, {"low", {rp}}, kMinute).ok());
+  JobRequest high = job("high", 8);
+  high.priority = 1000;
+  ASSERT_TRUE(s->submit(high).ok());
+  Plan second = s->schedule(2 * kMinute);
+  EXPECT_EQ(preempted(second), std::set<std::string>{"low"});
+  EXPECT_THAT(reason_of(second, "high"), HasSubstr("preempting 1 job to start (low)"));
+  EXPECT_THAT(reason_of(second, "pinned"), Not(HasSubstr("preempting")));
+}
+
 TEST(Preemption, NeverWhenTheJobStillWouldNotFit) {
   auto s = make();
   add_nodes(*s, {gpu_node("n1", 8)});
