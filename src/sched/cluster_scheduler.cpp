@@ -98,9 +98,9 @@ void ClusterScheduler::update_capacity() {
 }
 
 void ClusterScheduler::reset_rankings() {
-  for (auto& shape : shapes_) {
-    shape.ranked.clear();
-    shape.cursor = 0;
+  for (auto& ranking : rankings_) {
+    ranking.ranked.clear();
+    ranking.cursor = 0;
   }
 }
 
@@ -160,18 +160,37 @@ int ClusterScheduler::intern_shape(const JobRequest& req) {
   return id;
 }
 
-void ClusterScheduler::refresh_ranking(Shape& s) {
+ClusterScheduler::Ranking& ClusterScheduler::refresh_ranking(int shape_id) {
+  if (ranking_groups_ != classes_.static_groups()) {
+    // New static groups: fit signatures, and so which shapes share a ranking, may change.
+    rankings_.clear();
+    ranking_by_key_.clear();
+    for (auto& shape : shapes_) shape.ranking = -1;
+    ranking_groups_ = classes_.static_groups();
+  }
+  Shape& shape = shapes_[shape_id];
+  if (shape.ranking < 0) {
+    const JobRequest& r = shape.req;
+    std::string key = fmt::format("{}/{}/{}/{}/{}/{}", r.gpus, r.gpu_milli, r.cpu_milli,
+                                  r.gpu_model, r.gpu_memory_mib, fit_signature(shape));
+    auto [it, fresh] = ranking_by_key_.try_emplace(key, static_cast<int>(rankings_.size()));
+    if (fresh) rankings_.push_back({shape_id, {}, 0});
+    shape.ranking = it->second;
+  }
+  Ranking& ranking = rankings_[shape.ranking];
+  const Shape& s = shapes_[ranking.shape];
   const auto& log = classes_.activations();
-  if (s.cursor == 0 && log.size() > classes_.active().size()) {
+  if (ranking.cursor == 0 && log.size() > classes_.active().size()) {
     // A new (or reset) ranking: the classes with members now are all it needs.
     for (int c : classes_.active())
-      if (may_fit(s, classes_.summary(c))) rank_class(s, c);
-    s.cursor = log.size();
-    return;
+      if (may_fit(s, classes_.summary(c))) rank_class(ranking, c);
+    ranking.cursor = log.size();
+    return ranking;
   }
   // Most activations on a busy cluster cannot fit the shape: their summaries say so.
-  for (; s.cursor < log.size(); ++s.cursor)
-    if (may_fit(s, log[s.cursor])) rank_class(s, log[s.cursor].class_id);
+  for (; ranking.cursor < log.size(); ++ranking.cursor)
+    if (may_fit(s, log[ranking.cursor])) rank_class(ranking, log[ranking.cursor].class_id);
+  return ranking;
 }
 
 bool ClusterScheduler::may_fit(const Shape& s, const ClassSummary& a) const {
@@ -179,7 +198,7 @@ bool ClusterScheduler::may_fit(const Shape& s, const ClassSummary& a) const {
       s.static_fit[a.static_group] == 2)
     return false;
   const JobRequest& req = s.req;
-  if (req.cpu_milli > a.cpu_free_milli || req.memory_mib > a.memory_free_mib) return false;
+  if (req.cpu_milli > a.cpu_free_milli) return false;
   if (req.gpus == 0) return true;
   return req.gpu_milli > 0 ? a.max_free_milli >= req.gpu_milli : a.free_gpus >= req.gpus;
 }
@@ -247,14 +266,15 @@ int ClusterScheduler::fit_signature(Shape& s) {
   return s.fit_signature;
 }
 
-void ClusterScheduler::rank_class(Shape& s, int c) {
+void ClusterScheduler::rank_class(Ranking& ranking, int c) {
   if (classes_.member_count(c) == 0) return;  // logged again when it gains a member
+  Shape& s = shapes_[ranking.shape];
   const NodeClass& nc = classes_.get(c);
-  if (!could_fit(s, nc) || !cpu_memory_fit(s.req, nc.state) ||
+  if (!could_fit(s, nc) || s.req.cpu_milli > nc.state.cpu_milli - nc.state.cpu_used_milli ||
       !gpus_fit(s.req, nc.state, gpu_match_mask(s, nc)))
     return;
   // A class ranked before scores the same again: the set keeps it once.
-  s.ranked.insert({scorer_.score(nc, s.req, s.pod), c});
+  ranking.ranked.insert({scorer_.score(nc, s.req, s.pod), c});
 }
 
 const ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job) {

@@ -61,8 +61,7 @@ class ClusterScheduler final : public Scheduler {
   struct Shape {
     JobRequest req;  // one replica
     PodRequest pod;
-    // Classes that fit, best first (ties: newer class); some may have emptied since.
-    std::set<std::pair<NodeScore, int>, std::greater<>> ranked;
+    int ranking = -1;                  // into rankings_ (-1: not found yet)
     std::vector<int8_t> static_fit;    // per static group: 0 unknown, 1 node_could_fit, 2 not
     std::vector<int8_t> all_match;     // per static group (when it fits): every GPU matches
     std::vector<uint64_t> match_mask;  // per static group: the GPU positions that match
@@ -70,7 +69,16 @@ class ClusterScheduler final : public Scheduler {
     size_t models_groups = 0;          // static groups when `models` was found
     int fit_signature = -1;            // the set of static groups it could fit, interned
     size_t signature_groups = 0;       // static groups when fit_signature was found
-    size_t cursor = 0;                 // into NodeClassIndex::activations()
+  };
+  // The classes that fit the shapes of one (GPUs, GPU milli, CPUs, GPU models, GPU memory, fit
+  // signature), ranked by score. Their shapes differ only in memory (which no score reads) and
+  // in what decides nothing here (replicas); each skips the classes with too little memory
+  // free for it. Static fit, matching GPUs and scores are those of any of them.
+  struct Ranking {
+    int shape = 0;  // the first of its shapes
+    // Classes that fit, best first (ties: newer class); some may have emptied since.
+    std::set<std::pair<NodeScore, int>, std::greater<>> ranked;
+    size_t cursor = 0;  // into NodeClassIndex::activations()
   };
   struct PendingJob {
     JobRequest req;
@@ -149,10 +157,15 @@ class ClusterScheduler final : public Scheduler {
   void reindex(int slot);
   void apply_replica(int slot, const JobRequest& req, const ReplicaPlacement& rp, int sign);
   int intern_shape(const JobRequest& req);
-  void refresh_ranking(Shape& shape);
-  void rank_class(Shape& shape, int class_id);
-  // False when the activated class cannot fit one replica of the shape (by its summary alone).
+  // The shape's ranking, with the classes activated since it was last brought up to date.
+  Ranking& refresh_ranking(int shape);
+  void rank_class(Ranking& ranking, int class_id);
+  // False when the class cannot fit one replica of the ranking's shapes (by its summary alone).
   bool may_fit(const Shape& shape, const ClassSummary& c) const;
+  // Whether the shape's memory fits the class (which its ranking does not tell).
+  bool memory_fits(const Shape& shape, int class_id) const {
+    return shape.req.memory_mib <= classes_.summary(class_id).memory_free_mib;
+  }
   // node_could_fit(shape's request, a node of the static group), remembered per group.
   bool could_fit(Shape& shape, int static_group);
   bool could_fit(Shape& shape, const NodeClass& c) { return could_fit(shape, c.static_group); }
@@ -255,6 +268,9 @@ class ClusterScheduler final : public Scheduler {
   std::unordered_map<std::string, int> slot_by_id_;
   std::vector<Shape> shapes_;
   std::unordered_map<std::string, int> shape_by_key_;
+  std::vector<Ranking> rankings_;
+  std::unordered_map<std::string, int> ranking_by_key_;
+  size_t ranking_groups_ = 0;  // static groups when rankings_ were made (fit signatures change)
   std::map<std::string, PendingJob> pending_;
   std::map<std::string, RunningJob> running_;
   std::set<std::pair<TimeMs, std::string>> ends_;  // expected end, job id

@@ -26,7 +26,7 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
   Shape& shape = shapes_[shape_id];
   // A full cluster: nothing to rank (a new shape would rank every class) and nothing to skip.
   if (!gpus_free_somewhere(shape)) return std::nullopt;
-  refresh_ranking(shape);
+  auto& ranked = refresh_ranking(shape_id).ranked;
   const JobRequest& req = shape.req;
   int64_t milli = req.gpus == 0 ? 0 : req.gpu_milli > 0 ? req.gpu_milli : int64_t{req.gpus} * 1000;
   // Quota per GPU model, asked once per model (the answer cannot change during one pick).
@@ -55,13 +55,16 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
     for (const auto& model : shape_models(shape))
       if (tenants_.allows(f.job->req.tenant, model, milli)) any_allowed = true;
     if (!any_allowed) {
-      for (auto it = shape.ranked.begin(); it != shape.ranked.end();) {
+      for (auto it = ranked.begin(); it != ranked.end();) {
         const NodeClass& c = classes_.get(it->second);
-        if (!c.members.empty()) {
-          class_allowed(c);  // sets skipped_quota and quota_why as the walk would
-          break;
+        if (c.members.empty()) {
+          it = ranked.erase(it);
+          continue;
         }
-        it = shape.ranked.erase(it);
+        ++it;
+        if (!memory_fits(shape, c.id)) continue;
+        class_allowed(c);  // sets skipped_quota and quota_why as the walk would
+        break;
       }
       return std::nullopt;
     }
@@ -74,14 +77,14 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
   // Visits the allowed classes best first, dropping those that have emptied, until `visit`
   // returns true.
   auto for_each_allowed = [&](auto visit) {
-    for (auto it = shape.ranked.begin(); it != shape.ranked.end();) {
+    for (auto it = ranked.begin(); it != ranked.end();) {
       const NodeClass& c = classes_.get(it->second);
       if (c.members.empty()) {
-        it = shape.ranked.erase(it);
+        it = ranked.erase(it);
         continue;
       }
       ++it;
-      if (class_allowed(c) && visit(c)) return;
+      if (memory_fits(shape, c.id) && class_allowed(c) && visit(c)) return;
     }
   };
   int best_slot = -1;

@@ -376,10 +376,9 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
     return std::nullopt;
   }
   if (job.req.replicas > 1) {
-    Shape& shape = shapes_[job.shape];
-    refresh_ranking(shape);
-    for (const auto& entry : shape.ranked)
-      for (int slot : classes_.get(entry.second).members) add_slot(slot, false);
+    for (const auto& entry : refresh_ranking(job.shape).ranked)
+      if (memory_fits(shapes_[job.shape], entry.second))
+        for (int slot : classes_.get(entry.second).members) add_slot(slot, false);
   }
   std::vector<VictimOption> per_replica, per_gang;
   auto by_cost = [](const VictimOption& a, const VictimOption& b) {
