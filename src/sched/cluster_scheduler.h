@@ -103,16 +103,18 @@ class ClusterScheduler final : public Scheduler {
   // Kept across passes: the nodes in victim_log_ since `log_cursor` are brought up to date at
   // the key's first use in each victim epoch (see victim_epoch_). Per-node vectors are by slot.
   struct VictimCandidates {
-    std::vector<int> slots;    // ascending: the candidates, and some that no longer are
-    std::vector<char> listed;  // the slot is in `slots`
+    // Per static group: its candidates, and some slots that no longer are (unordered).
+    std::vector<std::vector<int>> group_slots;
+    std::vector<char> listed;  // the slot is in group_slots
     std::vector<char> member;  // the slot is a candidate
     std::vector<int64_t> cpu_free, memory_free;
     std::vector<int64_t> least_victim;  // the GPU milli of the smallest possible victim there
     std::vector<int32_t> gpu_free;      // milli per GPU position, flat: gpu_offset[slot] ...
     std::vector<size_t> gpu_offset;
-    size_t log_cursor = 0;   // into victim_log_
-    uint64_t epoch = 0;      // victim_epoch_ when brought up to date
-    size_t not_members = 0;  // listed slots that are no longer candidates
+    size_t log_cursor = 0;    // into victim_log_
+    uint64_t epoch = 0;       // victim_epoch_ when brought up to date
+    size_t listed_count = 0;  // slots in group_slots
+    size_t not_members = 0;   // listed slots that are no longer candidates
     // Requests for which no candidate could free enough (by the bounds), by what decides which
     // nodes and GPUs they match (fit signature, GPU models, GPU memory): their sizes (GPU milli
     // needed on a GPU, GPUs, CPUs, memory). A request at least as large in each finds none
@@ -213,9 +215,13 @@ class ClusterScheduler final : public Scheduler {
   bool may_reclaim(const PendingJob& job, const RunningJob& victim) const;
   std::optional<VictimOption> node_victims(const PendingJob& job, const JobRequest& request,
                                            int slot) const;
-  // node_victims through victim_memo_: `shape` is the request's shape.
+  struct VictimMemo;
+  using VictimMemos = std::unordered_map<int, VictimMemo>;  // by slot
+  // The job's victim_memo_ entry for a request of the shape (one replica, or a gang whole).
+  VictimMemos& victim_memos(const PendingJob& job, int shape);
+  // node_victims through the job's memos (victim_memos for the request's shape).
   const std::optional<VictimOption>& victims_on(const PendingJob& job, const JobRequest& request,
-                                                int shape, int slot);
+                                                VictimMemos& memos, int slot);
   // `fits_freely` (if given) is set when a node fits the job without preempting anything.
   std::optional<std::vector<std::string>> choose_victims(const PendingJob& job,
                                                          bool* fits_freely = nullptr);
@@ -228,7 +234,8 @@ class ClusterScheduler final : public Scheduler {
   // Whether a running job may be a victim for some job of the key (a superset of may_preempt).
   bool possible_victim(const VictimKey& key, const RunningJob& r) const;
   // Sets the candidate's bounds: what its node would have free were its possible victims gone.
-  void bound_candidate(const VictimKey& key, VictimCandidates& c, int slot) const;
+  // Returns whether it has any possible victim.
+  bool bound_candidate(const VictimKey& key, VictimCandidates& c, int slot) const;
   // Whether the slot is a candidate now (and its bounds, if so).
   void refresh_candidate(const VictimKey& key, VictimCandidates& c, int slot);
   // The job was chosen as a victim: it no longer counts in any candidate's bounds.
@@ -318,8 +325,7 @@ class ClusterScheduler final : public Scheduler {
     uint64_t node_version = 0, tenant_changes = 0;
     std::optional<VictimOption> option;
   };
-  std::map<std::tuple<int, int64_t, int, bool, std::string>, std::unordered_map<int, VictimMemo>>
-      victim_memo_;
+  std::map<std::tuple<int, int64_t, int, bool, std::string>, VictimMemos> victim_memo_;
   std::vector<uint64_t> slot_version_;  // by slot
   uint64_t pass_ = 0;
   bool placed_last_pass_ = false;  // a job was placed or started since the last pass began

@@ -143,12 +143,15 @@ std::optional<ClusterScheduler::VictimOption> ClusterScheduler::node_victims(
   return option;
 }
 
+ClusterScheduler::VictimMemos& ClusterScheduler::victim_memos(const PendingJob& job, int shape) {
+  return victim_memo_[{shape, gpu_milli_of(job.req), job.req.priority, job.req.preemptible(),
+                       job.req.tenant}];
+}
+
 const std::optional<ClusterScheduler::VictimOption>& ClusterScheduler::victims_on(
-    const PendingJob& job, const JobRequest& request, int shape, int slot) {
+    const PendingJob& job, const JobRequest& request, VictimMemos& memos, int slot) {
   // slot_version_ covers every slot: a node is reindexed when it first appears.
-  auto& memo = victim_memo_[{shape, gpu_milli_of(job.req), job.req.priority, job.req.preemptible(),
-                             job.req.tenant}];
-  auto [it, fresh] = memo.try_emplace(slot);
+  auto [it, fresh] = memos.try_emplace(slot);
   VictimMemo& m = it->second;
   if (fresh || m.node_version != slot_version_[slot] || m.tenant_changes != tenants_.changes()) {
     m.node_version = slot_version_[slot];
@@ -167,8 +170,9 @@ bool ClusterScheduler::possible_victim(const VictimKey& key, const RunningJob& r
   return r.borrowed && !cohort.empty() && tenants_.cohort_of(r.req.tenant) == cohort;
 }
 
-void ClusterScheduler::bound_candidate(const VictimKey& key, VictimCandidates& c, int slot) const {
+bool ClusterScheduler::bound_candidate(const VictimKey& key, VictimCandidates& c, int slot) const {
   const NodeState& n = nodes_[slot].state;
+  bool any = false;
   int64_t cpu = n.cpu_milli - n.cpu_used_milli, memory = n.memory_mib - n.memory_used_mib;
   int64_t least_victim = std::numeric_limits<int64_t>::max();
   size_t offset = c.gpu_offset[slot];
@@ -176,6 +180,7 @@ void ClusterScheduler::bound_candidate(const VictimKey& key, VictimCandidates& c
     c.gpu_free[offset + p] = static_cast<int32_t>(n.gpus[p].free_milli());
   for (const auto& [seq, r] : nodes_[slot].jobs) {
     if (!possible_victim(key, *r)) continue;
+    any = true;
     least_victim = std::min(least_victim, gpu_milli_of(r->req));
     for (const auto& [s, rp] : r->replicas) {
       if (s != slot) continue;
@@ -189,28 +194,25 @@ void ClusterScheduler::bound_candidate(const VictimKey& key, VictimCandidates& c
   c.cpu_free[slot] = cpu;
   c.memory_free[slot] = memory;
   c.least_victim[slot] = least_victim;
+  return any;
 }
 
 void ClusterScheduler::refresh_candidate(const VictimKey& key, VictimCandidates& c, int slot) {
-  bool candidate = false;
-  if (nodes_[slot].present)
-    for (const auto& [seq, r] : nodes_[slot].jobs)
-      if (possible_victim(key, *r)) {
-        candidate = true;
-        break;
-      }
+  bool candidate = nodes_[slot].present && bound_candidate(key, c, slot);
   if (!candidate) {
     if (c.member[slot]) c.member[slot] = 0, ++c.not_members;
     return;
   }
   if (!c.member[slot]) {
     c.member[slot] = 1;
-    if (c.listed[slot])
+    if (c.listed[slot]) {
       --c.not_members;
-    else
-      c.listed[slot] = 1, c.slots.push_back(slot);
+    } else {
+      c.listed[slot] = 1;
+      ++c.listed_count;
+      c.group_slots[classes_.group_of_slot(slot)].push_back(slot);
+    }
   }
-  bound_candidate(key, c, slot);
 }
 
 void ClusterScheduler::victim_chosen(const RunningJob& victim) {
@@ -230,11 +232,7 @@ ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const Pending
   c.epoch = victim_epoch_;
   c.nothing_freeable.clear();
   // A long backlog (the first pass after a large one) costs more than finding them afresh.
-  if (victim_log_.size() - c.log_cursor > nodes_.size() / 4) {
-    c.slots.clear();
-    c.not_members = 0;
-    fresh = true;
-  }
+  if (victim_log_.size() - c.log_cursor > nodes_.size() / 4) fresh = true;
   std::vector<char>& seen = victim_scratch_;
   seen.resize(nodes_.size(), 0);
   std::vector<int> touched;
@@ -249,6 +247,8 @@ ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const Pending
     for (size_t slot = 0; slot < n; ++slot)
       c.gpu_offset[slot + 1] = c.gpu_offset[slot] + nodes_[slot].state.gpus.size();
     c.gpu_free.assign(c.gpu_offset[n], 0);
+    c.group_slots.assign(classes_.static_groups(), {});
+    c.listed_count = c.not_members = 0;
     c.log_cursor = victim_log_.size();
     auto consider = [&](const RunningJob& r) {
       if (possible_victim(key, r))
@@ -263,11 +263,9 @@ ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const Pending
       for (const auto& [seq, r] : spot_running_) consider(*r);
     if (!std::get<2>(key).empty())
       for (const auto& [seq, r] : borrowed_running_) consider(*r);
-    std::sort(touched.begin(), touched.end());
-    for (int slot : touched) refresh_candidate(key, c, slot);  // ascending: `slots` stays sorted
+    for (int slot : touched) refresh_candidate(key, c, slot);
   } else {
     // Only the nodes whose running jobs changed since the key was last brought up to date.
-    size_t listed = c.slots.size();
     for (; c.log_cursor < victim_log_.size(); ++c.log_cursor) {
       int slot = victim_log_[c.log_cursor];
       if (seen[slot]) continue;
@@ -275,13 +273,14 @@ ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const Pending
       touched.push_back(slot);
       refresh_candidate(key, c, slot);
     }
-    if (c.slots.size() != listed) std::sort(c.slots.begin(), c.slots.end());
-    if (c.not_members > c.slots.size() / 2) {
-      std::erase_if(c.slots, [&](int slot) {
-        if (c.member[slot]) return false;
-        c.listed[slot] = 0;
-        return true;
-      });
+    if (c.not_members > c.listed_count / 2) {
+      for (auto& slots : c.group_slots)
+        std::erase_if(slots, [&](int slot) {
+          if (c.member[slot]) return false;
+          c.listed[slot] = 0;
+          return true;
+        });
+      c.listed_count -= c.not_members;
       c.not_members = 0;
     }
   }
@@ -367,10 +366,12 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
     if (smaller[0] <= size[0] && smaller[1] <= size[1] && smaller[2] <= size[2] &&
         smaller[3] <= size[3])
       return std::nullopt;
-  for (int slot : candidates.slots)
-    if (candidates.member[slot] && slot_could_fit(shapes_[job.shape], slot) &&
-        could_free_enough(candidates, slot, shapes_[job.shape]))
-      add_slot(slot, true);
+  for (int g = 0; g < static_cast<int>(candidates.group_slots.size()); ++g) {
+    if (candidates.group_slots[g].empty() || !could_fit(shapes_[job.shape], g)) continue;
+    for (int slot : candidates.group_slots[g])
+      if (candidates.member[slot] && could_free_enough(candidates, slot, shapes_[job.shape]))
+        add_slot(slot, true);
+  }
   if (slots.empty()) {
     nothing.push_back(size);
     return std::nullopt;
@@ -415,6 +416,8 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
   }
   // A heap, not a sort: the search usually stops after a few nodes.
   std::make_heap(order.begin(), order.end(), std::greater<>());
+  VictimMemos& one_memos = victim_memos(job, job.shape);
+  VictimMemos* whole_memos = try_whole ? &victim_memos(job, whole_shape) : nullptr;
   per_replica.reserve(order.size());          // best_single points into it
   const VictimOption* best_single = nullptr;  // the cheapest option so far, for one replica
   while (!order.empty()) {
@@ -427,7 +430,7 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
             std::tie(best_single->victim_gpu_milli, best_single->node_jobs, best_single->slot))
       break;
     if (one.gpus > 0 && !n.state.gpus.empty() && !allowed(n.state.gpus[0].model)) continue;
-    if (const auto& o = victims_on(job, one, job.shape, slot)) {
+    if (const auto& o = victims_on(job, one, one_memos, slot)) {
       if (o->victims.empty() && fits_freely) *fits_freely = true;
       if (job.req.replicas == 1 && o->victims.empty()) continue;  // fits: not a preemption
       per_replica.push_back(*o);
@@ -435,7 +438,7 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
         best_single = &per_replica.back();
     }
     if (try_whole && slot_could_fit(shapes_[whole_shape], slot))
-      if (const auto& o = victims_on(job, whole, whole_shape, slot)) per_gang.push_back(*o);
+      if (const auto& o = victims_on(job, whole, *whole_memos, slot)) per_gang.push_back(*o);
   }
   std::sort(per_replica.begin(), per_replica.end(), by_cost);
   std::sort(per_gang.begin(), per_gang.end(), by_cost);
