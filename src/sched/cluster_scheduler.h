@@ -1,12 +1,12 @@
 // ClusterScheduler: the production Scheduler. It keeps nodes in state classes (node_classes.h),
-// a ranked list of fitting classes per distinct request shape, tenants' quota and use
-// (tenant_book.h), running jobs by expected end, and the pending queue per tenant. A pass
-// orders tenants by weighted dominant share (then each tenant's jobs by priority, then age),
-// places jobs, gangs all or nothing (one node, then one zone, then anywhere), reserves the
-// earliest start for the first job that cannot start and backfills around it (EASY), and
-// preempts the smallest set of lower-priority, spot or borrowing jobs when that lets a job
-// start. Passes after which nothing was freed, placed or started decide only the jobs submitted
-// since.
+// ranked lists of fitting classes shared by request shapes that differ only in memory, tenants'
+// quota and use (tenant_book.h), running jobs by expected end, and the pending queue per
+// tenant. A pass orders tenants by weighted dominant share (then each tenant's jobs by priority,
+// then age), places jobs, gangs all or nothing (one node, then one zone, then anywhere),
+// reserves the earliest start for the first job that cannot start and backfills around it
+// (EASY), and preempts the smallest set of lower-priority, spot or borrowing jobs when that lets
+// a job start. Passes after which nothing was freed, placed or started decide only the jobs
+// submitted since.
 #pragma once
 
 #include <array>

@@ -106,6 +106,22 @@ TEST(ClusterScheduler, RespectsMemoryLimitsAcrossNodes) {
   EXPECT_EQ(placement_of(plan, "j")->replicas[0].node_id, "id-second");
 }
 
+TEST(ClusterScheduler, JobsThatDifferOnlyInMemoryEachGetTheBestNodeTheirMemoryFits) {
+  // Both ask for one GPU, so they are ranked alike: the partly used node first, but it has
+  // only 32 GiB of memory left.
+  NodeState busy = with_used(gpu_node("busy", 8), {0, 1, 2, 3}), idle = gpu_node("idle", 8);
+  busy.memory_used_mib = busy.memory_mib - 32 * 1024;
+  JobRequest big = job("big", 1), small = job("small", 1);
+  big.memory_mib = 100 * 1024;  // older: decided first
+  small.memory_mib = 1024;
+  small.created_at = 1;
+  Plan plan = schedule({busy, idle}, {big, small});
+  ASSERT_NE(placement_of(plan, "big"), nullptr) << reason_of(plan, "big");
+  ASSERT_NE(placement_of(plan, "small"), nullptr) << reason_of(plan, "small");
+  EXPECT_EQ(placement_of(plan, "big")->replicas[0].node_id, "id-idle");
+  EXPECT_EQ(placement_of(plan, "small")->replicas[0].node_id, "id-busy");
+}
+
 TEST(ClusterScheduler, NodeSelectorMustMatchALabel) {
   NodeState a = gpu_node("a", 8), b = gpu_node("b", 8);
   a.labels["zone"] = "eu-1";
