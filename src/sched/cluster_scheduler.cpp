@@ -513,6 +513,7 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   // Jobs placed in the last pass may be victims from now on.
   for (int slot : placed_slots_) log_victim_change(slot);
   placed_slots_.clear();
+  trim_victim_log();  // also when no search has read the log for a while
   // Preemptors first: the nodes held for them are theirs, and once their victims are gone
   // they start on them at once (instead of every job before them in the queue walking over
   // the held nodes). Priority, then age.

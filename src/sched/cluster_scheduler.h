@@ -246,7 +246,8 @@ class ClusterScheduler final : public Scheduler {
   void log_victim_change(int slot) {
     if (!victim_slots_.empty()) victim_log_.push_back(slot);
   }
-  // Drops the part of victim_log_ every key has read (and keys too far behind to catch up).
+  // Drops the part of victim_log_ every key has read (and keys of past victim epochs too far
+  // behind to catch up), once the log is as long as the nodes.
   void trim_victim_log();
   // Node or tenant changes: candidates are found afresh.
   void drop_victim_candidates() {

@@ -291,9 +291,11 @@ ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const Pending
 
 void ClusterScheduler::trim_victim_log() {
   if (victim_log_.size() < nodes_.size()) return;
-  // Keys far behind would be found afresh anyway: drop them, then the part all others read.
+  // Keys far behind would be found afresh anyway: drop them (not those brought up to date in
+  // this victim epoch, which stay as they are until it ends), then the part all others read.
   std::erase_if(victim_slots_, [&](const auto& kv) {
-    return victim_log_.size() - kv.second.log_cursor > nodes_.size() / 4;
+    return kv.second.epoch != victim_epoch_ &&
+           victim_log_.size() - kv.second.log_cursor > nodes_.size() / 4;
   });
   size_t read = victim_log_.size();
   for (const auto& [key, c] : victim_slots_) read = std::min(read, c.log_cursor);
