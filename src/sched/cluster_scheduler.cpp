@@ -283,8 +283,13 @@ const ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job
   const RunningJob& r = running_.emplace(std::move(id), std::move(job)).first->second;
   for (const auto& [slot, rp] : r.replicas) {
     nodes_[slot].jobs.emplace(r.seq, &r);
-    log_victim_change(slot);
-    if (r.placed_pass == pass_ && pass_ > 0) placed_slots_.push_back(slot);
+    // A job placed in this pass may not be preempted in it, and within the pass the victim
+    // candidates' bounds may be higher than what is free: its nodes are logged at the next
+    // pass. A job the caller started may be a victim at once.
+    if (r.placed_pass == pass_ && pass_ > 0)
+      placed_slots_.push_back(slot);
+    else
+      log_victim_change(slot);
   }
   index_running(r, true);
   return r;
@@ -331,6 +336,8 @@ Status ClusterScheduler::submit(const JobRequest& job) {
   PendingJob p;
   p.req = job;
   p.shape = intern_shape(job);
+  p.tenant =
+      tenant_ids_.try_emplace(job.tenant, static_cast<int>(tenant_ids_.size())).first->second;
   p.seq = next_seq_++;
   PendingJob& added = pending_.emplace(job.job_id, std::move(p)).first->second;
   undecided_.emplace(added.seq, &added);

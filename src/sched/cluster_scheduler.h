@@ -83,6 +83,7 @@ class ClusterScheduler final : public Scheduler {
   struct PendingJob {
     JobRequest req;
     int shape = 0;
+    int tenant = 0;    // the tenant's name interned (tenant_ids_), for memo keys
     uint64_t seq = 0;  // submission order, for decisions of new jobs only
     std::string last_reason;
     std::vector<std::string> victims;  // preempted for this job and still running
@@ -141,7 +142,7 @@ class ClusterScheduler final : public Scheduler {
   };
   // Why jobs of one (shape, replicas, priority, ends before the reservation, tenant) wait, and
   // the reservation then: later such jobs wait for the same reason (valid for the epoch).
-  using WaitKey = std::tuple<int, int, int, bool, std::string>;
+  using WaitKey = std::tuple<int, int, int, bool, int>;  // the tenant interned
   struct Wait {
     std::string reason;
     std::string reservation;  // the reserving job's id when the reason was found, or ""
@@ -276,6 +277,7 @@ class ClusterScheduler final : public Scheduler {
   std::unordered_map<std::string, int> slot_by_id_;
   std::vector<Shape> shapes_;
   std::unordered_map<std::string, int> shape_by_key_;
+  std::unordered_map<std::string, int> tenant_ids_;  // tenant names interned, never dropped
   std::vector<Ranking> rankings_;
   std::unordered_map<std::string, int> ranking_by_key_;
   size_t ranking_groups_ = 0;  // static groups when rankings_ were made (fit signatures change)
@@ -301,7 +303,7 @@ class ClusterScheduler final : public Scheduler {
   std::map<std::pair<int, int>, std::string> resource_reasons_;
   // (shape, replicas, priority, tenant) whose preemption search failed. This and the next are
   // valid until a finish, a node or tenant change, or a new running job (see schedule()).
-  std::set<std::tuple<int, int, int, std::string>> failed_preemptions_;
+  std::set<std::tuple<int, int, int, int>> failed_preemptions_;  // the tenant interned
   // Failed single-replica searches by what decides who may be preempted and where (tenant,
   // priority, spot, fit signature, GPU model): the sizes that found no victims (GPU milli,
   // CPUs, memory, GPU memory). A request at least as large in every one fails too.

@@ -45,7 +45,7 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
   // time, and capacity, quota and blocked nodes only shrink within it: this one waits for the
   // same reason (unless it has its own preemption in progress).
   WaitKey wait_key{job.shape, job.req.replicas, job.req.priority, f.ends_before_reservation,
-                   job.req.tenant};
+                   job.tenant};
   if (job.victims.empty() && !nominated_slots_.count(job.req.job_id))
     if (auto it = waits_.find(wait_key);
         it != waits_.end() && it->second.now == now &&
@@ -85,8 +85,7 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
 
   // Preemption: only when it lets the job start (choose_victims checks the fit). A job held
   // back by quota its tenant lent within the cohort reclaims it from the borrowers.
-  auto preemption_key =
-      std::make_tuple(job.shape, job.req.replicas, job.req.priority, job.req.tenant);
+  auto preemption_key = std::make_tuple(job.shape, job.req.replicas, job.req.priority, job.tenant);
   // A single replica at least as large as one that found no victims finds none either.
   std::optional<PreemptionBucket> bucket;
   std::array<int64_t, 4> size{};
