@@ -239,6 +239,10 @@ class ClusterScheduler final : public Scheduler {
   bool bound_candidate(const VictimKey& key, VictimCandidates& c, int slot) const;
   // Whether the slot is a candidate now (and its bounds, if so).
   void refresh_candidate(const VictimKey& key, VictimCandidates& c, int slot);
+  // Finds the key's candidates afresh, from the indexes of running jobs.
+  void find_candidates(const VictimKey& key, VictimCandidates& c);
+  // Brings the key's candidates up to date with the nodes logged since it last read the log.
+  void catch_up_candidates(const VictimKey& key, VictimCandidates& c);
   // The job was chosen as a victim: it no longer counts in any candidate's bounds.
   void victim_chosen(const RunningJob& victim);
   // Whether one replica could fit the candidate if all its possible victims stopped.

@@ -232,61 +232,74 @@ ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const Pending
   c.epoch = victim_epoch_;
   c.nothing_freeable.clear();
   // A long backlog (the first pass after a large one) costs more than finding them afresh.
-  if (victim_log_.size() - c.log_cursor > nodes_.size() / 4) fresh = true;
+  if (fresh || victim_log_.size() - c.log_cursor > nodes_.size() / 4)
+    find_candidates(key, c);
+  else
+    catch_up_candidates(key, c);
+  trim_victim_log();
+  return c;
+}
+
+void ClusterScheduler::find_candidates(const VictimKey& key, VictimCandidates& c) {
+  size_t n = nodes_.size();
+  c.listed.assign(n, 0);
+  c.member.assign(n, 0);
+  c.cpu_free.assign(n, 0);
+  c.memory_free.assign(n, 0);
+  c.least_victim.assign(n, 0);
+  c.gpu_offset.assign(n + 1, 0);
+  for (size_t slot = 0; slot < n; ++slot)
+    c.gpu_offset[slot + 1] = c.gpu_offset[slot] + nodes_[slot].state.gpus.size();
+  c.gpu_free.assign(c.gpu_offset[n], 0);
+  c.group_slots.assign(classes_.static_groups(), {});
+  c.listed_count = c.not_members = 0;
+  c.log_cursor = victim_log_.size();
+  // The nodes of the running jobs that may be victims for the key (the indexes hold them all).
+  const auto& [priority, spot, cohort] = key;
+  std::vector<char>& seen = victim_scratch_;
+  seen.resize(n, 0);
+  std::vector<int> touched;
+  auto consider = [&](const RunningJob& r) {
+    if (possible_victim(key, r))
+      for (const auto& [slot, rp] : r.replicas)
+        if (!seen[slot]) seen[slot] = 1, touched.push_back(slot);
+  };
+  for (const auto& [by, r] : by_priority_) {
+    if (by.first >= priority) break;
+    consider(*r);
+  }
+  if (!spot)
+    for (const auto& [seq, r] : spot_running_) consider(*r);
+  if (!cohort.empty())
+    for (const auto& [seq, r] : borrowed_running_) consider(*r);
+  for (int slot : touched) {
+    refresh_candidate(key, c, slot);
+    seen[slot] = 0;
+  }
+}
+
+void ClusterScheduler::catch_up_candidates(const VictimKey& key, VictimCandidates& c) {
   std::vector<char>& seen = victim_scratch_;
   seen.resize(nodes_.size(), 0);
   std::vector<int> touched;
-  if (fresh) {
-    size_t n = nodes_.size();
-    c.listed.assign(n, 0);
-    c.member.assign(n, 0);
-    c.cpu_free.assign(n, 0);
-    c.memory_free.assign(n, 0);
-    c.least_victim.assign(n, 0);
-    c.gpu_offset.assign(n + 1, 0);
-    for (size_t slot = 0; slot < n; ++slot)
-      c.gpu_offset[slot + 1] = c.gpu_offset[slot] + nodes_[slot].state.gpus.size();
-    c.gpu_free.assign(c.gpu_offset[n], 0);
-    c.group_slots.assign(classes_.static_groups(), {});
-    c.listed_count = c.not_members = 0;
-    c.log_cursor = victim_log_.size();
-    auto consider = [&](const RunningJob& r) {
-      if (possible_victim(key, r))
-        for (const auto& [slot, rp] : r.replicas)
-          if (!seen[slot]) seen[slot] = 1, touched.push_back(slot);
-    };
-    for (const auto& [by, r] : by_priority_) {
-      if (by.first >= job.req.priority) break;
-      consider(*r);
-    }
-    if (!job.req.preemptible())
-      for (const auto& [seq, r] : spot_running_) consider(*r);
-    if (!std::get<2>(key).empty())
-      for (const auto& [seq, r] : borrowed_running_) consider(*r);
-    for (int slot : touched) refresh_candidate(key, c, slot);
-  } else {
-    // Only the nodes whose running jobs changed since the key was last brought up to date.
-    for (; c.log_cursor < victim_log_.size(); ++c.log_cursor) {
-      int slot = victim_log_[c.log_cursor];
-      if (seen[slot]) continue;
-      seen[slot] = 1;
-      touched.push_back(slot);
-      refresh_candidate(key, c, slot);
-    }
-    if (c.not_members > c.listed_count / 2) {
-      for (auto& slots : c.group_slots)
-        std::erase_if(slots, [&](int slot) {
-          if (c.member[slot]) return false;
-          c.listed[slot] = 0;
-          return true;
-        });
-      c.listed_count -= c.not_members;
-      c.not_members = 0;
-    }
+  for (; c.log_cursor < victim_log_.size(); ++c.log_cursor) {
+    int slot = victim_log_[c.log_cursor];
+    if (seen[slot]) continue;
+    seen[slot] = 1;
+    touched.push_back(slot);
+    refresh_candidate(key, c, slot);
   }
   for (int slot : touched) seen[slot] = 0;
-  trim_victim_log();
-  return c;
+  if (c.not_members > c.listed_count / 2) {
+    for (auto& slots : c.group_slots)
+      std::erase_if(slots, [&](int slot) {
+        if (c.member[slot]) return false;
+        c.listed[slot] = 0;
+        return true;
+      });
+    c.listed_count -= c.not_members;
+    c.not_members = 0;
+  }
 }
 
 void ClusterScheduler::trim_victim_log() {
@@ -354,13 +367,10 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
     slot_candidate.push_back(candidate);
   };
   VictimCandidates& candidates = victim_slots(job);
-  std::array<int64_t, 4> size{one.gpus == 0       ? 0
-                              : one.gpu_milli > 0 ? one.gpu_milli
-                                                  : 1000,
-                              one.gpus == 0       ? 0
-                              : one.gpu_milli > 0 ? 1
-                                                  : one.gpus,
-                              one.cpu_milli, one.memory_mib};
+  // What could_free_enough compares: milli needed on a GPU, GPUs, CPUs, memory.
+  int64_t per_gpu = one.gpus == 0 ? 0 : one.gpu_milli > 0 ? one.gpu_milli : 1000;
+  int64_t gpus = one.gpus == 0 ? 0 : one.gpu_milli > 0 ? 1 : one.gpus;
+  std::array<int64_t, 4> size{per_gpu, gpus, one.cpu_milli, one.memory_mib};
   auto& nothing =
       candidates
           .nothing_freeable[{fit_signature(shapes_[job.shape]), one.gpu_model, one.gpu_memory_mib}];
