@@ -549,10 +549,9 @@ RunResult run(const std::string& policy, const Cluster& cluster, const Workload&
     // A pass after one that placed jobs decides every pending job again (jobs placed in the
     // last pass may be preempted now): settle before the probes, so that each probe's pass
     // decides only the new job.
-    for (int settle = 0; settle < 5 && changed;) {
+    for (int settle = 0; settle < 5 && changed; ++settle) {
       size_t placed = res.placements;
       pass(false);
-      ++settle;
       if (res.placements == placed) break;
     }
     // Each kind of probe gets a third of the probe budget; the rest of its jobs are submitted
