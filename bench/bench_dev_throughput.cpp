@@ -166,7 +166,14 @@ int main(int argc, char** argv) {
     }
   }
   double all_done = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  json finished = api.call("GET", "/v1/jobs?all=1&limit=10000")["jobs"];
+  json finished = json::array();
+  for (std::string cursor;;) {  // pages of 1,000, newest first
+    json page = api.call("GET", "/v1/jobs?all=1&limit=1000" +
+                                    (cursor.empty() ? std::string() : "&cursor=" + cursor));
+    for (auto& j : page["jobs"]) finished.push_back(std::move(j));
+    if (!page.contains("next_cursor")) break;
+    cursor = page["next_cursor"];
+  }
   std::set<std::string> wanted(ids.begin(), ids.end());
   int succeeded = 0;
   for (const auto& j : finished)

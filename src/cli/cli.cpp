@@ -7,10 +7,33 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "cli/commands.h"
 
 namespace gpucloud::cli {
+
+namespace {
+
+// Overwrites the values of --join-token in argv with 'x'.
+void hide_secret_flags(int argc, char** argv) {
+  const std::string flag = "--join-token";
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") return;
+    char* value = nullptr;
+    if (arg == flag && i + 1 < argc)
+      value = argv[++i];
+    else if (arg.rfind(flag + "=", 0) == 0)
+      value = argv[i] + flag.size() + 1;
+    if (value)
+      for (char* c = value; *c; ++c) *c = 'x';
+  }
+}
+
+}  // namespace
 
 int run_cli(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
@@ -65,6 +88,15 @@ int run_cli(int argc, char** argv) {
                    "placement policy: default, first-fit, random, dot-product, clustering, "
                    "packing, best-fit or fgd")
       ->capture_default_str();
+  dev_cmd
+      ->add_option("--max-connections", dev.max_connections,
+                   "open API connections at most (0: the open-file limit less a reserve)")
+      ->check(CLI::Range(0, 1'000'000));
+  dev_cmd
+      ->add_option("--max-connections-per-source", dev.max_connections_per_source,
+                   "open API connections per client address (agents' addresses are exempt)")
+      ->check(CLI::Range(1, 1'000'000))
+      ->capture_default_str();
   dev_cmd->callback([&] { code = cmd_dev(dev); });
 
   RunOptions run;
@@ -77,8 +109,10 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_option("--mem", run.mem, "memory per replica, e.g. 16GiB (default: no reservation)");
   run_cmd->add_option("--replicas", run.replicas, "replicas, started together (default 1)");
   run_cmd->add_option("--name", run.name, "job name (default: the command's name)");
-  run_cmd->add_option("--env", run.env, "K=V, repeatable");
-  run_cmd->add_option("--selector", run.selector, "node label K=V the node must have, repeatable");
+  // One value per occurrence: `--env X=1 -- sh -c ...` must not read past `--`.
+  run_cmd->add_option("--env", run.env, "K=V, repeatable")->allow_extra_args(false);
+  run_cmd->add_option("--selector", run.selector, "node label K=V the node must have, repeatable")
+      ->allow_extra_args(false);
   run_cmd->add_option("--workdir", run.workdir, "working directory (default: this one)");
   run_cmd->add_option("--max-runtime", run.max_runtime, "stop the job after this long, e.g. 2h");
   run_cmd->add_option("--restart", run.restart, "never | on-lost (default) | on-failure | always");
@@ -162,15 +196,27 @@ int run_cli(int argc, char** argv) {
                    "placement policy: default, first-fit, random, dot-product, clustering, "
                    "packing, best-fit or fgd")
       ->capture_default_str();
+  server_cmd
+      ->add_option("--max-connections", srv.max_connections,
+                   "open API connections at most (0: the open-file limit less a reserve)")
+      ->check(CLI::Range(0, 1'000'000));
+  server_cmd
+      ->add_option("--max-connections-per-source", srv.max_connections_per_source,
+                   "open API connections per client address (agents' addresses are exempt); "
+                   "raise it when many users share one NAT address")
+      ->check(CLI::Range(1, 1'000'000))
+      ->capture_default_str();
   server_cmd->callback([&] { code = cmd_server(srv); });
 
   AgentOptions agent;
   auto* agent_cmd =
       app.add_subcommand("agent", "run this machine's agent, joined to a server over the network");
   agent_cmd->add_option("--server", agent.server, "the server, e.g. https://10.0.0.1:8443");
-  agent_cmd->add_option(
-      "--join-token", agent.join_token,
-      "a join token (gpucloud token create --role agent); or GPUCLOUD_JOIN_TOKEN");
+  agent_cmd->add_option("--join-token", agent.join_token,
+                        "a join token (gpucloud token create --role agent); prefer "
+                        "--join-token-file or GPUCLOUD_JOIN_TOKEN, which `ps` does not show");
+  agent_cmd->add_option("--join-token-file", agent.join_token_file,
+                        "a file holding the join token (keep it 0600)");
   agent_cmd->add_option("--data-dir", agent.data_dir, "the agent's state and job files")
       ->capture_default_str();
   agent_cmd->add_option("--name", agent.name, "node name (default: the hostname)");
@@ -213,13 +259,16 @@ int run_cli(int argc, char** argv) {
   token_revoke->callback([&] { code = cmd_token_revoke(token_name); });
 
   std::string node_name;
-  auto* node_cmd = app.add_subcommand("node", "cordon, uncordon or drain a node");
+  auto* node_cmd = app.add_subcommand("node", "cordon, uncordon, drain or replace a node");
   node_cmd->require_subcommand(1);
-  for (const char* action : {"cordon", "uncordon", "drain"}) {
-    const char* help = std::string(action) == "cordon" ? "place no new work on the node"
-                       : std::string(action) == "uncordon"
-                           ? "allow new work on the node again"
-                           : "cordon, and stop and re-queue its jobs";
+  const std::vector<std::pair<const char*, const char*>> node_actions = {
+      {"cordon", "place no new work on the node"},
+      {"uncordon", "allow new work on the node again"},
+      {"drain", "cordon, and stop and re-queue its jobs"},
+      {"replace",
+       "let the next agent that joins with this node's name take it over (a machine that "
+       "lost its agent state); the node must not be ready"}};
+  for (const auto& [action, help] : node_actions) {
     auto* sub = node_cmd->add_subcommand(action, help);
     sub->add_option("node", node_name, "node name or id")->required();
     sub->callback([&, action] { code = cmd_node_action(action, node_name); });
@@ -283,8 +332,15 @@ int run_cli(int argc, char** argv) {
                          "price catalog (CSV or YAML, $ per GPU-hour per model) for cost");
   replay_cmd->callback([&] { code = cmd_sim_replay(replay); });
 
+  // Secrets given as flags are copied for the parser, then blanked in argv, so that other
+  // users do not read them in `ps` or /proc/PID/cmdline.
+  std::vector<std::string> args(argv, argv + argc);
+  std::vector<char*> arg_pointers;
+  for (auto& a : args) arg_pointers.push_back(a.data());
+  arg_pointers.push_back(nullptr);
+  hide_secret_flags(argc, argv);
   try {
-    app.parse(argc, argv);
+    app.parse(argc, arg_pointers.data());
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;

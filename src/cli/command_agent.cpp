@@ -2,7 +2,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -51,13 +53,26 @@ bool has_agent_state(const std::string& data_dir) {
 int cmd_agent(const AgentOptions& o) {
   if (o.server.empty())
     return usage("--server URL is required (e.g. --server https://10.0.0.1:8443)");
+  if (!o.join_token.empty() && !o.join_token_file.empty())
+    return usage("give --join-token or --join-token-file, not both");
   std::string join_token = o.join_token;
+  if (!o.join_token_file.empty()) {
+    std::ifstream in(o.join_token_file);
+    if (!in || !std::getline(in, join_token))
+      return usage(
+          fmt::format("--join-token-file {}: cannot read a token from it", o.join_token_file));
+    while (!join_token.empty() && std::isspace(static_cast<unsigned char>(join_token.back())))
+      join_token.pop_back();
+    if (join_token.empty())
+      return usage(fmt::format("--join-token-file {} is empty", o.join_token_file));
+  }
   if (join_token.empty())
     if (const char* env = std::getenv("GPUCLOUD_JOIN_TOKEN")) join_token = env;
+  ::unsetenv("GPUCLOUD_JOIN_TOKEN");  // nothing this process starts inherits it
   if (join_token.empty() && !has_agent_state(o.data_dir))
     return usage(
-        "--join-token T is required to join (or set GPUCLOUD_JOIN_TOKEN); make one on the server "
-        "with `gpucloud token create --role agent`");
+        "a join token is required to join: --join-token-file FILE, GPUCLOUD_JOIN_TOKEN or "
+        "--join-token T; make one on the server with `gpucloud token create --role agent`");
   if (!o.ca.empty() && !o.fingerprint.empty())
     return usage("give --ca FILE or --fingerprint SHA256, not both");
   agent::AgentConfig ac;

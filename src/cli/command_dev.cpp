@@ -77,6 +77,8 @@ int cmd_dev(const DevOptions& o) {
   config.listen_port = listen->second;
   config.policy = o.policy;
   config.poll_hold_ms = o.poll_hold_ms;
+  config.max_connections = o.max_connections;
+  config.max_connections_per_source = o.max_connections_per_source;
   config.config_file = o.config_file;
   auto unreachable = parse_duration_ms(o.unreachable_after);
   auto down = parse_duration_ms(o.down_after);

@@ -31,6 +31,8 @@ Result<server::ServerConfig> server_config_from(const ServerOptions& o) {
   config.tls = !o.plain_http;
   config.tls_cert_file = o.tls_cert;
   config.tls_key_file = o.tls_key;
+  config.max_connections = o.max_connections;
+  config.max_connections_per_source = o.max_connections_per_source;
   if (o.plain_http && (!o.tls_cert.empty() || !o.tls_key.empty()))
     return invalid("--plain-http and --tls-cert/--tls-key exclude each other; choose one");
   if (o.tls_cert.empty() != o.tls_key.empty())
@@ -81,8 +83,9 @@ int cmd_server(const ServerOptions& o) {
                    "  data dir:     {}\n"
                    "  node timeouts: unreachable after {}, down after {}\n"
                    "\n"
-                   "Join a machine (make a join token with `gpucloud token create --role agent`):\n"
-                   "  gpucloud agent --server {}{} --join-token TOKEN\n",
+                   "Join a machine (make a join token with `gpucloud token create --role agent`,\n"
+                   "save it to a file readable only by root on the machine):\n"
+                   "  gpucloud agent --server {}{} --join-token-file TOKEN_FILE\n",
                    s.url(), trust, s.layout().admin_token(), o.data_dir,
                    format_duration_ms(config->unreachable_after_ms),
                    format_duration_ms(config->down_after_ms), s.url(), pin)

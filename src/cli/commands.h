@@ -35,6 +35,8 @@ struct DevOptions {
   std::string unreachable_after = "15s";  // no poll for this long: node unreachable
   std::string down_after = "60s";         // no poll for this long: node down, attempts lost
   int64_t poll_hold_ms = 5000;
+  int max_connections = 0;  // 0: the descriptor limit less a reserve
+  int max_connections_per_source = 256;
 };
 
 /// `gpucloud server`: the control plane alone (docs/config.md).
@@ -48,12 +50,15 @@ struct ServerOptions {
   std::string unreachable_after = "15s";
   std::string down_after = "60s";
   std::string poll_hold = "5s";
+  int max_connections = 0;  // 0: the descriptor limit less a reserve
+  int max_connections_per_source = 256;
 };
 
 /// `gpucloud agent`: one node joining a server.
 struct AgentOptions {
-  std::string server;      // https://HOST:PORT
-  std::string join_token;  // or GPUCLOUD_JOIN_TOKEN
+  std::string server;           // https://HOST:PORT
+  std::string join_token;       // or GPUCLOUD_JOIN_TOKEN, or:
+  std::string join_token_file;  // a file holding the join token
   std::string data_dir = ".gpucloud-agent";
   std::string name;  // default: the hostname
   std::string sim_gpus;

@@ -3,6 +3,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include "common/units.h"
 #include "model/job_spec.h"
 #include "model/yaml_json.h"
+#include "net/http_types.h"
 
 namespace gpucloud::cli {
 
@@ -76,7 +78,7 @@ int exit_code_of(const json& job) {
 int wait_for(ApiClient& api, const std::string& id) {
   int delay_ms = 20;
   for (;;) {
-    auto job = api.call("GET", "/v1/jobs/" + id);
+    auto job = api.call("GET", "/v1/jobs/" + net::url_encode(id));
     if (!job) return fail(job.error().message);
     std::string state = job->value("state", "");
     if (state != "pending" && state != "running") {
@@ -196,9 +198,23 @@ int cmd_submit(const std::string& file, bool wait) {
 int cmd_ps(bool all, bool as_json) {
   auto api = ApiClient::from_environment();
   if (!api) return fail(api.error().message);
-  auto r = api->call("GET", all ? "/v1/jobs?all=1" : "/v1/jobs");
-  if (!r) return fail(r.error().message);
-  const json& jobs = (*r)["jobs"];
+  // Pages come newest first; the table lists the oldest first, like before paging.
+  json jobs = json::array();
+  std::string cursor;
+  for (;;) {
+    std::string path = fmt::format("/v1/jobs?limit=1000{}{}", all ? "&all=1" : "",
+                                   cursor.empty() ? "" : "&cursor=" + net::url_encode(cursor));
+    auto r = api->call("GET", path);
+    if (!r) return fail(r.error().message);
+    if (!r->contains("jobs") || !(*r)["jobs"].is_array())
+      return fail("the server's answer to GET /v1/jobs has no jobs list");
+    for (auto& j : (*r)["jobs"]) jobs.push_back(std::move(j));
+    if (!r->contains("next_cursor") || !(*r)["next_cursor"].is_string()) break;
+    std::string next = (*r)["next_cursor"].get<std::string>();
+    if (next.empty() || next == cursor) break;
+    cursor = next;
+  }
+  std::reverse(jobs.begin(), jobs.end());
   if (as_json) {
     std::cout << jobs.dump(2) << "\n";
     return 0;
@@ -222,7 +238,7 @@ int cmd_ps(bool all, bool as_json) {
 int cmd_show(const std::string& id, bool as_json) {
   auto api = ApiClient::from_environment();
   if (!api) return fail(api.error().message);
-  auto j = api->call("GET", "/v1/jobs/" + id);
+  auto j = api->call("GET", "/v1/jobs/" + net::url_encode(id));
   if (!j) return fail(j.error().message);
   if (as_json) {
     std::cout << j->dump(2) << "\n";
@@ -269,16 +285,17 @@ int cmd_logs(const std::string& id, bool follow, int rank) {
   auto api = ApiClient::from_environment();
   if (!api) return fail(api.error().message);
   // Pin the attempt: a re-queued job's next attempt starts a new log, followed from its start.
-  auto job = api->call("GET", "/v1/jobs/" + id);
+  auto job = api->call("GET", "/v1/jobs/" + net::url_encode(id));
   if (!job) return fail(job.error().message);
   std::string job_id = job->value("id", id);
   int attempt = job->value("attempt", 1);
   int64_t offset = 0;
   for (;;) {
-    auto r = api->raw("GET",
-                      fmt::format("/v1/jobs/{}/logs?offset={}&rank={}&attempt={}{}", job_id, offset,
-                                  rank, attempt, follow ? "&follow=1&wait_ms=20000" : ""),
-                      follow ? 40'000 : 30'000);
+    auto r = api->raw(
+        "GET",
+        fmt::format("/v1/jobs/{}/logs?offset={}&rank={}&attempt={}{}", net::url_encode(job_id),
+                    offset, rank, attempt, follow ? "&follow=1&wait_ms=20000" : ""),
+        follow ? 40'000 : 30'000);
     if (!r) return fail(r.error().message);
     if (r->status != 200) return fail(error_from_response(*r).message);
     std::cout.write(r->body.data(), static_cast<std::streamsize>(r->body.size()));
@@ -293,7 +310,7 @@ int cmd_logs(const std::string& id, bool follow, int rank) {
     if (!follow && (done || r->body.empty())) break;
     if (!done) continue;
     // This attempt's output is complete. If the job went on with another attempt, follow it.
-    auto now = api->call("GET", "/v1/jobs/" + job_id);
+    auto now = api->call("GET", "/v1/jobs/" + net::url_encode(job_id));
     if (!now) return fail(now.error().message);
     int latest = now->value("attempt", attempt);
     if (latest == attempt) break;
@@ -307,7 +324,7 @@ int cmd_logs(const std::string& id, bool follow, int rank) {
 int cmd_cancel(const std::string& id) {
   auto api = ApiClient::from_environment();
   if (!api) return fail(api.error().message);
-  auto j = api->call("DELETE", "/v1/jobs/" + id);
+  auto j = api->call("DELETE", "/v1/jobs/" + net::url_encode(id));
   if (!j) return fail(j.error().message);
   std::string state = j->value("state", "");
   if (state == "cancelled")

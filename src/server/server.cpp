@@ -80,6 +80,10 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config, const
   auto store = store::open_sqlite_store(server->layout_.database());
   if (!store) return store.error();
   server->store_ = std::move(*store);
+  auto read_store = store::open_sqlite_store(server->layout_.database());
+  if (!read_store) return read_store.error();
+  server->read_store_ = std::move(*read_store);
+  server->background_ = std::make_unique<BackgroundWork>(2);
   sched::PolicySettings settings;
   settings.policy = config.policy;
   auto scheduler = sched::create_scheduler(settings);
@@ -211,12 +215,18 @@ Result<int> Server::start() {
                                             [this](net::HttpRequest&& req, net::Responder respond) {
                                               handle(std::move(req), std::move(respond));
                                             });
+  http_->set_head_check([this](const net::HttpRequest& head) { return check_head(head); });
   net::HttpServerConfig http_config;
   http_config.host = config_.listen_host;
   http_config.port = config_.listen_port;
+  http_config.max_connections = config_.max_connections;
+  http_config.max_connections_per_source = config_.max_connections_per_source;
+  int files = net::raise_open_file_limit();
   GPUCLOUD_TRY(prepare_tls(http_config));
   auto port = http_->listen(http_config);
   if (!port) return port.error();
+  spdlog::info("open file limit {}: at most {} connections, {} per source", files,
+               http_->max_connections(), http_config.max_connections_per_source);
   std::string host = config_.listen_host == "0.0.0.0" ? "127.0.0.1" : config_.listen_host;
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
   url_ = fmt::format("{}://{}:{}", config_.tls ? "https" : "http", host, *port);
@@ -235,21 +245,31 @@ Result<int> Server::start() {
   return *port;
 }
 
+std::optional<net::HttpResponse> Server::check_head(const net::HttpRequest& head) {
+  if (head.path == "/healthz") return std::nullopt;
+  auto who = auth_.authenticate(head.header("authorization"), clock_.now_ms());
+  if (!who) return unauthenticated(head);
+  if (who->role == "node") http_->trust_source(head.remote_address);
+  return std::nullopt;
+}
+
+net::HttpResponse Server::unauthenticated(const net::HttpRequest& req) const {
+  std::string why = auth_.rejection(req.header("authorization"), clock_.now_ms());
+  return error_response(
+      {ErrorCode::kUnauthenticated,
+       !why.empty() ? why
+                    : "missing or invalid token: send 'Authorization: Bearer <token>' (the "
+                      "CLI reads GPUCLOUD_TOKEN, or the admin.token file in the data dir)"});
+}
+
 void Server::handle(net::HttpRequest&& req, net::Responder respond) {
   if (req.path == "/healthz") {
     respond(json_response(200, {{"status", "ok"}}));
     return;
   }
+  // Checked again: the token may have been revoked while the body was read.
   auto who = auth_.authenticate(req.header("authorization"), clock_.now_ms());
-  if (!who) {
-    std::string why = auth_.rejection(req.header("authorization"), clock_.now_ms());
-    respond(error_response(
-        {ErrorCode::kUnauthenticated,
-         !why.empty() ? why
-                      : "missing or invalid token: send 'Authorization: Bearer <token>' (the "
-                        "CLI reads GPUCLOUD_TOKEN, or the admin.token file in the data dir)"}));
-    return;
-  }
+  if (!who) return respond(unauthenticated(req));
   try {
     route(req, *who, respond);
   } catch (const std::exception& e) {
@@ -289,7 +309,7 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
         {ErrorCode::kPermissionDenied, "an agent join token may only register nodes"}));
   if (p == "/v1/jobs") {
     if (m == "POST") return respond(submit_job(req, who));
-    if (m == "GET") return respond(list_jobs(req, who));
+    if (m == "GET") return list_jobs(req, who, std::move(respond));
     return method_not_allowed("GET, POST");
   }
   if (p == "/v1/tenants") {

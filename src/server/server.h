@@ -19,6 +19,7 @@
 #include "net/http_server.h"
 #include "sched/scheduler.h"
 #include "server/auth.h"
+#include "server/background_work.h"
 #include "server/config.h"
 #include "server/log_store.h"
 #include "store/state_store.h"
@@ -38,6 +39,9 @@ struct ServerConfig {
   bool tls = false;
   std::string tls_cert_file;
   std::string tls_key_file;
+  // Connection limits (net::HttpServerConfig): 0 = the default there.
+  int max_connections = 0;
+  int max_connections_per_source = 256;
 };
 
 /// Paths of the files a server keeps in its data dir.
@@ -95,12 +99,21 @@ class Server {
   Status load_state();
 
   // HTTP
+  /// Answers a request head at once when its token is missing or refused (before its body
+  /// is read), and lifts the per-source connection cap for addresses nodes poll from.
+  std::optional<net::HttpResponse> check_head(const net::HttpRequest& head);
+  /// The answer to a request without a valid token.
+  net::HttpResponse unauthenticated(const net::HttpRequest& req) const;
   void handle(net::HttpRequest&& req, net::Responder respond);
   void route(net::HttpRequest& req, const Principal& who, net::Responder& respond);
 
   // Jobs API (server_jobs.cpp)
   net::HttpResponse submit_job(const net::HttpRequest& req, const Principal& who);
-  net::HttpResponse list_jobs(const net::HttpRequest& req, const Principal& who);
+  /// GET /v1/jobs: one page of jobs, newest first (limit, cursor; all=1 adds ended ones). The
+  /// answer is built on a background thread.
+  void list_jobs(const net::HttpRequest& req, const Principal& who, net::Responder respond);
+  static constexpr int kDefaultJobPage = 500;
+  static constexpr int kMaxJobPage = 1000;
   Result<Job> find_visible_job(const std::string& id_or_prefix, const Principal& who);
   net::HttpResponse cancel_job(const std::string& id, const Principal& who);
   void job_logs(const net::HttpRequest& req, const std::string& id, const Principal& who,
@@ -113,6 +126,8 @@ class Server {
   // Join tokens and node administration (server_admin.cpp)
   net::HttpResponse create_token(const net::HttpRequest& req, const Principal& who);
   net::HttpResponse list_tokens(const Principal& who);
+  /// Ok when tenant is a valid name and, where the config file lists tenants, one of them.
+  Status check_tenant_name(const std::string& tenant) const;
   net::HttpResponse revoke_token(const std::string& name, const Principal& who);
   /// POST /v1/nodes/NODE/{cordon,uncordon,drain}.
   net::HttpResponse node_action(const std::string& node, const std::string& action,
@@ -184,6 +199,9 @@ class Server {
   const Clock& clock_;
   net::EventLoop& loop_;
   std::unique_ptr<store::StateStore> store_;
+  // A second connection to the store, used only by background_ (large reads).
+  std::unique_ptr<store::StateStore> read_store_;
+  std::unique_ptr<BackgroundWork> background_;  // destroyed before read_store_
   std::unique_ptr<net::HttpServer> http_;
   std::unique_ptr<sched::Scheduler> scheduler_;
   sched::SyncState scheduler_known_;  // what the scheduler was told (sync_snapshot)

@@ -20,6 +20,7 @@ using json = nlohmann::json;
 namespace {
 
 constexpr int64_t kDefaultTokenTtlMs = 24 * 3600 * 1000LL;
+constexpr int64_t kMaxTokenTtlMs = 3650 * 24 * 3600 * 1000LL;
 
 std::string token_state(const store::TokenRecord& t, TimeMs now) {
   if (t.revoked) return "revoked";
@@ -77,32 +78,55 @@ net::HttpResponse Server::create_token(const net::HttpRequest& req, const Princi
   auto body = parse_json_body(req.body.empty() ? "{}" : req.body);
   if (!body) return error_response(body.error());
   if (!body->is_object()) return error_response(invalid("token: expected a JSON object"));
-  std::string role = body->value("role", "");
+  for (const auto& [key, value] : body->items())
+    if (key != "role" && key != "ttl" && key != "tenants")
+      return error_response(invalid(fmt::format(
+          "token: unknown field '{}'; a token has role, ttl and tenants", key.substr(0, 64))));
+  if (!body->contains("role") || !(*body)["role"].is_string())
+    return error_response(
+        invalid("token role must be a string: \"agent\", \"member\" or \"admin\""));
+  std::string role = (*body)["role"].get<std::string>();
   if (role != "agent" && role != "admin" && role != "member")
     return error_response(invalid(fmt::format(
         "token role '{}' is not agent, member or admin (--role agent makes a join token for "
         "new nodes)",
-        role)));
+        role.substr(0, 64))));
   TimeMs now = clock_.now_ms();
   int64_t ttl_ms = kDefaultTokenTtlMs;
   if (body->contains("ttl")) {
     if (!(*body)["ttl"].is_string())
       return error_response(invalid("token ttl must be a string such as \"24h\" or \"0\""));
     std::string ttl = (*body)["ttl"].get<std::string>();
-    auto parsed = ttl == "0" || ttl == "never" ? Result<int64_t>(0) : parse_duration_ms(ttl);
-    if (!parsed || *parsed < 0)
-      return error_response(invalid(fmt::format(
-          "token ttl '{}' is not a duration (e.g. 30m, 24h, 7d; 0 for no expiry)", ttl)));
-    ttl_ms = *parsed;
+    if (ttl == "0" || ttl == "never") {
+      ttl_ms = 0;
+    } else {
+      // Only "0" or "never" mean no expiry: a duration that comes out as 0 (0s, 0.1ms) is a
+      // mistake, not a wish for a token that never expires.
+      auto parsed = parse_duration_ms(ttl);
+      if (!parsed || *parsed < 1000 || *parsed > kMaxTokenTtlMs)
+        return error_response(invalid(fmt::format(
+            "token ttl '{}' must be a duration from 1s to 3650d (e.g. 30m, 24h, 7d), or 0 or "
+            "never for a token that does not expire",
+            ttl.substr(0, 64))));
+      ttl_ms = *parsed;
+    }
   }
   store::TokenRecord record;
   record.role = role;
+  if (body->contains("tenants") && role != "member")
+    return error_response(
+        invalid(fmt::format("tenants are for member tokens; a{} {} token acts for every tenant",
+                            role == "admin" ? "n" : "", role)));
   if (role == "member") {
     if (!body->contains("tenants") || !(*body)["tenants"].is_array() || (*body)["tenants"].empty())
       return error_response(invalid("a member token needs \"tenants\": [\"team-a\", ...]"));
+    if ((*body)["tenants"].size() > 1000)
+      return error_response(invalid("a member token may name at most 1000 tenants"));
     for (const auto& t : (*body)["tenants"]) {
       if (!t.is_string()) return error_response(invalid("tenants must be strings"));
-      record.tenants.push_back(t.get<std::string>());
+      std::string tenant = t.get<std::string>();
+      if (auto st = check_tenant_name(tenant); !st.ok()) return error_response(st.error());
+      record.tenants.push_back(tenant);
     }
   }
   std::string secret = random_token();
@@ -124,6 +148,25 @@ net::HttpResponse Server::create_token(const net::HttpRequest& req, const Princi
                              {"token", secret},
                              {"created_at_ms", record.created_at},
                              {"expires_at_ms", record.expires_at}});
+}
+
+Status Server::check_tenant_name(const std::string& tenant) const {
+  bool valid = !tenant.empty() && tenant.size() <= 63;
+  for (char c : tenant)
+    valid &= std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  if (!valid)
+    return invalid(
+        fmt::format("tenant '{}' is not a tenant name: 1 to 63 letters, digits, '-', '_' or '.'",
+                    tenant.substr(0, 64)));
+  if (tenant == "default" || file_config_.tenants.empty()) return {};
+  std::string known = "default";
+  for (const auto& t : file_config_.tenants) {
+    if (t.name == tenant) return {};
+    known += ", " + t.name;
+  }
+  return invalid(fmt::format(
+      "tenant '{}' does not exist (tenants: {}); add it to the server's --config file first",
+      tenant, known));
 }
 
 net::HttpResponse Server::list_tokens(const Principal& who) {
@@ -168,9 +211,10 @@ net::HttpResponse Server::revoke_token(const std::string& name, const Principal&
 
 net::HttpResponse Server::node_action(const std::string& node, const std::string& action,
                                       const Principal& who) {
-  if (action != "cordon" && action != "uncordon" && action != "drain")
+  if (action != "cordon" && action != "uncordon" && action != "drain" && action != "replace")
     return error_response(not_found(fmt::format(
-        "no such node action '{}': use cordon, uncordon or drain (see docs/api.md)", action)));
+        "no such node action '{}': use cordon, uncordon, drain or replace (see docs/api.md)",
+        action.substr(0, 64))));
   if (!who.is_admin()) return error_response(admin_only(("node " + action).c_str()));
   store::NodeRecord* rec = nullptr;
   for (auto& [id, n] : nodes_)
@@ -180,6 +224,26 @@ net::HttpResponse Server::node_action(const std::string& node, const std::string
         not_found(fmt::format("no node named '{}'; `gpucloud nodes` lists them", node)));
   TimeMs now = clock_.now_ms();
   store::WriteBatch batch;
+  if (action == "replace") {
+    // The next agent that registers with this name and a join token takes the record over
+    // (its replicas here are then marked lost): for a machine that lost its agent state.
+    if (rec->state == "ready")
+      return error_response(
+          {ErrorCode::kConflict,
+           fmt::format("node {} is ready (its agent is polling); stop that agent first, or "
+                       "give the new machine another name",
+                       rec->info.name)});
+    rec->replace_approved = true;
+    batch.nodes.push_back(*rec);
+    batch.audit.push_back({now, who.name, "node.replace", rec->id, rec->info.name});
+    if (auto st = commit(batch); !st.ok()) return error_response(st.error());
+    spdlog::info("{}: node {} may be replaced by the next agent registering with its name",
+                 who.name, rec->info.name);
+    return json_response(200, {{"id", rec->id},
+                               {"name", rec->info.name},
+                               {"state", rec->state},
+                               {"replace_approved", true}});
+  }
   rec->cordoned = action != "uncordon";
   batch.nodes.push_back(*rec);
   batch.audit.push_back({now, who.name, "node." + action, rec->id, rec->info.name});

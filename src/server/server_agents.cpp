@@ -72,28 +72,57 @@ std::optional<net::HttpResponse> Server::register_node_now(
     info->address = req.remote_address;
     if (info->address.rfind("::ffff:", 0) == 0) info->address = info->address.substr(7);
   }
-  store::NodeRecord* existing = nullptr;
-  if (!node_id.empty()) {
+  // The node this registration is for by its credential: the bearer's own node, or the one
+  // whose id and credential the body carries.
+  store::NodeRecord* own = nullptr;
+  if (who.role == "node") {
+    auto it = nodes_.find(who.node_id);
+    if (it == nodes_.end()) return error_response(not_found("node is not registered"));
+    own = &it->second;
+    if (credential.empty() ||
+        !net::constant_time_equal(net::sha256_hex(credential), own->credential_sha256))
+      credential.clear();  // a fresh one is issued below
+  } else if (!node_id.empty()) {
     auto it = nodes_.find(node_id);
     if (it != nodes_.end() && !credential.empty() &&
         net::constant_time_equal(net::sha256_hex(credential), it->second.credential_sha256))
-      existing = &it->second;
+      own = &it->second;
   }
+  auto refuse = [&](ErrorCode code, std::string message) {
+    spdlog::warn("register refused from {} (token '{}', name '{}'): {}", req.remote_address,
+                 who.name, info->name, message);
+    return error_response({code, std::move(message)});
+  };
+  store::NodeRecord* existing = own;
   std::vector<std::string> same_name;  // the records with this name (by the index, by id)
   if (auto named = node_ids_by_name_.find(info->name); named != node_ids_by_name_.end())
     same_name.assign(named->second.begin(), named->second.end());
   for (const auto& id : same_name) {
     auto& node = nodes_.at(id);
-    if (&node != existing) {
-      if (node.state == "ready")
-        return error_response(
-            {ErrorCode::kConflict,
-             fmt::format("a ready node named '{}' is already registered; give this agent another "
-                         "name or stop the other one",
-                         info->name)});
-      existing = &node;  // a machine that lost its agent state takes its old record back
-      credential.clear();
-    }
+    if (&node == own) continue;
+    if (node.state == "ready")
+      return refuse(
+          ErrorCode::kConflict,
+          fmt::format("a ready node named '{}' is already registered; give this agent another "
+                      "name or stop the other one",
+                      info->name));
+    // A credential is bound to its node: it never takes over another one, and a join token
+    // takes over a node that is gone only once an admin has approved it.
+    if (who.role == "node")
+      return refuse(ErrorCode::kPermissionDenied,
+                    fmt::format("the credential of node '{}' cannot register as '{}', which is "
+                                "another node ({})",
+                                own->info.name, info->name, node.id));
+    if (!who.is_admin() && !node.replace_approved)
+      return refuse(
+          ErrorCode::kConflict,
+          fmt::format("node name '{}' belongs to node {}, which is {}; if this machine is that "
+                      "node and lost its agent state, an admin approves the replacement with "
+                      "`gpucloud node replace {}`; otherwise give this agent another --name",
+                      info->name, node.id, node.state, info->name));
+    existing = &node;  // a machine that lost its agent state takes its old record back
+    existing->replace_approved = false;
+    credential.clear();
   }
   store::NodeRecord record;
   if (existing) {

@@ -2,7 +2,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 
 #include "common/units.h"
 #include "server/http_util.h"
@@ -11,6 +14,21 @@
 namespace gpucloud::server {
 
 using json = nlohmann::json;
+
+namespace {
+
+// A whole number of at most 9 digits, or nullopt.
+std::optional<int64_t> parse_count(const std::string& text) {
+  if (text.empty() || text.size() > 9) return std::nullopt;
+  int64_t n = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
+}  // namespace
 
 net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principal& who) {
   auto body = parse_json_body(req.body);
@@ -50,35 +68,67 @@ net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principa
   return response;
 }
 
-net::HttpResponse Server::list_jobs(const net::HttpRequest& req, const Principal& who) {
-  bool all = req.query.count("all") && req.query.at("all") != "0" && req.query.at("all") != "false";
-  int limit = 1000;
-  if (req.query.count("limit")) {
-    try {
-      limit = std::stoi(req.query.at("limit"));
-    } catch (...) {
-      return error_response(invalid("limit: expected a whole number 1..10000"));
-    }
-    if (limit < 1 || limit > 10000)
-      return error_response(invalid("limit: expected a whole number 1..10000"));
-  }
-  std::string tenant = req.query.count("tenant") ? req.query.at("tenant") : "";
-  json out = json::array();
-  auto visible = [&](const Job& j) {
-    return who.may_act_for(j.spec.tenant) && (tenant.empty() || j.spec.tenant == tenant);
+void Server::list_jobs(const net::HttpRequest& req, const Principal& who, net::Responder respond) {
+  auto flag = [&](const char* name) {
+    auto it = req.query.find(name);
+    return it != req.query.end() && it->second != "0" && it->second != "false";
   };
-  std::vector<Job> finished;
-  if (all) {
-    auto r = store_->recent_finished_jobs(limit);
-    if (!r) return error_response(r.error());
-    finished = std::move(*r);
-    std::reverse(finished.begin(), finished.end());
-    for (const auto& j : finished)
-      if (visible(j)) out.push_back(job_to_json(j));
+  bool all = flag("all");
+  int limit = kDefaultJobPage;
+  if (auto it = req.query.find("limit"); it != req.query.end()) {
+    auto parsed = parse_count(it->second);
+    if (!parsed || *parsed < 1 || *parsed > kMaxJobPage)
+      return respond(
+          error_response(invalid(fmt::format("limit: '{}' is not a whole number from 1 to {}",
+                                             it->second.substr(0, 32), kMaxJobPage))));
+    limit = static_cast<int>(*parsed);
   }
-  for (const auto& [id, j] : jobs_)
-    if (visible(j)) out.push_back(job_to_json(j));
-  return json_response(200, {{"jobs", out}});
+  std::string cursor = req.query.count("cursor") ? req.query.at("cursor") : "";
+  if (!cursor.empty() && (!looks_like_id_prefix(cursor) || cursor.size() > 64))
+    return respond(error_response(invalid(
+        "cursor: not a cursor this server gave out; pass the next_cursor of the last page")));
+  // The tenants whose jobs the caller sees: empty means every tenant.
+  std::vector<std::string> tenants;
+  std::string tenant = req.query.count("tenant") ? req.query.at("tenant") : "";
+  if (!tenant.empty()) {
+    if (who.may_act_for(tenant)) tenants.push_back(tenant);
+  } else if (!who.is_admin()) {
+    tenants = who.tenants;
+  }
+  if (tenants.empty() && (!tenant.empty() || !who.is_admin()))
+    return respond(json_response(200, {{"jobs", json::array()}}));
+  auto visible = [&](const Job& j) {
+    return tenants.empty() ||
+           std::find(tenants.begin(), tenants.end(), j.spec.tenant) != tenants.end();
+  };
+  // The active jobs of the page (newest first), copied: the answer is built off the loop.
+  // One more than the page, to tell whether another page follows.
+  std::vector<Job> active;
+  auto it = cursor.empty() ? jobs_.end() : jobs_.lower_bound(cursor);
+  while (it != jobs_.begin() && static_cast<int>(active.size()) <= limit) {
+    --it;
+    if (visible(it->second)) active.push_back(it->second);
+  }
+  background_->post([this, all, limit, cursor, tenants = std::move(tenants),
+                     active = std::move(active), respond = std::move(respond)]() mutable {
+    std::vector<Job> page = std::move(active);
+    if (all) {
+      auto finished = read_store_->finished_jobs_page(cursor, tenants, limit + 1);
+      if (!finished) return respond(error_response(finished.error()));
+      // A job that ended since the copy is in both: its stored, final version wins.
+      std::set<std::string> ended;
+      for (const auto& j : *finished) ended.insert(j.id);
+      std::erase_if(page, [&](const Job& j) { return ended.count(j.id) > 0; });
+      page.insert(page.end(), std::make_move_iterator(finished->begin()),
+                  std::make_move_iterator(finished->end()));
+      std::sort(page.begin(), page.end(), [](const Job& a, const Job& b) { return a.id > b.id; });
+    }
+    json out = {{"jobs", json::array()}};
+    for (int i = 0; i < static_cast<int>(page.size()) && i < limit; ++i)
+      out["jobs"].push_back(job_to_json(page[i]));
+    if (static_cast<int>(page.size()) > limit) out["next_cursor"] = page[limit - 1].id;
+    respond(json_response(200, out));
+  });
 }
 
 Result<Job> Server::find_visible_job(const std::string& id_or_prefix, const Principal& who) {

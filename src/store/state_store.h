@@ -22,6 +22,9 @@ struct NodeRecord {
   NodeInfo info;
   std::string state = "ready";  // ready | unreachable | down
   bool cordoned = false;
+  // An admin approved that the next agent registering with this node's name by a join token
+  // takes this record over (`gpucloud node replace`): the machine lost its agent state.
+  bool replace_approved = false;
   TimeMs registered_at = 0;
   TimeMs last_seen = 0;
 };
@@ -70,6 +73,11 @@ class StateStore {
   virtual Result<std::vector<Job>> find_jobs_by_prefix(const std::string& prefix, int limit) = 0;
   /// Terminal jobs, newest first, at most limit (for `ps --all`).
   virtual Result<std::vector<Job>> recent_finished_jobs(int limit) = 0;
+  /// One page of terminal jobs in id order, newest first: those with an id below before_id
+  /// ("" = from the newest), of the given tenants (empty = any), at most limit.
+  virtual Result<std::vector<Job>> finished_jobs_page(const std::string& before_id,
+                                                      const std::vector<std::string>& tenants,
+                                                      int limit) = 0;
   /// All registered nodes.
   virtual Result<std::vector<NodeRecord>> load_nodes() = 0;
   /// All tokens.

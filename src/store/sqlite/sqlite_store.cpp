@@ -2,10 +2,14 @@
 //
 // Limits: one writer process per database file (the server); jobs are stored as their JSON
 // document plus the indexed columns queries need.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "model/node_json.h"
@@ -82,6 +86,7 @@ json node_to_doc(const NodeRecord& n) {
           {"info", node_info_to_json(n.info)},
           {"state", n.state},
           {"cordoned", n.cordoned},
+          {"replace_approved", n.replace_approved},
           {"registered_at", n.registered_at},
           {"last_seen", n.last_seen}};
 }
@@ -97,6 +102,7 @@ Result<NodeRecord> node_from_doc(const std::string& text) {
     n.info = std::move(*info);
     n.state = j.at("state").get<std::string>();
     n.cordoned = j.value("cordoned", false);
+    n.replace_approved = j.value("replace_approved", false);
     n.registered_at = j.at("registered_at").get<TimeMs>();
     n.last_seen = j.at("last_seen").get<TimeMs>();
     return n;
@@ -168,6 +174,21 @@ class SqliteStore final : public StateStore {
                     limit)
             .c_str(),
         {});
+  }
+
+  Result<std::vector<Job>> finished_jobs_page(const std::string& before_id,
+                                              const std::vector<std::string>& tenants,
+                                              int limit) override {
+    std::vector<std::string> args{before_id.empty() ? std::string("\x7f") : before_id};
+    std::string in;
+    for (const auto& t : tenants) {
+      args.push_back(t);
+      in += fmt::format("{}?{}", in.empty() ? "" : ",", args.size());
+    }
+    std::string sql = fmt::format(
+        "SELECT doc FROM jobs WHERE terminal = 1 AND id < ?1{} ORDER BY id DESC LIMIT {}",
+        tenants.empty() ? "" : " AND tenant IN (" + in + ")", limit);
+    return query_jobs(sql.c_str(), args);
   }
 
   Result<std::vector<NodeRecord>> load_nodes() override {
@@ -339,6 +360,13 @@ class SqliteStore final : public StateStore {
 }  // namespace
 
 Result<std::unique_ptr<StateStore>> open_sqlite_store(const std::string& path) {
+  // The database holds every job's command and env: only the service user may read it. Made
+  // 0600 before SQLite opens it (its -wal and -shm files take the database's mode).
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return internal(fmt::format("cannot open database {}: {}", path, std::strerror(errno)));
+  ::fchmod(fd, 0600);
+  ::close(fd);
   sqlite3* db = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &db,
