@@ -106,12 +106,12 @@ Result<std::string> read_string(const json& v, const std::string& field) {
 Result<int64_t> read_int(const json& v, const std::string& field, int64_t lo, int64_t hi,
                          const std::string& hint) {
   int64_t n = 0;
-  if (v.is_number_integer()) {
-    n = v.get<int64_t>();
-  } else if (v.is_number_unsigned()) {
+  if (v.is_number_unsigned()) {  // first: is_number_integer() is true for unsigned too
     if (v.get<uint64_t>() > static_cast<uint64_t>(hi))
       return field_error(field, fmt::format("{} is above the maximum {}{}", v.dump(), hi, hint));
     n = static_cast<int64_t>(v.get<uint64_t>());
+  } else if (v.is_number_integer()) {
+    n = v.get<int64_t>();
   } else if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>()) {
     // 1e18 is whole but may not fit int64: compare as a double before converting.
     double d = v.get<double>();
