@@ -8,6 +8,7 @@ packages=(
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev libssl-dev libhwloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev  # fuzz/: clang++ -fsanitize=fuzzer,address,undefined
   iproute2 procps
 )
 

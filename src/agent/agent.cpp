@@ -13,6 +13,7 @@
 #include <set>
 
 #include "common/units.h"
+#include "model/json_limits.h"
 #include "model/node_json.h"
 #include "net/crypto.h"
 
@@ -173,12 +174,11 @@ Status Agent::register_node(bool with_credential) {
   auto r = client_->request("POST", "/v1/agent/register", body.dump(),
                             {{"Authorization", "Bearer " + bearer}}, 10'000);
   if (!r) return r.error();
-  json reply;
-  try {
-    reply = json::parse(r->body);
-  } catch (const json::exception&) {
-    return internal(fmt::format("register: server answered {} with a non-JSON body", r->status));
-  }
+  auto parsed = parse_json_limited(r->body, "register reply");
+  if (!parsed)
+    return internal(fmt::format("register: server answered {} with a body that is not JSON: {}",
+                                r->status, parsed.error().message));
+  json reply = std::move(*parsed);
   if (r->status != 200) {
     std::string msg = r->body.substr(0, 300);
     if (reply.is_object() && reply.contains("error") && reply["error"].is_object() &&
@@ -304,12 +304,9 @@ void Agent::loop() {
         fenced_ = false;
       }
     }
-    json reply;
-    try {
-      reply = json::parse(r->body);
-    } catch (const json::exception&) {
-      continue;
-    }
+    auto parsed = parse_json_limited(r->body, "poll reply");
+    if (!parsed) continue;
+    json reply = std::move(*parsed);
     auto response = poll_response_from_json(reply);
     if (!response) {
       spdlog::warn("agent {}: {}", node_info_.name, response.error().message);

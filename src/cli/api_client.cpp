@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "model/json_limits.h"
+
 namespace gpucloud::cli {
 
 namespace {
@@ -43,12 +45,12 @@ ErrorCode code_for_status(int status) {
 }  // namespace
 
 Error error_from_response(const net::HttpResponse& r) {
-  std::string message;
-  try {
-    auto j = nlohmann::json::parse(r.body);
-    message = j.at("error").at("message").get<std::string>();
-  } catch (const nlohmann::json::exception&) {
-    message = fmt::format("server answered HTTP {}: {}", r.status, r.body.substr(0, 300));
+  std::string message = fmt::format("server answered HTTP {}: {}", r.status, r.body.substr(0, 300));
+  if (auto j = parse_json_limited(r.body, "server response"); j.ok()) {
+    try {
+      message = j->at("error").at("message").get<std::string>();
+    } catch (const nlohmann::json::exception&) {
+    }
   }
   if (r.status == 401)
     message += " (is GPUCLOUD_TOKEN set, or is there a .gpucloud/admin.token here?)";
@@ -102,12 +104,11 @@ Result<nlohmann::json> ApiClient::call(const std::string& method, const std::str
                              "dev`, or set GPUCLOUD_ADDR)",
                              address_, r.error().message)};
   if (r->status < 200 || r->status >= 300) return error_from_response(*r);
-  try {
-    return nlohmann::json::parse(r->body);
-  } catch (const nlohmann::json::exception&) {
+  auto j = parse_json_limited(r->body, "server response");
+  if (!j)
     return internal(
-        fmt::format("server answered with a body that is not JSON: {}", r->body.substr(0, 200)));
-  }
+        fmt::format("server answered with a body that is not JSON: {}", j.error().message));
+  return std::move(*j);
 }
 
 }  // namespace gpucloud::cli

@@ -19,6 +19,7 @@
 #include "common/clock.h"
 #include "common/units.h"
 #include "model/job_spec.h"
+#include "model/json_limits.h"
 #include "model/yaml_json.h"
 #include "net/http_types.h"
 
@@ -178,11 +179,9 @@ int cmd_submit(const std::string& file, bool wait) {
   bool is_json = file.size() > 5 && file.substr(file.size() - 5) == ".json";
   json spec;
   if (is_json) {
-    try {
-      spec = json::parse(text.str());
-    } catch (const json::parse_error& e) {
-      return std::cerr << fmt::format("error: {}: {}\n", file, e.what()), kExitUsage;
-    }
+    auto parsed = parse_json_limited(text.str(), file);
+    if (!parsed) return std::cerr << "error: " << parsed.error().message << "\n", kExitUsage;
+    spec = std::move(*parsed);
   } else {
     auto parsed = yaml_to_json(text.str(), file);
     if (!parsed) return std::cerr << "error: " << parsed.error().message << "\n", kExitUsage;

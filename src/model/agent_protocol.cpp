@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/json_fields.h"
+
 namespace gpucloud {
 
 using json = nlohmann::json;
@@ -44,22 +46,25 @@ Result<Allocation> allocation_from_json(const json& j) {
     Allocation a;
     a.key = j.at("key").get<std::string>();
     a.job_id = j.at("job_id").get<std::string>();
-    a.attempt = j.at("attempt").get<int>();
-    a.rank = j.at("rank").get<int>();
-    a.replicas = j.at("replicas").get<int>();
+    a.attempt = static_cast<int>(json_whole_at(j, "attempt", 0, kJsonIntMax));
+    a.rank = static_cast<int>(json_whole_at(j, "rank", 0, kJsonIntMax));
+    a.replicas = static_cast<int>(json_whole_at(j, "replicas", 1, kJsonIntMax));
     a.command = j.at("command").get<std::vector<std::string>>();
     a.env = j.at("env").get<std::map<std::string, std::string>>();
     a.workdir = j.at("workdir").get<std::string>();
     for (const auto& g : j.at("gpus"))
-      a.gpus.push_back(
-          {g.at("index").get<int>(), g.at("uuid").get<std::string>(), g.at("milli").get<int>()});
-    a.cpu_milli = j.at("cpu_milli").get<int64_t>();
-    a.memory_mib = j.at("memory_mib").get<int64_t>();
-    a.grace_ms = j.at("grace_ms").get<int64_t>();
-    a.max_runtime_ms = j.at("max_runtime_ms").get<int64_t>();
+      a.gpus.push_back({static_cast<int>(json_whole_at(g, "index", 0, 1023)),
+                        g.at("uuid").get<std::string>(),
+                        static_cast<int>(json_whole_at(g, "milli", 0, 1000))});
+    a.cpu_milli = json_whole_at(j, "cpu_milli", 0, kJsonInt64Max);
+    a.memory_mib = json_whole_at(j, "memory_mib", 0, kJsonInt64Max);
+    a.grace_ms = json_whole_at(j, "grace_ms", 0, kJsonInt64Max);
+    a.max_runtime_ms = json_whole_at(j, "max_runtime_ms", 0, kJsonInt64Max);
     a.master_addr = j.value("master_addr", "");
-    a.master_port = j.value("master_port", 0);
+    a.master_port = static_cast<int>(json_whole_or(j, "master_port", 0, 0, 65535));
     return a;
+  } catch (const JsonFieldError& e) {
+    return invalid(std::string("malformed allocation: ") + e.what());
   } catch (const json::exception& e) {
     return invalid(std::string("malformed allocation: ") + e.what());
   }
@@ -81,17 +86,19 @@ json replica_event_to_json(const ReplicaEvent& e) {
 Result<ReplicaEvent> replica_event_from_json(const json& e) {
   try {
     ReplicaEvent ev;
-    ev.seq = e.at("seq").get<int64_t>();
+    ev.seq = json_whole_at(e, "seq", 0, kJsonInt64Max);
     ev.key = e.at("key").get<std::string>();
     ev.type = e.at("type").get<std::string>();
-    ev.exit_code = e.value("exit_code", 0);
-    ev.signal = e.value("signal", 0);
+    ev.exit_code = static_cast<int>(json_whole_or(e, "exit_code", 0, -kJsonIntMax, kJsonIntMax));
+    ev.signal = static_cast<int>(json_whole_or(e, "signal", 0, 0, 1024));
     ev.lost = e.value("lost", false);
     ev.failed_to_start = e.value("failed_to_start", false);
     ev.over_runtime = e.value("over_runtime", false);
     ev.message = e.value("message", "");
-    ev.at = e.value("at", TimeMs{0});
+    ev.at = json_whole_or(e, "at", 0, 0, kJsonInt64Max);
     return ev;
+  } catch (const JsonFieldError& ex) {
+    return invalid(std::string("malformed event: ") + ex.what());
   } catch (const json::exception& ex) {
     return invalid(std::string("malformed event: ") + ex.what());
   }
@@ -123,10 +130,9 @@ Result<PollRequest> poll_request_from_json(const json& j) {
   try {
     PollRequest r;
     r.node_id = j.at("node_id").get<std::string>();
-    r.applied_version = j.at("applied_version").get<int64_t>();
+    r.applied_version = json_whole_at(j, "applied_version", 0, kJsonInt64Max);
     r.running = j.at("running").get<std::vector<std::string>>();
-    r.hold_ms = j.value("hold_ms", int64_t{5000});
-    if (r.hold_ms < 0 || r.hold_ms > 60'000) return invalid("hold_ms must be within 0..60000");
+    r.hold_ms = json_whole_or(j, "hold_ms", 5000, 0, 60'000);
     const auto& events = j.at("events");
     const auto& logs = j.at("logs");
     if (r.running.size() > 10'000 || events.size() > 10'000 || logs.size() > 10'000)
@@ -137,17 +143,22 @@ Result<PollRequest> poll_request_from_json(const json& j) {
       r.events.push_back(std::move(*ev));
     }
     for (const auto& l : logs)
-      r.logs.push_back({l.at("key").get<std::string>(), l.at("offset").get<int64_t>(),
+      r.logs.push_back({l.at("key").get<std::string>(),
+                        json_whole_at(l, "offset", 0, kJsonInt64Max),
                         l.at("data").get<std::string>()});
     if (j.contains("gpus")) {
       const auto& gpus = j.at("gpus");
       if (gpus.size() > 64) return invalid("poll carries readings of more than 64 GPUs");
       for (const auto& g : gpus)
-        r.gpus.push_back({g.at("index").get<int>(), g.value("utilization_pct", 0),
-                          g.value("memory_used_mib", int64_t{0}), g.value("temperature_c", 0),
-                          g.value("power_w", 0)});
+        r.gpus.push_back({static_cast<int>(json_whole_at(g, "index", 0, 1023)),
+                          static_cast<int>(json_whole_or(g, "utilization_pct", 0, 0, 100)),
+                          json_whole_or(g, "memory_used_mib", 0, 0, kJsonInt64Max),
+                          static_cast<int>(json_whole_or(g, "temperature_c", 0, -273, 1000)),
+                          static_cast<int>(json_whole_or(g, "power_w", 0, 0, 1'000'000))});
     }
     return r;
+  } catch (const JsonFieldError& e) {
+    return invalid(std::string("malformed poll request: ") + e.what());
   } catch (const json::exception& e) {
     return invalid(std::string("malformed poll request: ") + e.what());
   }
@@ -165,15 +176,18 @@ json poll_response_to_json(const PollResponse& r) {
 Result<PollResponse> poll_response_from_json(const json& j) {
   try {
     PollResponse r;
-    r.version = j.at("version").get<int64_t>();
-    r.acked_seq = j.at("acked_seq").get<int64_t>();
-    r.log_offsets = j.at("log_offsets").get<std::map<std::string, int64_t>>();
+    r.version = json_whole_at(j, "version", 0, kJsonInt64Max);
+    r.acked_seq = json_whole_at(j, "acked_seq", 0, kJsonInt64Max);
+    for (const auto& [key, offset] : j.at("log_offsets").items())
+      r.log_offsets[key] = json_whole(offset, "log_offsets." + key, 0, kJsonInt64Max);
     for (const auto& a : j.at("allocations")) {
       auto alloc = allocation_from_json(a);
       if (!alloc) return alloc.error();
       r.allocations.push_back(std::move(*alloc));
     }
     return r;
+  } catch (const JsonFieldError& e) {
+    return invalid(std::string("malformed poll response: ") + e.what());
   } catch (const json::exception& e) {
     return invalid(std::string("malformed poll response: ") + e.what());
   }

@@ -106,15 +106,20 @@ Result<std::string> read_string(const json& v, const std::string& field) {
 Result<int64_t> read_int(const json& v, const std::string& field, int64_t lo, int64_t hi,
                          const std::string& hint) {
   int64_t n = 0;
-  if (v.is_number_integer()) {
-    n = v.get<int64_t>();
-  } else if (v.is_number_unsigned()) {
+  if (v.is_number_unsigned()) {  // first: is_number_integer() is true for unsigned too
     if (v.get<uint64_t>() > static_cast<uint64_t>(hi))
       return field_error(field, fmt::format("{} is above the maximum {}{}", v.dump(), hi, hint));
     n = static_cast<int64_t>(v.get<uint64_t>());
-  } else if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() &&
-             std::fabs(v.get<double>()) < 9e15) {
-    n = static_cast<int64_t>(v.get<double>());
+  } else if (v.is_number_integer()) {
+    n = v.get<int64_t>();
+  } else if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>()) {
+    // 1e18 is whole but may not fit int64: compare as a double before converting.
+    double d = v.get<double>();
+    if (d < static_cast<double>(lo))
+      return field_error(field, fmt::format("{} is below the minimum {}", v.dump(), lo));
+    if (d > static_cast<double>(hi))
+      return field_error(field, fmt::format("{} is above the maximum {}{}", v.dump(), hi, hint));
+    n = static_cast<int64_t>(d);
   } else {
     return field_error(field, fmt::format("expected a whole number, got {}", describe(v)));
   }
@@ -156,10 +161,13 @@ Result<int64_t> read_size(const json& v, const std::string& field) {
   return *r;
 }
 
-Result<std::map<std::string, std::string>> read_string_map(const json& v,
-                                                           const std::string& field) {
+Result<std::map<std::string, std::string>> read_string_map(const json& v, const std::string& field,
+                                                           size_t max_entries) {
   if (!v.is_object())
     return field_error(field, fmt::format("expected an object of strings, got {}", describe(v)));
+  if (v.size() > max_entries)
+    return field_error(field,
+                       fmt::format("has {} entries; the maximum is {}", v.size(), max_entries));
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : v.items()) {
     if (!is_valid_utf8(key)) return field_error(field, "a key is not valid UTF-8");
@@ -242,6 +250,10 @@ Result<JobSpec> job_spec_from_json(const json& j) {
                            "\"-c\", \"...\"] to use a shell");
       if (!v.is_array())
         return field_error(key, fmt::format("expected a list of strings, got {}", describe(v)));
+      if (v.size() > JobSpecLimits::kMaxCommandArgs)
+        return field_error(key, fmt::format("has {} arguments; the maximum is {}; put long inputs "
+                                            "in a file",
+                                            v.size(), JobSpecLimits::kMaxCommandArgs));
       for (size_t i = 0; i < v.size(); ++i) {
         // YAML reads `command: [sleep, 10]` as a number: arguments that are plain numbers or
         // booleans are taken as the text they were written as.
@@ -311,7 +323,7 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       if (!c) return c.error();
       spec.capacity_class = *c;
     } else if (key == "node_selector") {
-      auto m = read_string_map(v, key);
+      auto m = read_string_map(v, key, JobSpecLimits::kMaxNodeSelectorLabels);
       if (!m) return m.error();
       spec.node_selector = *m;
     } else if (key == "max_runtime") {
@@ -327,7 +339,7 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       if (!d) return d.error();
       spec.grace_period_ms = *d;
     } else if (key == "env") {
-      auto m = read_string_map(v, key);
+      auto m = read_string_map(v, key, JobSpecLimits::kMaxEnvVars);
       if (!m) return m.error();
       spec.env = *m;
     } else if (key == "workdir") {
@@ -443,6 +455,13 @@ Status validate_job_spec(JobSpec& spec) {
   if (spec.restart.max < 0 || spec.restart.max > JobSpecLimits::kMaxRestarts)
     return field_error("restart.max", fmt::format("{} is outside 0..{}", spec.restart.max,
                                                   JobSpecLimits::kMaxRestarts));
+  if (spec.node_selector.size() > JobSpecLimits::kMaxNodeSelectorLabels)
+    return field_error("node_selector",
+                       fmt::format("has {} labels; the maximum is {}", spec.node_selector.size(),
+                                   JobSpecLimits::kMaxNodeSelectorLabels));
+  if (spec.env.size() > JobSpecLimits::kMaxEnvVars)
+    return field_error("env", fmt::format("has {} variables; the maximum is {}", spec.env.size(),
+                                          JobSpecLimits::kMaxEnvVars));
   size_t env_bytes = 0;
   for (const auto& [k, v] : spec.env) {
     if (!valid_env_key(k))

@@ -57,6 +57,9 @@ struct JobSpecLimits {
   static constexpr size_t kMaxNameLength = 128;
   static constexpr size_t kMaxCommandBytes = 128 * 1024;
   static constexpr size_t kMaxEnvBytes = 128 * 1024;
+  static constexpr size_t kMaxEnvVars = 1024;
+  static constexpr size_t kMaxCommandArgs = 16 * 1024;
+  static constexpr size_t kMaxNodeSelectorLabels = 64;
   static constexpr int kMaxRestarts = 100;
   static constexpr int64_t kMaxGracePeriodMs = 3'600'000;
 };

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "model/json_fields.h"
+
 namespace gpucloud {
 
 using json = nlohmann::json;
@@ -46,11 +48,11 @@ Result<NodeInfo> node_info_from_json(const json& j) {
     if (n.name.empty() || n.name.size() > 253)
       return invalid("node name must be 1..253 characters");
     n.hostname = j.value("hostname", "");
-    n.cpu_milli = j.at("cpu_milli").get<int64_t>();
-    n.memory_mib = j.at("memory_mib").get<int64_t>();
-    if (n.cpu_milli < 0 || n.memory_mib < 0)
-      return invalid("node cpu_milli and memory_mib must be >= 0");
+    n.cpu_milli = json_whole_at(j, "cpu_milli", 0, kJsonInt64Max);
+    n.memory_mib = json_whole_at(j, "memory_mib", 0, kJsonInt64Max);
     if (j.contains("labels")) n.labels = j.at("labels").get<std::map<std::string, std::string>>();
+    if (n.labels.size() > 256)
+      return invalid(fmt::format("node has {} labels; at most 256 are supported", n.labels.size()));
     n.gpu_backend = j.value("gpu_backend", "");
     n.driver_version = j.value("driver_version", "");
     n.cuda_version = j.value("cuda_version", "");
@@ -62,24 +64,32 @@ Result<NodeInfo> node_info_from_json(const json& j) {
       return invalid(fmt::format("node reports {} GPUs; at most 64 are supported", gpus.size()));
     for (const auto& gj : gpus) {
       Gpu g;
-      g.index = gj.at("index").get<int>();
+      g.index = static_cast<int>(json_whole_at(gj, "index", 0, 1023));
       if (!indices.insert(g.index).second)
         return invalid(fmt::format("GPU index {} reported twice", g.index));
       g.uuid = gj.at("uuid").get<std::string>();
       g.name = gj.value("name", "");
       g.model = gj.at("model").get<std::string>();
-      g.memory_mib = gj.at("memory_mib").get<int64_t>();
+      g.memory_mib = json_whole_at(gj, "memory_mib", 0, kJsonInt64Max);
       g.pci_bus_id = gj.value("pci_bus_id", "");
-      g.numa_node = gj.value("numa_node", 0);
-      if (gj.contains("nvlink_peers"))
-        g.nvlink_peers = gj.at("nvlink_peers").get<std::vector<int>>();
-      if (gj.contains("mig"))
+      g.numa_node = static_cast<int>(json_whole_or(gj, "numa_node", 0, -1, 1023));
+      if (gj.contains("nvlink_peers")) {
+        const auto& peers = gj.at("nvlink_peers");
+        if (peers.size() > 64) return invalid("a GPU reports more than 64 NVLink peers");
+        for (const auto& p : peers)
+          g.nvlink_peers.push_back(static_cast<int>(json_whole(p, "nvlink_peers", 0, 1023)));
+      }
+      if (gj.contains("mig")) {
+        if (gj.at("mig").size() > 64) return invalid("a GPU reports more than 64 MIG devices");
         for (const auto& m : gj.at("mig"))
           g.mig.push_back({m.at("uuid").get<std::string>(), m.value("profile", ""),
-                           m.value("memory_mib", int64_t{0})});
+                           json_whole_or(m, "memory_mib", 0, 0, kJsonInt64Max)});
+      }
       n.gpus.push_back(std::move(g));
     }
     return n;
+  } catch (const JsonFieldError& e) {
+    return invalid(std::string("malformed node description: ") + e.what());
   } catch (const json::exception& e) {
     return invalid(std::string("malformed node description: ") + e.what());
   }

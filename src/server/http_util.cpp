@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "model/json_limits.h"
+
 namespace gpucloud::server {
 
 net::HttpResponse json_response(int status, const nlohmann::json& body) {
@@ -20,16 +22,8 @@ net::HttpResponse error_response(const Error& error) {
 
 Result<nlohmann::json> parse_json_body(const std::string& body) {
   if (body.empty()) return invalid("the request body is empty; send a JSON object");
-  try {
-    return nlohmann::json::parse(body);
-  } catch (const nlohmann::json::parse_error& e) {
-    std::string what = e.what();
-    // nlohmann's messages start with "[json.exception.parse_error.101] parse error at line 1,
-    // column 5: ..."
-    size_t pos = what.find("parse error");
-    return invalid(fmt::format("the request body is not valid JSON: {}",
-                               pos == std::string::npos ? what : what.substr(pos)));
-  }
+  // The HTTP server bounds the size; the depth and number checks keep a hostile body a 400.
+  return parse_json_limited(body, "request body", JsonLimits{kMaxDocumentDepth, 0});
 }
 
 }  // namespace gpucloud::server

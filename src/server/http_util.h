@@ -10,7 +10,8 @@ namespace gpucloud::server {
 
 net::HttpResponse json_response(int status, const nlohmann::json& body);
 net::HttpResponse error_response(const Error& error);
-/// Parses a request body as JSON; the error names the byte where parsing failed.
+/// Parses a request body as JSON within limits (nesting depth 64, numbers that fit a double);
+/// every failure is an invalid-argument error naming the byte where parsing failed.
 Result<nlohmann::json> parse_json_body(const std::string& body);
 
 }  // namespace gpucloud::server

@@ -23,6 +23,7 @@ Result<Trace> load_alibaba_pod_trace(const CsvTable& t) {
         v[i] = -1;  // never scheduled
         continue;
       }
+      // Times are seconds: at most about 35,000 years keeps them in range as milliseconds.
       auto n = t.non_negative(r, cols[static_cast<size_t>(i)]);
       if (!n.ok()) return n.error();
       v[i] = *n;

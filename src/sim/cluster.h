@@ -13,6 +13,8 @@ namespace gpucloud::sim {
 
 /// The most GPUs a simulated node may have (the fragmentation measure's limit).
 constexpr int kMaxSimNodeGpus = 16;
+/// The most nodes a simulated cluster may have.
+constexpr size_t kMaxSimNodes = 200'000;
 
 /// A cluster: its nodes, all free and schedulable.
 struct SimCluster {

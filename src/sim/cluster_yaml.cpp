@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "model/yaml_json.h"
 #include "sim/cluster.h"
 
 namespace gpucloud::sim {
@@ -30,6 +31,9 @@ Result<int64_t> whole(const std::string& file, const YAML::Node& map, const char
   if (n < 0)
     return invalid(
         fmt::format("{}{}: {} is negative; it must be 0 or more", where(file, v), key, n));
+  if (n > kMaxCsvNumber)
+    return invalid(fmt::format("{}{}: {} is out of range; the largest allowed is {}",
+                               where(file, v), key, n, kMaxCsvNumber));
   return n;
 }
 
@@ -76,6 +80,7 @@ Result<sched::NodeState> read_node(const std::string& file, const YAML::Node& it
 }  // namespace
 
 Result<SimCluster> load_cluster_yaml(const std::string& text, const std::string& file) {
+  GPUCLOUD_TRY(check_yaml_text(text, file));
   try {
     YAML::Node root = YAML::Load(text);
     YAML::Node list = root.IsMap() ? root["nodes"] : YAML::Node();
@@ -100,6 +105,9 @@ Result<SimCluster> load_cluster_yaml(const std::string& text, const std::string&
                            node->memory_mib);
           copy.labels = node->labels;
         }
+        if (cluster.nodes.size() >= kMaxSimNodes)
+          return invalid(fmt::format("{}count: the cluster has more than {} nodes",
+                                     where(file, item), kMaxSimNodes));
         if (!names.insert(copy.name).second)
           return invalid(fmt::format("{}name: '{}' is used by another node",
                                      where(file, item["name"]), copy.name));

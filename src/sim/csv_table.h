@@ -17,13 +17,25 @@ struct CsvField {
   int column = 1;  // 1-based character position in its line
 };
 
+/// The default upper bound of numbers in CSV files: large enough for any count of milli-CPUs,
+/// MiB or seconds, small enough that sums and unit conversions (x1000) cannot overflow.
+constexpr int64_t kMaxCsvNumber = int64_t{1} << 40;
+
+/// What CsvTable reads at most; above any of them it fails with file:line and the limit.
+struct CsvLimits {
+  size_t max_bytes = 512u << 20;      // the whole file
+  size_t max_line_bytes = 64u << 10;  // one line
+  size_t max_fields = 256;            // fields of one line
+  size_t max_records = 5'000'000;     // lines after the header
+};
+
 /// A parsed CSV file: its header and records, with positions for error messages.
 class CsvTable {
  public:
   /// Reads and splits a file. Fails if it cannot be read or has no header.
-  static Result<CsvTable> read_file(const std::string& path);
+  static Result<CsvTable> read_file(const std::string& path, const CsvLimits& limits = {});
   /// Splits text already in memory; `file` is the name used in messages.
-  static Result<CsvTable> parse(std::string text, std::string file);
+  static Result<CsvTable> parse(std::string text, std::string file, const CsvLimits& limits = {});
 
   /// The index of a header column, or an error naming the file and the columns it has.
   Result<int> column(std::string_view name) const;
@@ -33,8 +45,9 @@ class CsvTable {
   int line(size_t r) const { return records_[r].line; }
   /// The text of field c of record r.
   std::string_view text(size_t r, int c) const { return records_[r].fields[c].text; }
-  /// A non-negative integer field, or an error with file:line:column and the column's name.
-  Result<int64_t> non_negative(size_t r, int c) const;
+  /// A whole number field within 0..max, or an error with file:line:column and the column's
+  /// name.
+  Result<int64_t> non_negative(size_t r, int c, int64_t max = kMaxCsvNumber) const;
   /// The 1-based character position of field c of record r in its line.
   int position(size_t r, int c) const { return records_[r].fields[static_cast<size_t>(c)].column; }
   /// "file:line:column: " for field c of record r, the prefix of every message about it.

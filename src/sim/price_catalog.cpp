@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "model/yaml_json.h"
 #include "sim/csv_table.h"
 
 namespace gpucloud::sim {
@@ -56,6 +57,7 @@ Result<PriceCatalog> PriceCatalog::parse_csv(std::string text, const std::string
 }
 
 Result<PriceCatalog> PriceCatalog::parse_yaml(const std::string& text, const std::string& file) {
+  GPUCLOUD_TRY(check_yaml_text(text, file));
   try {
     YAML::Node root = YAML::Load(text);
     YAML::Node prices = root.IsMap() ? root["usd_per_gpu_hour"] : YAML::Node();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <climits>
 #include <cmath>
 
 #include "sim/trace.h"
@@ -33,6 +34,9 @@ Result<int> priority_cell(const CsvTable& t, size_t r, int c) {
   if (s == "high") return kPriorityHigh;
   int v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc::result_out_of_range && end == s.data() + s.size())
+    return invalid(fmt::format("{}column '{}': {} is out of range; a priority is within {}..{}",
+                               t.where(r, c), t.header(c), s, INT_MIN, INT_MAX));
   if (s.empty() || ec != std::errc() || end != s.data() + s.size())
     return invalid(fmt::format("{}column '{}': '{}' is not low, normal, high or a whole number",
                                t.where(r, c), t.header(c), s));

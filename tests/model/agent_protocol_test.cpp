@@ -158,5 +158,63 @@ TEST(PollResponse, RejectsAMalformedAllocation) {
   EXPECT_EQ(back.error().code, ErrorCode::kInvalidArgument);
 }
 
+TEST(PollResponse, NumbersOutOfRangeAreRefusedNamingTheField) {
+  // get<int>() used to wrap 1e18 into a plausible attempt number; now each is an error.
+  PollResponse r;
+  r.allocations = {sample_allocation()};
+  struct Case {
+    const char* field;
+    json value;
+  };
+  for (const Case& c :
+       {Case{"attempt", json(int64_t{1'000'000'000'000'000'000})}, Case{"rank", json(-1)},
+        Case{"replicas", json(0)}, Case{"cpu_milli", json(-5)}, Case{"master_port", json(70000)},
+        Case{"grace_ms", json(2.5)}}) {
+    json j = poll_response_to_json(r);
+    j["allocations"][0][c.field] = c.value;
+    auto back = poll_response_from_json(j);
+    ASSERT_FALSE(back.ok()) << c.field;
+    EXPECT_EQ(back.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(back.error().message.find(std::string(c.field) + ": "), std::string::npos)
+        << back.error().message;
+  }
+  json j = poll_response_to_json(r);
+  j["allocations"][0]["gpus"][0]["index"] = 4096;
+  auto back = poll_response_from_json(j);
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.error().message.find("index: 4096 is outside 0..1023"), std::string::npos)
+      << back.error().message;
+  j = poll_response_to_json(r);
+  j["log_offsets"] = {{"k", -1}};
+  back = poll_response_from_json(j);
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.error().message.find("log_offsets.k: -1 is outside"), std::string::npos)
+      << back.error().message;
+}
+
+TEST(PollRequest, NumbersOutOfRangeAreRefusedNamingTheField) {
+  PollRequest r;
+  r.node_id = "n";
+  json j = poll_request_to_json(r);
+  j["applied_version"] = json(uint64_t{18446744073709551615ULL});
+  auto back = poll_request_from_json(j);
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.error().message.find("applied_version: 18446744073709551615 is outside"),
+            std::string::npos)
+      << back.error().message;
+  j = poll_request_to_json(r);
+  j["events"] = {{{"seq", 1}, {"key", "k"}, {"type", "exited"}, {"exit_code", 1e18}}};
+  back = poll_request_from_json(j);
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.error().message.find("exit_code: expected a whole number"), std::string::npos)
+      << back.error().message;
+  j = poll_request_to_json(r);
+  j["gpus"] = {{{"index", 0}, {"utilization_pct", 1000}}};
+  back = poll_request_from_json(j);
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.error().message.find("utilization_pct: 1000 is outside 0..100"), std::string::npos)
+      << back.error().message;
+}
+
 }  // namespace
 }  // namespace gpucloud

@@ -152,6 +152,52 @@ TEST(JobSpecFromJson, RejectsNegativeAndAbsurdNumbers) {
   rejected("max_runtime", "-1h");
 }
 
+TEST(JobSpecFromJson, NamesTheFieldAndRangeOfEveryHugeOrNegativeNumber) {
+  // Whole numbers written as floats used to be refused as "not a whole number" or slip
+  // through narrowing; each now names the field and its range.
+  EXPECT_TRUE(contains(rejected("gpus", 1e18), "above the maximum 64")) << rejected("gpus", 1e18);
+  EXPECT_TRUE(contains(rejected("replicas", 1e18), "above the maximum 1024"));
+  EXPECT_TRUE(contains(rejected("replicas", -1e18), "below the minimum 1"));
+  EXPECT_TRUE(contains(rejected("gpu_milli", 2147483648.0), "above the maximum 999"));
+  EXPECT_TRUE(contains(rejected("gpus", 2.5), "whole number"));
+  EXPECT_TRUE(contains(rejected("memory", -1), "negative"));
+  EXPECT_TRUE(contains(rejected("gpu_memory", 1e300), "above 1 PiB"));
+  EXPECT_TRUE(contains(rejected("max_runtime", 1e300), "10 years"));
+  EXPECT_TRUE(contains(rejected("grace_period", 1e300), "10 years"));
+  EXPECT_TRUE(contains(rejected("cpus", 1e300), "maximum"));
+  json restart = {{"max", 1e18}};
+  auto r = job_spec_from_json({{"command", {"x"}}, {"restart", restart}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(contains(r.error().message, "restart.max: 1e+18 is above the maximum 100"))
+      << r.error().message;
+}
+
+TEST(JobSpecFromJson, RejectsThousandsOfEnvVarsLabelsOrArguments) {
+  json env = json::object();
+  for (int i = 0; i < 2000; ++i) env["V" + std::to_string(i)] = "x";
+  EXPECT_TRUE(contains(rejected("env", env), "has 2000 entries; the maximum is 1024"));
+  json labels = json::object();
+  for (int i = 0; i < 100; ++i) labels["l" + std::to_string(i)] = "x";
+  EXPECT_TRUE(contains(rejected("node_selector", labels), "maximum is 64"));
+  json j = {{"command", json::array()}};
+  for (int i = 0; i < 20000; ++i) j["command"].push_back("a");
+  auto r = job_spec_from_json(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(contains(r.error().message, "command: has 20000 arguments")) << r.error().message;
+}
+
+TEST(JobSpecFromJson, RejectsMegabyteStrings) {
+  std::string big(2 << 20, 'a');
+  EXPECT_TRUE(contains(rejected("name", big), "maximum is 128"));
+  EXPECT_TRUE(contains(rejected("tenant", big), "maximum is 63"));
+  EXPECT_TRUE(contains(rejected("gpu_model", big), "gpu_model"));
+  EXPECT_TRUE(contains(rejected("workdir", "/" + big), "longer than 4096"));
+  EXPECT_TRUE(contains(rejected("env", {{"A", big}}), "bytes; the maximum is"));
+  auto r = job_spec_from_json({{"command", {"x", big}}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(contains(r.error().message, "put long inputs in a file")) << r.error().message;
+}
+
 TEST(JobSpecFromJson, RejectsEmptyCommands) {
   rejected("command", json::array());
   rejected("command", {""});

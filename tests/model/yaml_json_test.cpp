@@ -138,5 +138,82 @@ TEST(YamlToJson, DeepNestingIsAnErrorNotACrash) {
   EXPECT_NE(r.error().message.find("deeper than 64"), std::string::npos) << r.error().message;
 }
 
+TEST(YamlToJson, AnAliasBombIsRefusedQuicklyNamingAliases) {
+  // Nine levels of ten aliases each: 10^9 strings once expanded, from under 1 KB of text.
+  std::string text = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  std::string prev = "a";
+  for (char c = 'b'; c <= 'i'; ++c) {
+    text += std::string(1, c) + ": &" + c + " [";
+    for (int i = 0; i < 10; ++i) text += (i ? ", *" : "*") + prev;
+    text += "]\n";
+    prev = std::string(1, c);
+  }
+  text += "command: *i\n";
+  ASSERT_LT(text.size(), 1024u);
+  auto r = yaml_to_json(text, "bomb.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("more than 100000 values"), std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("aliases"), std::string::npos) << r.error().message;
+}
+
+TEST(YamlToJson, AliasesExpandingToTooMuchTextAreRefused) {
+  std::string text = "a: &a " + std::string(100'000, 'x') + "\nb: [";
+  for (int i = 0; i < 200; ++i) text += i ? ", *a" : "*a";
+  text += "]\n";
+  auto r = yaml_to_json(text, "big.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("bytes of text"), std::string::npos) << r.error().message;
+}
+
+TEST(YamlToJson, AnAliasInsideItsOwnAnchorIsAnError) {
+  auto r = yaml_to_json("command: &a [x, *a]\n", "cycle.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("deeper than 64"), std::string::npos) << r.error().message;
+}
+
+TEST(YamlToJson, DeepFlowNestingIsRefusedBeforeParsing) {
+  // Deep enough to overflow yaml-cpp's recursive parser if it were handed the text.
+  std::string text = "command: " + std::string(100'000, '[') + std::string(100'000, ']');
+  auto r = yaml_to_json(text, "deep.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind("deep.yaml:1:", 0), 0u) << r.error().message;
+  EXPECT_NE(r.error().message.find("deeper than 64"), std::string::npos) << r.error().message;
+}
+
+TEST(YamlToJson, DeepBlockNestingIsRefusedBeforeParsing) {
+  std::string dashes;
+  for (int i = 0; i < 50'000; ++i) dashes += "- ";
+  auto r = yaml_to_json("command:\n" + dashes + "x\n", "deep.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind("deep.yaml:2:", 0), 0u) << r.error().message;
+  std::string indented;
+  for (int i = 0; i < 200; ++i) indented += std::string(static_cast<size_t>(i), ' ') + "k:\n";
+  r = yaml_to_json(indented, "deep.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("deeper than 64"), std::string::npos) << r.error().message;
+}
+
+TEST(YamlToJson, BracketsInScalarsAndBlockTextDoNotCountAsNesting) {
+  std::string brackets(200, '[');
+  std::string text = "name: a[1]\ncommand:\n  - sh\n  - \"" + brackets + "\"\n  - '" + brackets +
+                     "'\n  - |\n    " + brackets + "\n    " + brackets +
+                     "\nenv: {NOTE: \"it's\"}\n";
+  auto r = yaml_to_json(text, "job.yaml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ((*r)["command"][1], brackets);
+  EXPECT_EQ((*r)["command"][3], brackets + "\n" + brackets + "\n");
+}
+
+TEST(YamlToJson, RefusesDocumentsAboveTheSizeLimit) {
+  YamlLimits limits;
+  limits.max_bytes = 100;
+  auto r = yaml_to_json("name: " + std::string(200, 'x'), "big.yaml", limits);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kTooLarge);
+  EXPECT_NE(r.error().message.find("above the limit of 100 bytes"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpucloud

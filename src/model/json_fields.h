@@ -1,0 +1,47 @@
+// Range-checked reads of whole numbers from JSON, for the decoders of src/model/. nlohmann's
+// get<int>() silently wraps 1e18 and truncates 2.5; these throw a JsonFieldError that names the
+// field and its range, which each decoder turns into an invalid-argument Error.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+namespace gpucloud {
+
+/// A field of the wrong type or out of its range.
+struct JsonFieldError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+constexpr int64_t kJsonIntMax = std::numeric_limits<int>::max();
+constexpr int64_t kJsonInt64Max = std::numeric_limits<int64_t>::max();
+
+/// The whole number v within lo..hi, or a JsonFieldError naming `field` and the range.
+inline int64_t json_whole(const nlohmann::json& v, const std::string& field, int64_t lo,
+                          int64_t hi) {
+  if (!v.is_number_integer())
+    throw JsonFieldError(fmt::format("{}: expected a whole number, got {}", field, v.type_name()));
+  if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(hi)
+                             : (v.get<int64_t>() < lo || v.get<int64_t>() > hi))
+    throw JsonFieldError(fmt::format("{}: {} is outside {}..{}", field, v.dump(), lo, hi));
+  return v.get<int64_t>();
+}
+
+/// json_whole() of the member `key` of object j, which must be present.
+inline int64_t json_whole_at(const nlohmann::json& j, const char* key, int64_t lo, int64_t hi) {
+  return json_whole(j.at(key), key, lo, hi);
+}
+
+/// json_whole() of the member `key` of j, or `fallback` when j has no such member.
+inline int64_t json_whole_or(const nlohmann::json& j, const char* key, int64_t fallback, int64_t lo,
+                             int64_t hi) {
+  if (!j.is_object() || !j.contains(key)) return fallback;
+  return json_whole(j.at(key), key, lo, hi);
+}
+
+}  // namespace gpucloud

@@ -1,0 +1,67 @@
+#include "model/node_json.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace gpucloud {
+namespace {
+
+using json = nlohmann::json;
+
+json sample_node() {
+  return {{"name", "gpu-01"},
+          {"cpu_milli", 64000},
+          {"memory_mib", 262144},
+          {"gpus",
+           {{{"index", 0},
+             {"uuid", "GPU-1"},
+             {"model", "A100"},
+             {"memory_mib", 81920},
+             {"numa_node", -1},
+             {"nvlink_peers", {1}}}}}};
+}
+
+std::string refusal(const json& j) {
+  auto r = node_info_from_json(j);
+  EXPECT_FALSE(r.ok()) << j.dump() << " was accepted";
+  if (r.ok()) return "";
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  return r.error().message;
+}
+
+TEST(NodeInfoFromJson, ReadsARegistration) {
+  auto r = node_info_from_json(sample_node());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->gpus.size(), 1u);
+  EXPECT_EQ(r->gpus[0].numa_node, -1);
+  EXPECT_EQ(r->gpus[0].nvlink_peers, std::vector<int>{1});
+}
+
+TEST(NodeInfoFromJson, NumbersOutOfRangeAreRefusedNamingTheField) {
+  json j = sample_node();
+  j["gpus"][0]["index"] = int64_t{1} << 40;  // used to wrap to 0 through get<int>()
+  EXPECT_NE(refusal(j).find("index: 1099511627776 is outside 0..1023"), std::string::npos)
+      << refusal(j);
+  j = sample_node();
+  j["cpu_milli"] = -1;
+  EXPECT_NE(refusal(j).find("cpu_milli: -1 is outside"), std::string::npos) << refusal(j);
+  j = sample_node();
+  j["gpus"][0]["nvlink_peers"] = {1e18};
+  EXPECT_NE(refusal(j).find("nvlink_peers: expected a whole number"), std::string::npos)
+      << refusal(j);
+  j = sample_node();
+  j["gpus"][0]["numa_node"] = 5000;
+  EXPECT_NE(refusal(j).find("numa_node: 5000 is outside -1..1023"), std::string::npos)
+      << refusal(j);
+}
+
+TEST(NodeInfoFromJson, RefusesThousandsOfLabels) {
+  json j = sample_node();
+  for (int i = 0; i < 300; ++i) j["labels"]["l" + std::to_string(i)] = "x";
+  EXPECT_NE(refusal(j).find("300 labels; at most 256"), std::string::npos) << refusal(j);
+}
+
+}  // namespace
+}  // namespace gpucloud
