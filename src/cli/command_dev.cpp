@@ -1,6 +1,7 @@
 // `gpucloud dev`: a server and N agents in one process, talking over loopback HTTP.
 #include <fmt/format.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -36,6 +37,29 @@ std::string read_token(const std::string& path) {
   std::string token;
   std::getline(in, token);
   return token;
+}
+
+// Where the dev agents keep their state and their jobs' attempt dirs: beside the server's data
+// dir, never inside it, so that the data dir (tokens, database, logs) stays 0700 and no job
+// can reach it. A data dir from before this layout keeps its agents where they are (their
+// running jobs are re-adopted from there), with a warning.
+std::string dev_nodes_dir(const std::string& data_dir) {
+  std::string root = data_dir;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  std::string legacy = root + "/agents";
+  std::error_code ec;
+  if (std::filesystem::is_directory(legacy, ec)) {
+    spdlog::warn(
+        "dev: the agents' job dirs lie inside the data dir ({}), from an older gpucloud; jobs "
+        "cannot reach them as their own users. Stop gpucloud dev once no job runs and remove {} "
+        "to move them to {}-nodes",
+        legacy, legacy, root);
+    return legacy;
+  }
+  std::string dir = root + "-nodes";
+  std::filesystem::create_directories(dir, ec);
+  ::chmod(dir.c_str(), 0711);  // jobs pass through to their own attempt dirs, never list it
+  return dir;
 }
 
 }  // namespace
@@ -93,6 +117,10 @@ int cmd_dev(const DevOptions& o) {
   auto port = (*server)->start();
   if (!port) return fail(port.error().message);
 
+  auto uid_range = agent::parse_job_uid_range(o.job_uid_range);
+  if (!uid_range) return std::cerr << "error: " << uid_range.error().message << "\n", kExitUsage;
+  std::string nodes_dir = dev_nodes_dir(o.data_dir);
+
   std::vector<std::unique_ptr<agent::Agent>> agents;
   std::string join_token = read_token((*server)->layout().agent_token());
   std::string gpu_summary;
@@ -101,7 +129,8 @@ int cmd_dev(const DevOptions& o) {
     ac.server_url = (*server)->url();
     ac.join_token = join_token;
     ac.name = fmt::format("dev-{}", i);
-    ac.data_dir = fmt::format("{}/agents/{}", o.data_dir, ac.name);
+    ac.data_dir = fmt::format("{}/{}", nodes_dir, ac.name);
+    ac.job_uid_range = *uid_range;
     ac.gpu.kind = o.sim_gpus.empty() ? "auto" : "simulated";
     ac.gpu.sim_spec = o.sim_gpus;
     ac.sim_cpu_milli_per_gpu = static_cast<int64_t>(cpus_per_gpu * 1000);
@@ -130,6 +159,8 @@ int cmd_dev(const DevOptions& o) {
              "  API:          {}\n"
              "  admin token:  {}\n"
              "  data dir:     {}\n"
+             "  job dirs:     {}\n"
+             "{}"
              "\n"
              "Try these from a second terminal in this directory (the CLI finds the server and "
              "the\n"
@@ -140,7 +171,12 @@ int cmd_dev(const DevOptions& o) {
              "\n"
              "Stop with Ctrl-C; running jobs keep running and are re-adopted at the next start.\n",
              o.sim_nodes, o.sim_nodes == 1 ? "" : "s", gpu_summary, (*server)->url(),
-             (*server)->layout().admin_token(), o.data_dir, bin, bin, bin)
+             (*server)->layout().admin_token(), o.data_dir, nodes_dir,
+             ::geteuid() == 0
+                 ? ""
+                 : "  warning:      not running as root: jobs run as your user and can read the\n"
+                   "                data dir, tokens and each other's files (docs/security.md)\n",
+             bin, bin, bin)
       << std::flush;
 
   std::thread signal_thread([&, srv = server->get()] {

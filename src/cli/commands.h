@@ -35,6 +35,7 @@ struct DevOptions {
   std::string unreachable_after = "15s";  // no poll for this long: node unreachable
   std::string down_after = "60s";         // no poll for this long: node down, attempts lost
   int64_t poll_hold_ms = 5000;
+  std::string job_uid_range = "200000-299999";  // docs/security.md, "Job code"
 };
 
 /// `gpucloud server`: the control plane alone (docs/config.md).
@@ -64,6 +65,7 @@ struct AgentOptions {
   std::string advertise_address;
   std::string fence_after = "45s";
   std::string poll_hold = "5s";
+  std::string job_uid_range = "200000-299999";  // docs/security.md, "Job code"
 };
 
 /// `gpucloud sim fgd`: the FGD allocation experiment (shared/fgd-experiment.md).
