@@ -134,8 +134,8 @@ Status AgentState::save(const std::string& path) {
   json events = json::array();
   for (const auto& e : unacked) events.push_back(replica_event_to_json(e));
   const int64_t next = generation + 1;
-  json j = {{"generation", next},   {"node_id", node_id}, {"credential", credential},
-            {"next_seq", next_seq}, {"unacked", events},  {"replicas", replicas_json},
+  json j = {{"generation", next},        {"node_id", node_id}, {"credential", credential},
+            {"next_seq", next_seq},      {"unacked", events},  {"replicas", replicas_json},
             {"tenant_uids", tenant_uids}};
   std::string text = j.dump();
   // In place, into the slot not holding the latest state: no file is created or renamed per

@@ -76,7 +76,8 @@ Result<JobIds> job_ids_for(const Allocation& a, const JobUidRange& range,
     return JobIds{a.uid, a.gid > 0 ? a.gid : a.uid};
   }
   if (auto it = tenant_uids.find(a.tenant); it != tenant_uids.end()) {
-    if (it->second >= range.first && it->second <= range.last) return JobIds{it->second, it->second};
+    if (it->second >= range.first && it->second <= range.last)
+      return JobIds{it->second, it->second};
   }
   for (int64_t id = range.first; id <= range.last; ++id) {
     if (owner_of(id) != nullptr || id_taken(id)) continue;

@@ -1,8 +1,8 @@
 // `gpucloud dev`: a server and N agents in one process, talking over loopback HTTP.
 #include <fmt/format.h>
 #include <pthread.h>
-#include <sys/stat.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>

@@ -17,20 +17,20 @@ json allocation_to_json(const Allocation& a) {
   for (const auto& g : a.gpus)
     gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"milli", g.milli}});
   json j = {{"key", a.key},
-          {"job_id", a.job_id},
-          {"attempt", a.attempt},
-          {"rank", a.rank},
-          {"replicas", a.replicas},
-          {"command", a.command},
-          {"env", a.env},
-          {"workdir", a.workdir},
-          {"gpus", gpus},
-          {"cpu_milli", a.cpu_milli},
-          {"memory_mib", a.memory_mib},
-          {"grace_ms", a.grace_ms},
-          {"max_runtime_ms", a.max_runtime_ms},
-          {"master_addr", a.master_addr},
-          {"master_port", a.master_port}};
+            {"job_id", a.job_id},
+            {"attempt", a.attempt},
+            {"rank", a.rank},
+            {"replicas", a.replicas},
+            {"command", a.command},
+            {"env", a.env},
+            {"workdir", a.workdir},
+            {"gpus", gpus},
+            {"cpu_milli", a.cpu_milli},
+            {"memory_mib", a.memory_mib},
+            {"grace_ms", a.grace_ms},
+            {"max_runtime_ms", a.max_runtime_ms},
+            {"master_addr", a.master_addr},
+            {"master_port", a.master_port}};
   if (!a.tenant.empty()) j["tenant"] = a.tenant;
   if (a.uid >= 0) {
     j["uid"] = a.uid;

@@ -117,9 +117,9 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
     for (size_t i = 0; i < tenants.size(); ++i) {
       const json& t = tenants[i];
       std::string where = fmt::format("tenants[{}]", i);
-      if (auto st = known_keys(t, where,
-                               {"name", "weight", "cohort", "quota", "borrowing_limit", "uid",
-                                "gid", "allow_root"});
+      if (auto st = known_keys(
+              t, where,
+              {"name", "weight", "cohort", "quota", "borrowing_limit", "uid", "gid", "allow_root"});
           !st.ok())
         return fail(st.error());
       TenantConfig tc;

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -115,6 +116,8 @@ TempDir::TempDir() {
   char tmpl[] = "/tmp/gpucloud-test-XXXXXX";
   if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp");
   path_ = tmpl;
+  // Jobs run as their tenant's user: they must pass through here to their attempt dirs.
+  ::chmod(path_.c_str(), 0711);
 }
 
 TempDir::~TempDir() {
@@ -136,13 +139,15 @@ DevCluster::~DevCluster() {
     waitpid(pid_, &status, 0);
   }
   // Jobs outlive the dev process by design; the test ends them so nothing is left behind.
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(data_dir_, ec);
-       it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    if (it->path().filename() == "pid") {
-      pid_t job = std::atoi(read_file(it->path()).c_str());
-      if (job > 1) kill(-job, SIGKILL);
+  for (const auto& dir : {data_dir_, nodes_dir()}) {
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, ec);
+         it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (ec) break;
+      if (it->path().filename() == "pid") {
+        pid_t job = std::atoi(read_file(it->path()).c_str());
+        if (job > 1) kill(-job, SIGKILL);
+      }
     }
   }
   run_command({"/usr/bin/pkill", "-9", "-f", dir_.path()});

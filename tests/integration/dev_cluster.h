@@ -66,6 +66,8 @@ class DevCluster {
   const std::string& address() const { return address_; }
   std::string token() const;
   const std::string& data_dir() const { return data_dir_; }
+  /// Where the dev agents keep their state and job dirs: beside the data dir, not in it.
+  std::string nodes_dir() const { return data_dir_ + "-nodes"; }
   const std::string& work_dir() const { return dir_.path(); }
   pid_t pid() const { return pid_; }
 

@@ -109,11 +109,46 @@ void enter_workdir(const PreparedJob& job, int error_fd) {
 }
 
 // Gives the job its own /tmp: a private mount namespace (mounts made on the host still
-// propagate in) with the job's tmp dir bound on /tmp. False, with errno set, when that fails.
-bool mount_private_tmp(const std::string& tmp_dir) {
-  if (::unshare(CLONE_NEWNS) != 0) return false;
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) return false;
-  return ::mount(tmp_dir.c_str(), "/tmp", nullptr, MS_BIND, nullptr) == 0;
+// propagate in) with the job's tmp dir bound on /tmp. The job's own paths that lay under the
+// host's /tmp (its job dir, its workdir) are bound back at the same place inside it, and
+// nothing else of the host's /tmp is visible. False, with errno set, when that fails (the
+// namespace then shows the host's /tmp as before).
+bool mount_private_tmp(const PreparedJob& job) {
+  // The paths to keep, opened before /tmp is covered: bound back from /proc/self/fd/N.
+  std::vector<std::pair<std::string, int>> keep;
+  for (const auto& path : job.tmp_keep) {
+    int fd = ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) keep.emplace_back(path, fd);  // one that is missing fails later, clearly
+  }
+  auto close_all = [&] {
+    int saved = errno;
+    for (auto& [path, fd] : keep) ::close(fd);
+    errno = saved;
+  };
+  if (::unshare(CLONE_NEWNS) != 0 ||
+      ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0 ||
+      ::mount(job.tmp_dir.c_str(), "/tmp", nullptr, MS_BIND, nullptr) != 0) {
+    close_all();
+    return false;
+  }
+  for (auto& [path, fd] : keep) {
+    // The mount points: root's directories inside the job's fresh tmp dir.
+    for (size_t slash = path.find('/', 5);; slash = path.find('/', slash + 1)) {
+      std::string dir = path.substr(0, slash);
+      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) break;
+      if (slash == std::string::npos) break;
+    }
+    std::string source = "/proc/self/fd/" + std::to_string(fd);
+    if (::mount(source.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      int saved = errno;
+      ::umount2("/tmp", MNT_DETACH);  // back to the host's /tmp, which has the path
+      errno = saved;
+      close_all();
+      return false;
+    }
+  }
+  close_all();
+  return true;
 }
 
 // Becomes the job's user for good: no capability can be kept or regained, not even by exec of
@@ -169,6 +204,11 @@ PreparedJob prepare_job(const LaunchFile& launch, const std::string& attempt_dir
   job.gid = launch.gid < 0 ? launch.uid : launch.gid;
   if (job.uid >= 0) {
     job.tmp_dir = job_tmp_dir_of(attempt_dir);
+    for (const auto& path : {job_dir_of(attempt_dir), launch.workdir}) {
+      if (path.rfind("/tmp/", 0) == 0 && path.find("/..") == std::string::npos &&
+          std::find(job.tmp_keep.begin(), job.tmp_keep.end(), path) == job.tmp_keep.end())
+        job.tmp_keep.push_back(path);
+    }
     for (const auto& [name, value] : launch.env) {
       if (name != "TMPDIR") job.env_tmpdir_storage.push_back(name + "=" + value);
     }
@@ -203,7 +243,7 @@ void exec_job(const PreparedJob& job, int error_fd) {
 
   char* const* envp = job.envp.data();
   if (job.uid >= 0) {
-    if (!mount_private_tmp(job.tmp_dir)) {
+    if (!mount_private_tmp(job)) {
       write_all(2, "gpucloud: no private /tmp for this job (" + reason("mount namespace") +
                        "); TMPDIR is " + job.tmp_dir + "\n");
       envp = job.envp_tmpdir.data();

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -180,8 +181,8 @@ Result<ProcessRef> ProcessExecutor::start(const LaunchSpec& spec) {
   if (!cgroup.ok()) return release(cgroup.error());
   ref.cgroup = *cgroup;
 
-  LaunchFile launch{spec.key,     spec.argv,  spec.env, spec.workdir,
-                    spec.cpus,    ref.cgroup, spec.uid, spec.uid < 0 ? -1 : spec.gid};
+  LaunchFile launch{spec.key,  spec.argv,  spec.env, spec.workdir,
+                    spec.cpus, ref.cgroup, spec.uid, spec.uid < 0 ? -1 : spec.gid};
   Status written =
       write_file_in_place(ref.attempt_dir + "/" + kLaunchFile, launch_file_to_json(launch));
   if (!written.ok()) {

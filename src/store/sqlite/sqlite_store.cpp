@@ -2,12 +2,12 @@
 //
 // Limits: one writer process per database file (the server); jobs are stored as their JSON
 // document plus the indexed columns queries need.
-#include <unistd.h>
-#include <sys/stat.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
