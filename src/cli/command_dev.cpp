@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -39,25 +41,54 @@ std::string read_token(const std::string& path) {
   return token;
 }
 
+// True when other users can pass through every directory on the way to `path`.
+bool passable_by_others(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path partial;
+  for (const auto& part : std::filesystem::absolute(path, ec).lexically_normal()) {
+    partial /= part;
+    struct stat st {};
+    if (::stat(partial.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) return false;
+  }
+  return true;
+}
+
 // Where the dev agents keep their state and their jobs' attempt dirs: beside the server's data
 // dir, never inside it, so that the data dir (tokens, database, logs) stays 0700 and no job
-// can reach it. A data dir from before this layout keeps its agents where they are (their
-// running jobs are re-adopted from there), with a warning.
-std::string dev_nodes_dir(const std::string& data_dir) {
-  std::string root = data_dir;
+// can reach it. When jobs could not pass through the directories above it (a data dir under
+// root's 0700 home), it is /var/tmp/gpucloud-dev-<hash of the data dir's path> instead, the
+// same at every start. A data dir from before this layout keeps its agents where they are
+// (their running jobs are re-adopted from there), with a warning.
+Result<std::string> dev_nodes_dir(const std::string& data_dir) {
+  std::error_code ec;
+  std::string root = std::filesystem::absolute(data_dir, ec).lexically_normal().string();
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   std::string legacy = root + "/agents";
-  std::error_code ec;
   if (std::filesystem::is_directory(legacy, ec)) {
     spdlog::warn(
         "dev: the agents' job dirs lie inside the data dir ({}), from an older gpucloud; jobs "
         "cannot reach them as their own users. Stop gpucloud dev once no job runs and remove {} "
-        "to move them to {}-nodes",
-        legacy, legacy, root);
+        "to move them out",
+        legacy, legacy);
     return legacy;
   }
   std::string dir = root + "-nodes";
-  std::filesystem::create_directories(dir, ec);
+  if (::geteuid() == 0 && !passable_by_others(root.substr(0, root.rfind('/') + 1))) {
+    uint64_t h = 14695981039346656037ull;  // FNV-1a of the data dir's path
+    for (unsigned char c : root) h = (h ^ c) * 1099511628211ull;
+    dir = fmt::format("/var/tmp/gpucloud-dev-{:016x}", h);
+    if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST)
+      return internal(fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0)
+      return internal(fmt::format(
+          "{} is not a directory of root's; remove it, or give a --data-dir whose parent "
+          "directories other users may pass (o+x)",
+          dir));
+  } else {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return internal(fmt::format("cannot create {}: {}", dir, ec.message()));
+  }
   ::chmod(dir.c_str(), 0711);  // jobs pass through to their own attempt dirs, never list it
   return dir;
 }
@@ -119,7 +150,9 @@ int cmd_dev(const DevOptions& o) {
 
   auto uid_range = agent::parse_job_uid_range(o.job_uid_range);
   if (!uid_range) return std::cerr << "error: " << uid_range.error().message << "\n", kExitUsage;
-  std::string nodes_dir = dev_nodes_dir(o.data_dir);
+  auto nodes = dev_nodes_dir(o.data_dir);
+  if (!nodes) return fail(nodes.error().message);
+  const std::string& nodes_dir = *nodes;
 
   std::vector<std::unique_ptr<agent::Agent>> agents;
   std::string join_token = read_token((*server)->layout().agent_token());

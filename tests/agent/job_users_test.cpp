@@ -83,7 +83,9 @@ TEST(JobUsers, ParsesRanges) {
   for (const char* bad : {"", "60000", "0-10", "10-5", "a-b", "1-4294967295", "1-2x"}) {
     auto parsed = parse_job_uid_range(bad);
     EXPECT_FALSE(parsed.ok()) << bad;
-    if (!parsed.ok()) EXPECT_NE(parsed.error().message.find("FIRST-LAST"), std::string::npos);
+    if (!parsed.ok()) {
+      EXPECT_NE(parsed.error().message.find("FIRST-LAST"), std::string::npos);
+    }
   }
 }
 

@@ -95,7 +95,7 @@ TEST_F(JobUserTest, EachJobHasItsOwnTmp) {
   ASSERT_EQ(run(a).exit_code, 0) << output(a);
   EXPECT_TRUE(std::filesystem::exists(job_tmp_dir_of(a.attempt_dir) + "/" + marker)) << output(a);
   EXPECT_FALSE(std::filesystem::exists("/tmp/" + marker)) << "the job wrote the host's /tmp";
-  LaunchSpec b = as_user("tmp-b", kUidB, {"sh", "-c", "cat /tmp/" + marker + "; ls -A /tmp"});
+  LaunchSpec b = as_user("tmp-b", kUidB, {"sh", "-c", "ls -A /tmp; cat /tmp/" + marker});
   ASSERT_NE(run(b).exit_code, 0) << output(b);
   EXPECT_NE(output(b).find("No such file"), std::string::npos) << output(b);
 }

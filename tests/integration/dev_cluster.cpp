@@ -112,9 +112,9 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
   return pred();
 }
 
-TempDir::TempDir() {
-  char tmpl[] = "/tmp/gpucloud-test-XXXXXX";
-  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp");
+TempDir::TempDir(const std::string& base) {
+  std::string tmpl = base + "/gpucloud-test-XXXXXX";
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp");
   path_ = tmpl;
   // Jobs run as their tenant's user: they must pass through here to their attempt dirs.
   ::chmod(path_.c_str(), 0711);
@@ -125,8 +125,10 @@ TempDir::~TempDir() {
   fs::remove_all(path_, ec);
 }
 
-DevCluster::DevCluster(std::vector<std::string> extra_args, std::map<std::string, std::string> env)
-    : data_dir_(dir_.path() + "/.gpucloud"),
+DevCluster::DevCluster(std::vector<std::string> extra_args, std::map<std::string, std::string> env,
+                       const std::string& base_dir)
+    : dir_(base_dir),
+      data_dir_(dir_.path() + "/.gpucloud"),
       extra_args_(std::move(extra_args)),
       env_(std::move(env)) {
   start();

@@ -47,7 +47,6 @@ class DevJobUsers : public ::testing::Test {
   static void SetUpTestSuite() {
     if (::geteuid() != 0) return;
     dir_ = new TempDir();
-    ::chmod(dir_->path().c_str(), 0711);
     std::string config = dir_->path() + "/gpucloud.yaml";
     std::ofstream(config) << "tenants:\n"
                              "  - {name: vision, uid: " +
@@ -60,8 +59,11 @@ class DevJobUsers : public ::testing::Test {
                                  "}\n"
                                  "  - {name: bob, role: member, tenants: [nlp], sha256: " +
                                  net::sha256_hex(kBob) + "}\n";
+    // Outside /tmp: each job's own /tmp then hides nothing of the cluster's files, and every
+    // attempt below fails on permissions alone.
     cluster_ = new DevCluster(
-        {"--sim-gpus", "8xA100-80GB", "--config", config, "--job-uid-range", "61600-61699"});
+        {"--sim-gpus", "8xA100-80GB", "--config", config, "--job-uid-range", "61600-61699"}, {},
+        "/var/tmp");
   }
   static void TearDownTestSuite() {
     delete cluster_;
@@ -208,7 +210,9 @@ TEST_F(DevJobUsers, ThePlatformsFilesAreClosedToOtherUsers) {
   EXPECT_EQ(mode_of(node + "/attempts"), 0711u);
   for (const char* slot : {".0", ".1"}) {
     std::string file = node + "/agent-state.json" + slot;
-    if (fs::exists(file)) EXPECT_EQ(mode_of(file), 0600u) << file;
+    if (fs::exists(file)) {
+      EXPECT_EQ(mode_of(file), 0600u) << file;
+    }
   }
   // The uid the node gave the tenant is kept in its state, for the next agent start.
   json s = json::parse(slurp(node + "/agent-state.json.0"), nullptr, false);

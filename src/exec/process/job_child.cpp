@@ -114,7 +114,11 @@ void enter_workdir(const PreparedJob& job, int error_fd) {
 // nothing else of the host's /tmp is visible. False, with errno set, when that fails (the
 // namespace then shows the host's /tmp as before).
 bool mount_private_tmp(const PreparedJob& job) {
-  // The paths to keep, opened before /tmp is covered: bound back from /proc/self/fd/N.
+  if (::unshare(CLONE_NEWNS) != 0 ||
+      ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0)
+    return false;
+  // The paths to keep, opened in the new namespace before /tmp is covered: bound back from
+  // /proc/self/fd/N.
   std::vector<std::pair<std::string, int>> keep;
   for (const auto& path : job.tmp_keep) {
     int fd = ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -125,9 +129,7 @@ bool mount_private_tmp(const PreparedJob& job) {
     for (auto& [path, fd] : keep) ::close(fd);
     errno = saved;
   };
-  if (::unshare(CLONE_NEWNS) != 0 ||
-      ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0 ||
-      ::mount(job.tmp_dir.c_str(), "/tmp", nullptr, MS_BIND, nullptr) != 0) {
+  if (::mount(job.tmp_dir.c_str(), "/tmp", nullptr, MS_BIND, nullptr) != 0) {
     close_all();
     return false;
   }
