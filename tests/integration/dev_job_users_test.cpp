@@ -96,7 +96,7 @@ DevCluster* DevJobUsers::cluster_ = nullptr;
 
 TEST_F(DevJobUsers, AJobReachesNothingOfThePlatformOrOfAnotherTenant) {
   // Bob's job: a secret in its env and in its /tmp, then it waits.
-  std::string b = submit(kBob, {"--env", "SECRET=bob-secret-value", "--", "sh", "-c",
+  std::string b = submit(kBob, {"--env", "SECRET=bob-secret-value", "--gpus", "1", "--", "sh", "-c",
                                 "echo bob-tmp-value > /tmp/b-marker; echo ready; sleep 60"});
   std::string b_dir = attempt_dir(b);
   int b_pid = 0;
