@@ -232,5 +232,27 @@ TEST_F(DevJobUsers, AWorkdirTheTenantsUserCannotEnterIsAClearFailure) {
       << j.dump();
 }
 
+TEST_F(DevJobUsers, TheConfigRefusesUid0AndASharedUid) {
+  struct Case {
+    std::string tenants, error;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"  - {name: ops, uid: 0}\n",
+            "tenants[0].uid: 0 is root; to let this tenant's jobs "
+            "run as root, set allow_root: true"},
+           {"  - {name: a, uid: 7000}\n  - {name: b, uid: 7000}\n",
+            "tenants[1].uid: 7000 is also tenant a's"},
+           {"  - {name: a, uid: 7000, allow_root: true}\n", "both uid and allow_root are set"}}) {
+    TempDir dir;
+    std::string config = dir.path() + "/bad.yaml";
+    std::ofstream(config) << "tenants:\n" + c.tenants;
+    auto r = run_command({GPUCLOUD_BINARY, "dev", "--listen", "127.0.0.1:0", "--data-dir",
+                          dir.path() + "/.gpucloud", "--config", config},
+                         {}, dir.path(), 30);
+    EXPECT_NE(r.exit_code, 0) << c.tenants;
+    EXPECT_NE((r.out + r.err).find(c.error), std::string::npos) << r.out << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace gpucloud::testing
