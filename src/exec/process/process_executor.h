@@ -1,7 +1,8 @@
 // ProcessExecutor: runs each job replica as a plain host process under a small supervisor,
 // the shim (`gpucloud shim DIR`, see shim.cpp).
 //
-// How it works. start() writes DIR/launch.json and spawns the shim in a session of its own.
+// How it works. start() makes DIR (0711) with the job's own DIR/job and DIR/tmp (0700, owned by
+// the job's user), writes DIR/launch.json (0600) and spawns the shim in a session of its own.
 // The shim forks the job into its own session and process group, joins the job's memory cgroup,
 // pins its CPUs, sends its stdout and stderr to DIR/output.log, enters the workdir and execs the
 // argv with exactly the given environment. It writes DIR/pid, waits for the job and records
