@@ -232,6 +232,26 @@ TEST_F(DevJobUsers, AWorkdirTheTenantsUserCannotEnterIsAClearFailure) {
       << j.dump();
 }
 
+TEST(DevJobDirs, UnderAClosedParentTheyGoToVarTmp) {
+  if (::geteuid() != 0) GTEST_SKIP() << "job users need the agent to run as root";
+  TempDir closed;  // like root's home: other users cannot pass
+  ::chmod(closed.path().c_str(), 0700);
+  std::string job_dirs;
+  {
+    DevCluster c({"--sim-gpus", "1xA100-80GB"}, {}, closed.path());
+    std::string id = c.submit({"--workdir", "/", "--", "sh", "-c", "echo $GPUCLOUD_ATTEMPT_DIR"});
+    json j = c.wait_done(id);
+    EXPECT_EQ(j["state"], "succeeded") << j.dump();
+    std::string dir = c.cli({"logs", id}).out;
+    EXPECT_EQ(dir.rfind("/var/tmp/gpucloud-dev-", 0), 0u) << dir;
+    job_dirs = dir.substr(0, dir.find("/dev-0/"));
+    EXPECT_EQ(mode_of(job_dirs), 0711u);
+    EXPECT_EQ(fs::exists(c.nodes_dir()), false);
+  }
+  std::error_code ec;
+  if (job_dirs.rfind("/var/tmp/gpucloud-dev-", 0) == 0) fs::remove_all(job_dirs, ec);
+}
+
 TEST_F(DevJobUsers, TheConfigRefusesUid0AndASharedUid) {
   struct Case {
     std::string tenants, error;
