@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "common/units.h"
@@ -42,6 +44,23 @@ std::string read_range(const std::string& path, int64_t offset, int64_t max) {
   return out;
 }
 
+unsigned mode_of(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
+}
+
+// The first directory on the way to `path` (itself included) that other users cannot pass.
+std::optional<std::string> closed_ancestor(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec).lexically_normal();
+  fs::path partial;
+  for (const auto& part : p) {
+    partial /= part;
+    if ((mode_of(partial.string()) & 01) == 0) return partial.string();
+  }
+  return std::nullopt;
+}
+
 std::string log_path(const LocalReplica& r) {
   return r.process.attempt_dir + "/output.log";
 }
@@ -62,6 +81,26 @@ Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Cl
   if (ec)
     return internal(
         fmt::format("cannot create agent data dir {}: {}", config.data_dir, ec.message()));
+  // Job users may pass through these dirs to their own attempt dirs, never list them; the
+  // state file in the data dir is 0600.
+  for (const auto& dir : {config.data_dir, config.data_dir + "/attempts"}) {
+    if (::chmod(dir.c_str(), 0711) != 0)
+      return internal(fmt::format("cannot set the mode of {}: {}", dir, std::strerror(errno)));
+  }
+  agent->switch_users_ = ::geteuid() == 0;
+  if (!agent->switch_users_) {
+    spdlog::warn(
+        "agent: running as uid {}, not root: jobs run as this same user and can read the "
+        "agent's state, credentials and each other's files; run the agent as root to give "
+        "each tenant its own user (docs/security.md)",
+        ::geteuid());
+  } else if (auto blocked = closed_ancestor(config.data_dir + "/attempts")) {
+    spdlog::warn(
+        "agent: {} is closed to other users (mode {:o}): jobs, which run as their tenant's user, "
+        "cannot reach their attempt dirs under {}; choose a data dir whose parents are "
+        "traversable (o+x)",
+        *blocked, mode_of(*blocked), config.data_dir);
+  }
   agent->state_path_ = config.data_dir + "/agent-state.json";
   auto state = AgentState::load(agent->state_path_);
   if (!state) return state.error();
@@ -431,7 +470,8 @@ void Agent::start_replica(const Allocation& a) {
   spec.key = a.key;
   spec.argv = a.command;
   spec.attempt_dir = config_.data_dir + "/attempts/" + a.key;
-  spec.workdir = a.workdir.empty() ? spec.attempt_dir : a.workdir;
+  std::string job_dir = exec::job_dir_of(spec.attempt_dir);
+  spec.workdir = a.workdir.empty() ? job_dir : a.workdir;
   spec.memory_limit_mib = a.memory_mib;
   std::string uuids;
   std::vector<int> numa;
@@ -444,15 +484,29 @@ void Agent::start_replica(const Allocation& a) {
   spec.env = a.env;
   if (!spec.env.count("PATH"))
     spec.env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  if (const passwd* pw = ::getpwuid(::getuid())) {
-    if (!spec.env.count("HOME")) spec.env["HOME"] = pw->pw_dir;
-    if (!spec.env.count("USER")) spec.env["USER"] = pw->pw_name;
+  auto user = set_job_user(a, spec);
+  if (!user.ok()) {
+    spdlog::warn("agent {}: cannot start {}: {}", node_info_.name, a.key, user.error().message);
+    std::lock_guard lock(mu_);
+    auto& r = state_.replicas[a.key];
+    r.starting = false;
+    r.exited = true;
+    push_event(
+        {0, a.key, "exited", 1, 0, false, true, false, user.error().message, clock_.now_ms()});
+    save();
+    return;
+  }
+  if (!*user) {
+    if (const passwd* pw = ::getpwuid(::getuid())) {
+      if (!spec.env.count("HOME")) spec.env["HOME"] = pw->pw_dir;
+      if (!spec.env.count("USER")) spec.env["USER"] = pw->pw_name;
+    }
   }
   spec.env["CUDA_VISIBLE_DEVICES"] = uuids;
   spec.env["NVIDIA_VISIBLE_DEVICES"] = uuids.empty() ? "void" : uuids;
   spec.env["GPUCLOUD_JOB_ID"] = a.job_id;
   spec.env["GPUCLOUD_ATTEMPT"] = std::to_string(a.attempt);
-  spec.env["GPUCLOUD_ATTEMPT_DIR"] = spec.attempt_dir;
+  spec.env["GPUCLOUD_ATTEMPT_DIR"] = job_dir;
   spec.env["GPUCLOUD_REPLICA"] = std::to_string(a.rank);
   spec.env["GPUCLOUD_REPLICAS"] = std::to_string(a.replicas);
   // The rendezvous torchrun and NCCL expect (docs/jobspec.md): one node rank per replica.
@@ -489,6 +543,25 @@ void Agent::start_replica(const Allocation& a) {
   spdlog::info("agent {}: started {} (GPUs {})", node_info_.name, a.key,
                uuids.empty() ? "none" : uuids);
   push_event({0, a.key, "started", 0, 0, false, false, false, "", r.started_at});
+}
+
+Result<bool> Agent::set_job_user(const Allocation& a, exec::LaunchSpec& spec) {
+  if (!switch_users_) return false;
+  Result<JobIds> ids = Error{ErrorCode::kInternal, ""};
+  {
+    std::lock_guard lock(mu_);
+    ids = job_ids_for(a, config_.job_uid_range, state_.tenant_uids, host_id_taken);
+  }
+  if (!ids.ok()) return ids.error();
+  spec.uid = ids->uid;
+  spec.gid = ids->gid;
+  if (spec.uid == 0) return false;  // allow_root: root's HOME and USER
+  std::string name = "gpucloud-" + (a.tenant.empty() ? std::string("job") : a.tenant);
+  if (const passwd* pw = ::getpwuid(static_cast<uid_t>(spec.uid))) name = pw->pw_name;
+  if (!spec.env.count("HOME")) spec.env["HOME"] = exec::job_dir_of(spec.attempt_dir);
+  if (!spec.env.count("USER")) spec.env["USER"] = name;
+  if (!spec.env.count("LOGNAME")) spec.env["LOGNAME"] = name;
+  return true;
 }
 
 void Agent::on_exit(const exec::ExitInfo& info) {

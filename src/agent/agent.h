@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "agent/agent_state.h"
+#include "agent/job_users.h"
 #include "agent/machine.h"
 #include "common/clock.h"
 #include "exec/executor.h"
@@ -35,6 +36,9 @@ struct AgentConfig {
   std::map<std::string, std::string> labels;
   int64_t poll_hold_ms = 5000;
   exec::ProcessExecutorConfig executor;
+  // Tenants without a configured uid get one of these (docs/security.md, "Job code"). Used
+  // only when the agent runs as root; otherwise jobs run as the agent's user.
+  JobUidRange job_uid_range;
   std::string advertise_address;  // reported to the server; "" = the address it sees
   // Cut off from the server for longer than this, the agent stops its replicas itself
   // (interruption signal, grace, kill), so no two attempts of a job overlap. 0 = never.
@@ -66,6 +70,9 @@ class Agent {
   PollRequest build_poll();
   void apply_response(const PollResponse& response);
   void start_replica(const Allocation& alloc);
+  /// Sets the job's user in spec (and HOME, USER, LOGNAME unless the job gives them); false,
+  /// with the reason, when no user can be given to it.
+  Result<bool> set_job_user(const Allocation& a, exec::LaunchSpec& spec);
   void starter();  // a worker of the start queue
   void on_exit(const exec::ExitInfo& info);
   void watch();  // log growth, max_runtime and fencing
@@ -83,6 +90,7 @@ class Agent {
   std::unique_ptr<exec::Executor> executor_;
   std::unique_ptr<net::HttpClient> client_;
   std::string state_path_;
+  bool switch_users_ = false;  // running as root: jobs run as their tenant's user
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -44,6 +44,7 @@ Result<AgentState> state_from_json(const json& j, const std::string& path) {
       if (!ev) return ev.error();
       state.unacked.push_back(std::move(*ev));
     }
+    state.tenant_uids = j.value("tenant_uids", std::map<std::string, int64_t>{});
     for (const auto& r : j.value("replicas", json::array())) {
       LocalReplica lr;
       auto alloc = allocation_from_json(r.at("allocation"));
@@ -133,8 +134,9 @@ Status AgentState::save(const std::string& path) {
   json events = json::array();
   for (const auto& e : unacked) events.push_back(replica_event_to_json(e));
   const int64_t next = generation + 1;
-  json j = {{"generation", next},   {"node_id", node_id}, {"credential", credential},
-            {"next_seq", next_seq}, {"unacked", events},  {"replicas", replicas_json}};
+  json j = {{"generation", next},        {"node_id", node_id}, {"credential", credential},
+            {"next_seq", next_seq},      {"unacked", events},  {"replicas", replicas_json},
+            {"tenant_uids", tenant_uids}};
   std::string text = j.dump();
   // In place, into the slot not holding the latest state: no file is created or renamed per
   // save. No fsync: the state must survive a crash of the agent (the page cache does), not of

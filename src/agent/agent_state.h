@@ -35,6 +35,8 @@ struct AgentState {
   int64_t next_seq = 1;
   std::deque<ReplicaEvent> unacked;  // events not yet confirmed by the server
   std::map<std::string, LocalReplica> replicas;
+  /// The uid each tenant's jobs run as on this node (job_users.h): stable across restarts.
+  std::map<std::string, int64_t> tenant_uids;
 
   /// Loads the state file; a missing file gives an empty state.
   static Result<AgentState> load(const std::string& path);

@@ -63,6 +63,10 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   dev_cmd->add_option("--listen", dev.listen, "HOST:PORT for the API (port 0: any free port)")
       ->capture_default_str();
+  dev_cmd
+      ->add_option("--job-uid-range", dev.job_uid_range,
+                   "FIRST-LAST: uids (and gids) given to tenants without a configured uid")
+      ->capture_default_str();
   dev_cmd->add_option("--sim-gpus", dev.sim_gpus,
                       "simulate GPUs, e.g. 8xA100-80GB, 4xT4, 2xH100-80GB,2xL4");
   dev_cmd->add_option("--sim-nodes", dev.sim_nodes, "number of in-process agents")
@@ -231,6 +235,11 @@ int run_cli(int argc, char** argv) {
                         "trust exactly the server certificate with this SHA-256 fingerprint");
   agent_cmd->add_option("--advertise-address", agent.advertise_address,
                         "address other nodes reach this one at (default: as the server sees it)");
+  agent_cmd
+      ->add_option("--job-uid-range", agent.job_uid_range,
+                   "FIRST-LAST: uids (and gids) given to tenants without a configured uid; ids "
+                   "the host already uses are skipped")
+      ->capture_default_str();
   agent_cmd
       ->add_option("--fence-after", agent.fence_after,
                    "stop this node's jobs after this long without the server (0: never); keep "

@@ -115,6 +115,9 @@ int cmd_agent(const AgentOptions& o) {
           o.fence_after));
     ac.fence_after_ms = *fence;
   }
+  auto uid_range = agent::parse_job_uid_range(o.job_uid_range);
+  if (!uid_range) return usage(uid_range.error().message);
+  ac.job_uid_range = *uid_range;
   std::mutex mu;
   std::optional<Error> fatal;
   ac.on_fatal = [&](const Error& e) {

@@ -2,9 +2,12 @@
 #include <fmt/format.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -36,6 +39,58 @@ std::string read_token(const std::string& path) {
   std::string token;
   std::getline(in, token);
   return token;
+}
+
+// True when other users can pass through every directory on the way to `path`.
+bool passable_by_others(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path partial;
+  for (const auto& part : std::filesystem::absolute(path, ec).lexically_normal()) {
+    partial /= part;
+    struct stat st {};
+    if (::stat(partial.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) return false;
+  }
+  return true;
+}
+
+// Where the dev agents keep their state and their jobs' attempt dirs: beside the server's data
+// dir, never inside it, so that the data dir (tokens, database, logs) stays 0700 and no job
+// can reach it. When jobs could not pass through the directories above it (a data dir under
+// root's 0700 home), it is /var/tmp/gpucloud-dev-<hash of the data dir's path> instead, the
+// same at every start. A data dir from before this layout keeps its agents where they are
+// (their running jobs are re-adopted from there), with a warning.
+Result<std::string> dev_nodes_dir(const std::string& data_dir) {
+  std::error_code ec;
+  std::string root = std::filesystem::absolute(data_dir, ec).lexically_normal().string();
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  std::string legacy = root + "/agents";
+  if (std::filesystem::is_directory(legacy, ec)) {
+    spdlog::warn(
+        "dev: the agents' job dirs lie inside the data dir ({}), from an older gpucloud; jobs "
+        "cannot reach them as their own users. Stop gpucloud dev once no job runs and remove {} "
+        "to move them out",
+        legacy, legacy);
+    return legacy;
+  }
+  std::string dir = root + "-nodes";
+  if (::geteuid() == 0 && !passable_by_others(root.substr(0, root.rfind('/') + 1))) {
+    uint64_t h = 14695981039346656037ull;  // FNV-1a of the data dir's path
+    for (unsigned char c : root) h = (h ^ c) * 1099511628211ull;
+    dir = fmt::format("/var/tmp/gpucloud-dev-{:016x}", h);
+    if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST)
+      return internal(fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0)
+      return internal(fmt::format(
+          "{} is not a directory of root's; remove it, or give a --data-dir whose parent "
+          "directories other users may pass (o+x)",
+          dir));
+  } else {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return internal(fmt::format("cannot create {}: {}", dir, ec.message()));
+  }
+  ::chmod(dir.c_str(), 0711);  // jobs pass through to their own attempt dirs, never list it
+  return dir;
 }
 
 }  // namespace
@@ -95,6 +150,12 @@ int cmd_dev(const DevOptions& o) {
   auto port = (*server)->start();
   if (!port) return fail(port.error().message);
 
+  auto uid_range = agent::parse_job_uid_range(o.job_uid_range);
+  if (!uid_range) return std::cerr << "error: " << uid_range.error().message << "\n", kExitUsage;
+  auto nodes = dev_nodes_dir(o.data_dir);
+  if (!nodes) return fail(nodes.error().message);
+  const std::string& nodes_dir = *nodes;
+
   std::vector<std::unique_ptr<agent::Agent>> agents;
   std::string join_token = read_token((*server)->layout().agent_token());
   std::string gpu_summary;
@@ -103,7 +164,8 @@ int cmd_dev(const DevOptions& o) {
     ac.server_url = (*server)->url();
     ac.join_token = join_token;
     ac.name = fmt::format("dev-{}", i);
-    ac.data_dir = fmt::format("{}/agents/{}", o.data_dir, ac.name);
+    ac.data_dir = fmt::format("{}/{}", nodes_dir, ac.name);
+    ac.job_uid_range = *uid_range;
     ac.gpu.kind = o.sim_gpus.empty() ? "auto" : "simulated";
     ac.gpu.sim_spec = o.sim_gpus;
     ac.sim_cpu_milli_per_gpu = static_cast<int64_t>(cpus_per_gpu * 1000);
@@ -132,6 +194,8 @@ int cmd_dev(const DevOptions& o) {
              "  API:          {}\n"
              "  admin token:  {}\n"
              "  data dir:     {}\n"
+             "  job dirs:     {}\n"
+             "{}"
              "\n"
              "Try these from a second terminal in this directory (the CLI finds the server and "
              "the\n"
@@ -142,7 +206,12 @@ int cmd_dev(const DevOptions& o) {
              "\n"
              "Stop with Ctrl-C; running jobs keep running and are re-adopted at the next start.\n",
              o.sim_nodes, o.sim_nodes == 1 ? "" : "s", gpu_summary, (*server)->url(),
-             (*server)->layout().admin_token(), o.data_dir, bin, bin, bin)
+             (*server)->layout().admin_token(), o.data_dir, nodes_dir,
+             ::geteuid() == 0
+                 ? ""
+                 : "  warning:      not running as root: jobs run as your user and can read the\n"
+                   "                data dir, tokens and each other's files (docs/security.md)\n",
+             bin, bin, bin)
       << std::flush;
 
   std::thread signal_thread([&, srv = server->get()] {

@@ -37,6 +37,7 @@ struct DevOptions {
   int64_t poll_hold_ms = 5000;
   int max_connections = 0;  // 0: the descriptor limit less a reserve
   int max_connections_per_source = 256;
+  std::string job_uid_range = "200000-299999";  // docs/security.md, "Job code"
 };
 
 /// `gpucloud server`: the control plane alone (docs/config.md).
@@ -69,6 +70,7 @@ struct AgentOptions {
   std::string advertise_address;
   std::string fence_after = "45s";
   std::string poll_hold = "5s";
+  std::string job_uid_range = "200000-299999";  // docs/security.md, "Job code"
 };
 
 /// `gpucloud sim fgd`: the FGD allocation experiment (shared/fgd-experiment.md).

@@ -18,10 +18,23 @@ struct LaunchSpec {
   std::vector<std::string> argv;  // never a shell string
   std::map<std::string, std::string> env;  // the complete environment (nothing inherited)
   std::string workdir;           // must exist; otherwise the attempt fails with a clear message
-  std::string attempt_dir;       // created by the executor; holds the log, exit status, scratch
+  std::string attempt_dir;       // created by the executor; the shim's files (see job_dir_of)
   std::vector<int> cpus;         // CPU cores to pin to; empty = no pinning
   int64_t memory_limit_mib = 0;  // 0 = no limit
+  // The user the job runs as (docs/security.md, "Job code"). -1 = the executor's own user, as
+  // it is (no switching, no isolation); 0 = root, only for tenants allowed to run as root;
+  // another id = that uid/gid, with no capabilities, no_new_privs, umask 077 and its own /tmp.
+  // Switching needs the executor to run as root.
+  int64_t uid = -1;
+  int64_t gid = -1;
 };
+
+/// The directory a job owns inside its attempt dir: GPUCLOUD_ATTEMPT_DIR, its default workdir
+/// and HOME. The attempt dir itself (0711, the executor's user) holds the shim's private files.
+std::string job_dir_of(const std::string& attempt_dir);
+/// The per-job directory bind-mounted on the job's /tmp (or given as TMPDIR where mount
+/// namespaces are unavailable), owned by the job's user.
+std::string job_tmp_dir_of(const std::string& attempt_dir);
 
 /// A started process as the agent persists it, so a restarted agent can re-adopt it.
 struct ProcessRef {

@@ -18,21 +18,28 @@ json allocation_to_json(const Allocation& a) {
   json gpus = json::array();
   for (const auto& g : a.gpus)
     gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"milli", g.milli}});
-  return {{"key", a.key},
-          {"job_id", a.job_id},
-          {"attempt", a.attempt},
-          {"rank", a.rank},
-          {"replicas", a.replicas},
-          {"command", a.command},
-          {"env", a.env},
-          {"workdir", a.workdir},
-          {"gpus", gpus},
-          {"cpu_milli", a.cpu_milli},
-          {"memory_mib", a.memory_mib},
-          {"grace_ms", a.grace_ms},
-          {"max_runtime_ms", a.max_runtime_ms},
-          {"master_addr", a.master_addr},
-          {"master_port", a.master_port}};
+  json j = {{"key", a.key},
+            {"job_id", a.job_id},
+            {"attempt", a.attempt},
+            {"rank", a.rank},
+            {"replicas", a.replicas},
+            {"command", a.command},
+            {"env", a.env},
+            {"workdir", a.workdir},
+            {"gpus", gpus},
+            {"cpu_milli", a.cpu_milli},
+            {"memory_mib", a.memory_mib},
+            {"grace_ms", a.grace_ms},
+            {"max_runtime_ms", a.max_runtime_ms},
+            {"master_addr", a.master_addr},
+            {"master_port", a.master_port}};
+  if (!a.tenant.empty()) j["tenant"] = a.tenant;
+  if (a.uid >= 0) {
+    j["uid"] = a.uid;
+    j["gid"] = a.gid;
+  }
+  if (a.allow_root) j["allow_root"] = true;
+  return j;
 }
 
 int master_port_for(const std::string& job_id) {
@@ -62,6 +69,13 @@ Result<Allocation> allocation_from_json(const json& j) {
     a.max_runtime_ms = json_whole_at(j, "max_runtime_ms", 0, kJsonInt64Max);
     a.master_addr = j.value("master_addr", "");
     a.master_port = static_cast<int>(json_whole_or(j, "master_port", 0, 0, 65535));
+    a.tenant = j.value("tenant", "");
+    a.uid = j.value("uid", int64_t{-1});
+    a.gid = j.value("gid", a.uid);
+    a.allow_root = j.value("allow_root", false);
+    if (a.uid < -1 || a.uid > 0xfffffffeLL || a.gid < -1 || a.gid > 0xfffffffeLL)
+      return invalid("malformed allocation: uid/gid " + std::to_string(a.uid) + "/" +
+                     std::to_string(a.gid) + " out of range 0..4294967294");
     return a;
   } catch (const JsonFieldError& e) {
     return invalid(std::string("malformed allocation: ") + e.what());

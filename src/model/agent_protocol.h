@@ -36,6 +36,13 @@ struct Allocation {
   // chosen per job. Empty and 0 for older servers.
   std::string master_addr;
   int master_port = 0;
+  // Who the job runs as on the node (docs/security.md, "Job code"). The tenant's configured
+  // uid/gid (-1 = none: the agent gives the tenant one of its range), or root when the tenant
+  // is allowed to run as root. Empty, -1 and false from older servers.
+  std::string tenant;
+  int64_t uid = -1;
+  int64_t gid = -1;
+  bool allow_root = false;
 };
 
 /// The rendezvous port of a job: deterministic in its id, within 20000..39999.

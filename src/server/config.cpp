@@ -61,6 +61,41 @@ Result<std::map<std::string, int>> gpu_counts(const json& j, const std::string& 
   return out;
 }
 
+// A tenant's uid, gid and allow_root: ids of 1..4294967294, a uid no other tenant has (jobs of
+// one uid can signal and read each other), never 0 (that is what allow_root says).
+Status tenant_ids(const json& t, const std::string& where, TenantConfig& tc,
+                  const std::vector<TenantConfig>& earlier) {
+  for (const char* field : {"uid", "gid"}) {
+    if (!t.contains(field)) continue;
+    const json& v = t[field];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 4294967294LL)
+      return invalid(fmt::format("{}.{}: expected a whole number 1..4294967294", where, field));
+    if (v.get<int64_t>() == 0)
+      return invalid(fmt::format(
+          "{}.{}: 0 is root; to let this tenant's jobs run as root, set allow_root: true", where,
+          field));
+    (std::string(field) == "uid" ? tc.uid : tc.gid) = v.get<int64_t>();
+  }
+  if (tc.gid >= 0 && tc.uid < 0)
+    return invalid(where + ".gid: given without a uid; give the uid too");
+  if (tc.uid >= 0 && tc.gid < 0) tc.gid = tc.uid;
+  if (t.contains("allow_root")) {
+    if (!t["allow_root"].is_boolean())
+      return invalid(where + ".allow_root: expected true or false");
+    tc.allow_root = t["allow_root"].get<bool>();
+  }
+  if (tc.allow_root && tc.uid >= 0)
+    return invalid(where + ": both uid and allow_root are set; keep one");
+  for (const auto& other : earlier) {
+    if (tc.uid >= 0 && other.uid == tc.uid)
+      return invalid(fmt::format(
+          "{}.uid: {} is also tenant {}'s; tenants sharing a uid can read and signal each "
+          "other's jobs, give each its own",
+          where, tc.uid, other.name));
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<ServerFileConfig> load_server_config(const std::string& path) {
@@ -82,7 +117,9 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
     for (size_t i = 0; i < tenants.size(); ++i) {
       const json& t = tenants[i];
       std::string where = fmt::format("tenants[{}]", i);
-      if (auto st = known_keys(t, where, {"name", "weight", "cohort", "quota", "borrowing_limit"});
+      if (auto st = known_keys(
+              t, where,
+              {"name", "weight", "cohort", "quota", "borrowing_limit", "uid", "gid", "allow_root"});
           !st.ok())
         return fail(st.error());
       TenantConfig tc;
@@ -110,6 +147,8 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
         if (!counts) return fail(counts.error());
         (std::string(field) == "quota" ? tc.quota : tc.borrowing_limit) = std::move(*counts);
       }
+      auto ids = tenant_ids(t, where, tc, config.tenants);
+      if (!ids.ok()) return fail(ids.error());
       config.tenants.push_back(std::move(tc));
     }
   }

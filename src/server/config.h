@@ -18,6 +18,11 @@ struct TenantConfig {
   std::string cohort;                          // tenants that may borrow each other's quota
   std::map<std::string, int> quota;            // nominal GPUs per GPU model
   std::map<std::string, int> borrowing_limit;  // GPUs per model it may borrow in its cohort
+  // The user its jobs run as on the nodes (docs/security.md, "Job code"): -1 = one the agent
+  // picks from its --job-uid-range; gid defaults to uid. allow_root runs them as root instead.
+  int64_t uid = -1;
+  int64_t gid = -1;
+  bool allow_root = false;
 };
 
 struct ServerFileConfig {

@@ -32,9 +32,10 @@ Result<int64_t> LogStore::append(const std::string& key, int64_t offset, const s
   if (!dir_made_) {
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
-    dir_made_ = !ec;
+    // Other tenants' output: closed to every other user (job users included).
+    dir_made_ = !ec && ::chmod(dir_.c_str(), 0700) == 0;
   }
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return internal(fmt::format("cannot open log {}: {}", path, std::strerror(errno)));
   size_t written = 0;
   while (written < data.size()) {

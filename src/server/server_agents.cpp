@@ -383,6 +383,13 @@ std::vector<Allocation> Server::desired_for(const std::string& node_id) {
       if (auto rank0 = nodes_.find(job.replicas.front().node_id); rank0 != nodes_.end())
         a.master_addr = rank0->second.info.address;
       a.master_port = master_port_for(job.id);
+      a.tenant = job.spec.tenant;
+      for (const auto& t : file_config_.tenants) {
+        if (t.name != a.tenant) continue;
+        a.uid = t.uid;
+        a.gid = t.uid < 0 ? -1 : t.gid;
+        a.allow_root = t.allow_root;
+      }
       out.push_back(std::move(a));
     }
   }

@@ -62,6 +62,29 @@ TEST_F(AgentStateTest, TheLatestSaveIsReadBack) {
   EXPECT_EQ(AgentState::load(path_)->node_id, "node-c");
 }
 
+TEST_F(AgentStateTest, TenantUidsAndJobUsersSurviveARestart) {
+  AgentState s = sample("node-a");
+  s.tenant_uids = {{"vision", 200000}, {"nlp", 200001}};
+  s.replicas["abcd.1.0"].allocation.tenant = "vision";
+  s.replicas["abcd.1.0"].allocation.uid = 5000;
+  s.replicas["abcd.1.0"].allocation.gid = 5001;
+  ASSERT_TRUE(s.save(path_).ok());
+  auto back = AgentState::load(path_);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->tenant_uids, s.tenant_uids);
+  const Allocation& a = back->replicas["abcd.1.0"].allocation;
+  EXPECT_EQ(a.tenant, "vision");
+  EXPECT_EQ(a.uid, 5000);
+  EXPECT_EQ(a.gid, 5001);
+  EXPECT_FALSE(a.allow_root);
+  // The state holds the node's credential: only the agent's user may read it.
+  for (const char* slot : {".0", ".1"}) {
+    if (!std::filesystem::exists(path_ + slot)) continue;
+    EXPECT_EQ(std::filesystem::status(path_ + slot).permissions() & std::filesystem::perms::all,
+              std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  }
+}
+
 TEST_F(AgentStateTest, ASaveTornByACrashLeavesThePreviousState) {
   AgentState s = sample("before");
   ASSERT_TRUE(s.save(path_).ok());  // generation 1 -> slot .1

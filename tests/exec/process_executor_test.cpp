@@ -45,7 +45,7 @@ TEST_F(ProcessExecutorTest, OutputLogHasStdoutAndStderr) {
   EXPECT_NE(log.find("to-stderr"), std::string::npos) << log;
   EXPECT_EQ(std::filesystem::status(s.attempt_dir + "/output.log").permissions() &
                 std::filesystem::perms::all,
-            std::filesystem::perms(0640));
+            std::filesystem::perms(0600));
 }
 
 TEST_F(ProcessExecutorTest, EnvironmentIsExactlyTheGivenOne) {

@@ -26,12 +26,12 @@ namespace gpucloud::exec::testing {
 
 inline constexpr auto kDeadline = std::chrono::seconds(30);
 
-/// A directory under /tmp removed with its content at the end of the test.
+/// A directory under `base` (default /tmp) removed with its content at the end of the test.
 class TempDir {
  public:
-  TempDir() {
-    char tmpl[] = "/tmp/gpucloud-exec-test-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
+  explicit TempDir(const std::string& base = "/tmp") {
+    std::string tmpl = base + "/gpucloud-exec-test-XXXXXX";
+    path_ = ::mkdtemp(tmpl.data());
   }
   ~TempDir() {
     std::error_code ec;
@@ -112,6 +112,7 @@ class ExitCollector {
 /// reported at most once.
 class ExecutorTest : public ::testing::Test {
  protected:
+  explicit ExecutorTest(const std::string& base = "/tmp") : tmp_(base) {}
   void SetUp() override { executor_ = make_executor(); }
 
   void TearDown() override {

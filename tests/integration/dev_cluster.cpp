@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -111,10 +112,12 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
   return pred();
 }
 
-TempDir::TempDir() {
-  char tmpl[] = "/tmp/gpucloud-test-XXXXXX";
-  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp");
+TempDir::TempDir(const std::string& base) {
+  std::string tmpl = base + "/gpucloud-test-XXXXXX";
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp");
   path_ = tmpl;
+  // Jobs run as their tenant's user: they must pass through here to their attempt dirs.
+  ::chmod(path_.c_str(), 0711);
 }
 
 TempDir::~TempDir() {
@@ -122,8 +125,10 @@ TempDir::~TempDir() {
   fs::remove_all(path_, ec);
 }
 
-DevCluster::DevCluster(std::vector<std::string> extra_args, std::map<std::string, std::string> env)
-    : data_dir_(dir_.path() + "/.gpucloud"),
+DevCluster::DevCluster(std::vector<std::string> extra_args, std::map<std::string, std::string> env,
+                       const std::string& base_dir)
+    : dir_(base_dir),
+      data_dir_(dir_.path() + "/.gpucloud"),
       extra_args_(std::move(extra_args)),
       env_(std::move(env)) {
   start();
@@ -136,13 +141,15 @@ DevCluster::~DevCluster() {
     waitpid(pid_, &status, 0);
   }
   // Jobs outlive the dev process by design; the test ends them so nothing is left behind.
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(data_dir_, ec);
-       it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    if (it->path().filename() == "pid") {
-      pid_t job = std::atoi(read_file(it->path()).c_str());
-      if (job > 1) kill(-job, SIGKILL);
+  for (const auto& dir : {data_dir_, nodes_dir()}) {
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, ec);
+         it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (ec) break;
+      if (it->path().filename() == "pid") {
+        pid_t job = std::atoi(read_file(it->path()).c_str());
+        if (job > 1) kill(-job, SIGKILL);
+      }
     }
   }
   run_command({"/usr/bin/pkill", "-9", "-f", dir_.path()});

@@ -30,10 +30,11 @@ CommandResult run_command(const std::vector<std::string>& argv,
 bool wait_until(const std::function<bool()>& pred,
                 std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
-/// A fresh temporary directory, removed by the destructor.
+/// A fresh temporary directory under `base`, removed by the destructor. It is 0711: jobs, which
+/// run as their tenant's user, pass through it to their own dirs.
 class TempDir {
  public:
-  TempDir();
+  explicit TempDir(const std::string& base = "/tmp");
   ~TempDir();
   const std::string& path() const { return path_; }
 
@@ -44,8 +45,10 @@ class TempDir {
 class DevCluster {
  public:
   /// Starts `gpucloud dev --listen 127.0.0.1:0 --data-dir <tmp>/.gpucloud` plus extra_args.
+  /// Its temporary dir is made under base_dir.
   explicit DevCluster(std::vector<std::string> extra_args = {"--sim-gpus", "8xA100-80GB"},
-                      std::map<std::string, std::string> env = {});
+                      std::map<std::string, std::string> env = {},
+                      const std::string& base_dir = "/tmp");
   ~DevCluster();
 
   /// (Re)starts the dev process with the same data dir; waits until it serves and a node is ready.
@@ -66,6 +69,8 @@ class DevCluster {
   const std::string& address() const { return address_; }
   std::string token() const;
   const std::string& data_dir() const { return data_dir_; }
+  /// Where the dev agents keep their state and job dirs: beside the data dir, not in it.
+  std::string nodes_dir() const { return data_dir_ + "-nodes"; }
   const std::string& work_dir() const { return dir_.path(); }
   pid_t pid() const { return pid_; }
 

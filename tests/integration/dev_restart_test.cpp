@@ -23,7 +23,7 @@ int read_int(const std::string& path) {
 // The shim and job pids of a running replica, from the agent's files.
 std::pair<int, int> pids_of(const DevCluster& c, const std::string& job_id) {
   // The agent's state is in two slots; the one with the higher generation is current.
-  std::string base = c.data_dir() + "/agents/dev-0/agent-state.json";
+  std::string base = c.nodes_dir() + "/dev-0/agent-state.json";
   json state;
   for (const char* slot : {".0", ".1"}) {
     std::ifstream in(base + slot);
@@ -81,15 +81,19 @@ TEST(DevRestart, JobsSurviveAKilledServerAndEndsAreRecorded) {
 
 TEST(DevRestart, ARunningJobIsReadoptedAndNotStartedTwice) {
   DevCluster c;
+  // The job runs as its tenant's user: it counts its starts in a directory open to it.
+  std::string shared = c.work_dir() + "/shared";
+  std::filesystem::create_directory(shared);
+  std::filesystem::permissions(shared, std::filesystem::perms::all);
   std::string id = c.submit(
-      {"--", "sh", "-c", "echo started >> $GPUCLOUD_ATTEMPT_DIR/../../count; sleep 2; echo done"});
+      {"--workdir", shared, "--", "sh", "-c", "echo started >> count; sleep 2; echo done"});
   ASSERT_TRUE(wait_until([&] { return c.job(id)["state"] == "running"; }));
   c.kill9();
   c.start();
   json j = c.wait_done(id);
   EXPECT_EQ(j["state"], "succeeded");
   EXPECT_EQ(j["attempt"], 1);
-  std::ifstream count(c.data_dir() + "/agents/dev-0/count");
+  std::ifstream count(shared + "/count");
   std::string text((std::istreambuf_iterator<char>(count)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text, "started\n");
   EXPECT_EQ(c.cli({"logs", id}).out, "done\n");

@@ -28,6 +28,8 @@ std::string trim(std::string s) {
 NetnsCluster::NetnsCluster(NetnsLab& lab, int agents, ClusterTimeouts timeouts)
     : lab_(lab), timeouts_(std::move(timeouts)) {
   fs::create_directories(shared_dir());
+  // Jobs run as their tenant's user and write their markers here.
+  fs::permissions(shared_dir(), fs::perms::all | fs::perms::sticky_bit);
   start_server();
   auto token = cli({"token", "create", "--role", "agent", "--ttl", "1h"});
   if (token.exit_code != 0) throw std::runtime_error("token create failed: " + token.err);

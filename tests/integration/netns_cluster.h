@@ -59,7 +59,8 @@ class NetnsCluster {
  private:
   NetnsLab& lab_;
   ClusterTimeouts timeouts_;
-  TempDir dir_;
+  // Outside /tmp: jobs, which have a /tmp of their own, write their markers in shared_dir().
+  TempDir dir_{"/var/tmp"};
   std::string url_, fingerprint_, join_token_, admin_token_;
   pid_t server_pid_ = -1;
   std::vector<pid_t> agent_pids_;  // index i-1

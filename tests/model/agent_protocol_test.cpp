@@ -148,6 +148,33 @@ TEST(PollResponse, RoundTrips) {
   EXPECT_EQ(a.max_runtime_ms, 3'600'000);
 }
 
+TEST(Allocation, CarriesTheJobsUserAndReadsOlderServers) {
+  Allocation a = sample_allocation();
+  a.tenant = "vision";
+  a.uid = 61000;
+  a.gid = 61001;
+  auto back = allocation_from_json(allocation_to_json(a));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->tenant, "vision");
+  EXPECT_EQ(back->uid, 61000);
+  EXPECT_EQ(back->gid, 61001);
+  EXPECT_FALSE(back->allow_root);
+  a.uid = a.gid = -1;
+  a.allow_root = true;
+  EXPECT_TRUE(allocation_from_json(allocation_to_json(a))->allow_root);
+  // An older server sends none of them: no tenant, no configured user, never root.
+  json old = allocation_to_json(sample_allocation());
+  EXPECT_FALSE(old.contains("uid"));
+  EXPECT_FALSE(old.contains("allow_root"));
+  auto from_old = allocation_from_json(old);
+  ASSERT_TRUE(from_old.ok());
+  EXPECT_EQ(from_old->tenant, "");
+  EXPECT_EQ(from_old->uid, -1);
+  EXPECT_FALSE(from_old->allow_root);
+  old["uid"] = -5;
+  EXPECT_FALSE(allocation_from_json(old).ok());
+}
+
 TEST(PollResponse, RejectsAMalformedAllocation) {
   PollResponse r;
   r.allocations = {sample_allocation()};

@@ -14,12 +14,12 @@ Result<std::string> read_file(const std::string& path);
 /// the directory. Readers see either the old file or the complete new one, even after a crash.
 /// With durable false there is no fsync: the file survives a crash of the process that wrote
 /// it (the page cache does), not one of the machine.
-Status write_file_atomic(const std::string& path, const std::string& content, int mode = 0640,
+Status write_file_atomic(const std::string& path, const std::string& content, int mode = 0600,
                          bool durable = true);
 
 /// Writes a file in place, without fsync: for files written once before anyone reads them and
 /// that matter only while the processes they describe exist (launch.json, pid).
-Status write_file_in_place(const std::string& path, const std::string& content, int mode = 0640);
+Status write_file_in_place(const std::string& path, const std::string& content, int mode = 0600);
 
 /// Creates a directory and its missing parents with `mode` (like `mkdir -p`).
 Status make_dirs(const std::string& path, int mode);

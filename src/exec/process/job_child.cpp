@@ -1,8 +1,11 @@
 #include "exec/process/job_child.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sched.h>
 #include <spawn.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,8 +96,82 @@ std::string workdir_message(const std::string& workdir, int err) {
   }
 }
 
-void enter_workdir(const std::string& workdir, int error_fd) {
-  if (::chdir(workdir.c_str()) != 0) fail(error_fd, 1, workdir_message(workdir, errno));
+void enter_workdir(const PreparedJob& job, int error_fd) {
+  if (::chdir(job.workdir.c_str()) == 0) return;
+  if (errno == EACCES && job.uid > 0) {
+    fail(error_fd, 1,
+         "workdir " + job.workdir + " is not accessible to the job's user (uid " +
+             std::to_string(job.uid) +
+             ", permission denied); make it and its parents reachable by that user (chmod o+x, "
+             "or give the tenant a uid that owns it) or leave workdir unset");
+  }
+  fail(error_fd, 1, workdir_message(job.workdir, errno));
+}
+
+// Gives the job its own /tmp: a private mount namespace (mounts made on the host still
+// propagate in) with the job's tmp dir bound on /tmp. The job's own paths that lay under the
+// host's /tmp (its job dir, its workdir) are bound back at the same place inside it, and
+// nothing else of the host's /tmp is visible. False, with errno set, when that fails (the
+// namespace then shows the host's /tmp as before).
+bool mount_private_tmp(const PreparedJob& job) {
+  if (::unshare(CLONE_NEWNS) != 0 ||
+      ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0)
+    return false;
+  // The paths to keep, opened in the new namespace before /tmp is covered: bound back from
+  // /proc/self/fd/N.
+  std::vector<std::pair<std::string, int>> keep;
+  for (const auto& path : job.tmp_keep) {
+    int fd = ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) keep.emplace_back(path, fd);  // one that is missing fails later, clearly
+  }
+  auto close_all = [&] {
+    int saved = errno;
+    for (auto& [path, fd] : keep) ::close(fd);
+    errno = saved;
+  };
+  if (::mount(job.tmp_dir.c_str(), "/tmp", nullptr, MS_BIND, nullptr) != 0) {
+    close_all();
+    return false;
+  }
+  for (auto& [path, fd] : keep) {
+    // The mount points: root's directories inside the job's fresh tmp dir.
+    for (size_t slash = path.find('/', 5);; slash = path.find('/', slash + 1)) {
+      std::string dir = path.substr(0, slash);
+      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) break;
+      if (slash == std::string::npos) break;
+    }
+    std::string source = "/proc/self/fd/" + std::to_string(fd);
+    if (::mount(source.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      int saved = errno;
+      ::umount2("/tmp", MNT_DETACH);  // back to the host's /tmp, which has the path
+      errno = saved;
+      close_all();
+      return false;
+    }
+  }
+  close_all();
+  return true;
+}
+
+// Becomes the job's user for good: no capability can be kept or regained, not even by exec of
+// a set-uid binary.
+void drop_privileges(const PreparedJob& job, int error_fd) {
+  for (int cap = 0; cap <= 63; ++cap) {
+    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
+      fail(error_fd, 1, reason("cannot drop capability " + std::to_string(cap)));
+    }
+  }
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);  // EINVAL before Linux 4.3: none
+  auto uid = static_cast<uid_t>(job.uid);
+  auto gid = static_cast<gid_t>(job.gid);
+  if (::setgroups(1, &gid) != 0) fail(error_fd, 1, reason("cannot set the job's groups"));
+  if (::setresgid(gid, gid, gid) != 0)
+    fail(error_fd, 1, reason("cannot switch to the job's gid " + std::to_string(gid)));
+  if (::setresuid(uid, uid, uid) != 0)
+    fail(error_fd, 1, reason("cannot switch to the job's uid " + std::to_string(uid)));
+  if (::getuid() != uid || ::geteuid() != uid || ::setuid(0) == 0)
+    fail(error_fd, 1, "the job's uid " + std::to_string(uid) + " did not stick");
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail(error_fd, 1, reason("no_new_privs"));
 }
 
 }  // namespace
@@ -125,6 +202,22 @@ PreparedJob prepare_job(const LaunchFile& launch, const std::string& attempt_dir
   if (!launch.cgroup.empty()) job.cgroup_procs = launch.cgroup + "/cgroup.procs";
   job.output_log = attempt_dir + "/" + kOutputLog;
   job.cpus = launch.cpus;
+  job.uid = launch.uid;
+  job.gid = launch.gid < 0 ? launch.uid : launch.gid;
+  if (job.uid >= 0) {
+    job.tmp_dir = job_tmp_dir_of(attempt_dir);
+    for (const auto& path : {job_dir_of(attempt_dir), launch.workdir}) {
+      if (path.rfind("/tmp/", 0) == 0 && path.find("/..") == std::string::npos &&
+          std::find(job.tmp_keep.begin(), job.tmp_keep.end(), path) == job.tmp_keep.end())
+        job.tmp_keep.push_back(path);
+    }
+    for (const auto& [name, value] : launch.env) {
+      if (name != "TMPDIR") job.env_tmpdir_storage.push_back(name + "=" + value);
+    }
+    job.env_tmpdir_storage.push_back("TMPDIR=" + job.tmp_dir);
+    for (auto& var : job.env_tmpdir_storage) job.envp_tmpdir.push_back(var.data());
+    job.envp_tmpdir.push_back(nullptr);
+  }
   return job;
 }
 
@@ -144,19 +237,30 @@ void exec_job(const PreparedJob& job, int error_fd) {
 
   int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null_fd < 0 || ::dup2(null_fd, 0) < 0) fail(error_fd, 1, reason("cannot open /dev/null"));
-  int log_fd = ::open(job.output_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  int log_fd = ::open(job.output_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log_fd < 0) fail(error_fd, 1, reason("cannot open " + job.output_log));
   if (::dup2(log_fd, 1) < 0 || ::dup2(log_fd, 2) < 0) {
     fail(error_fd, 1, reason("cannot redirect output to " + job.output_log));
   }
 
-  enter_workdir(job.workdir, error_fd);
+  char* const* envp = job.envp.data();
+  if (job.uid >= 0) {
+    if (!mount_private_tmp(job)) {
+      write_all(2, "gpucloud: no private /tmp for this job (" + reason("mount namespace") +
+                       "); TMPDIR is " + job.tmp_dir + "\n");
+      envp = job.envp_tmpdir.data();
+    }
+    if (job.uid != 0) drop_privileges(job, error_fd);
+    ::umask(077);
+  }
+
+  enter_workdir(job, error_fd);
 
   const std::string& command = job.argv_storage.at(0);
   int saved = ENOENT;
   std::string tried;
   for (const auto& candidate : job.candidates) {
-    ::execve(candidate.c_str(), job.argv.data(), job.envp.data());
+    ::execve(candidate.c_str(), job.argv.data(), envp);
     if (errno != ENOENT && errno != ENOTDIR) {
       saved = errno;
       tried = candidate;
@@ -184,7 +288,7 @@ void exec_job(const PreparedJob& job, int error_fd) {
 namespace {
 
 StartFailure failure(int code, const std::string& message, const std::string& output_log) {
-  int fd = ::open(output_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  int fd = ::open(output_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd >= 0) {
     write_all(fd, "gpucloud: " + message + "\n");
     ::close(fd);
@@ -238,7 +342,7 @@ std::variant<pid_t, StartFailure> spawn_job(const PreparedJob& job) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0640);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   posix_spawn_file_actions_addchdir_np(&actions, job.workdir.c_str());
   posix_spawnattr_t attr;
@@ -250,7 +354,7 @@ std::variant<pid_t, StartFailure> spawn_job(const PreparedJob& job) {
   if (rc == 0) return pid;
   // A file action failed, or something changed since the checks above: say which.
   if (auto problem = workdir_problem(job.workdir)) return failure(1, *problem, log);
-  if (int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640); fd < 0) {
+  if (int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600); fd < 0) {
     return failure(1, reason("cannot open " + log), log);
   } else {
     ::close(fd);

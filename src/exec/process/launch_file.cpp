@@ -8,6 +8,14 @@ namespace gpucloud::exec {
 
 using nlohmann::json;
 
+std::string job_dir_of(const std::string& attempt_dir) {
+  return attempt_dir + "/" + kJobDir;
+}
+
+std::string job_tmp_dir_of(const std::string& attempt_dir) {
+  return attempt_dir + "/" + kJobTmpDir;
+}
+
 std::string launch_file_to_json(const LaunchFile& launch) {
   json j;
   j["key"] = launch.key;
@@ -16,6 +24,10 @@ std::string launch_file_to_json(const LaunchFile& launch) {
   j["workdir"] = launch.workdir;
   j["cpus"] = launch.cpus;
   j["cgroup"] = launch.cgroup;
+  if (launch.uid >= 0) {
+    j["uid"] = launch.uid;
+    j["gid"] = launch.gid;
+  }
   return j.dump(2) + "\n";
 }
 
@@ -29,6 +41,10 @@ Result<LaunchFile> launch_file_from_json(const std::string& text) {
     launch.workdir = j.value("workdir", "");
     launch.cpus = j.value("cpus", std::vector<int>{});
     launch.cgroup = j.value("cgroup", "");
+    launch.uid = j.value("uid", int64_t{-1});
+    launch.gid = j.value("gid", launch.uid);
+    if (launch.uid > 0xfffffffeLL || launch.gid > 0xfffffffeLL)
+      return invalid("launch.json: uid/gid out of range");
     if (launch.argv.empty()) return invalid("launch.json: argv is empty");
     return launch;
   } catch (const json::exception& e) {

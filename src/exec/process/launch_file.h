@@ -3,6 +3,9 @@
 //   pid          the job's pid = its process group id (written by the shim once it has exec'd)
 //   exit.json    how the job ended (written atomically by the shim)
 //   output.log   the job's stdout and stderr; shim.log the shim's own messages
+//   job/         the job's own directory (owned by the job's user); tmp/ its private /tmp
+// The attempt dir is 0711 and every file of the shim 0600, owned by the executor's user: a job
+// running as another user can enter only job/ and tmp/.
 #pragma once
 
 #include <map>
@@ -19,6 +22,10 @@ inline constexpr const char* kPidFile = "pid";
 inline constexpr const char* kExitFile = "exit.json";
 inline constexpr const char* kOutputLog = "output.log";
 inline constexpr const char* kShimLog = "shim.log";
+inline constexpr const char* kJobDir = "job";
+inline constexpr const char* kJobTmpDir = "tmp";
+/// The mode of every file the executor and the shim write: closed to job users.
+inline constexpr int kPrivateFileMode = 0600;
 
 /// The content of launch.json.
 struct LaunchFile {
@@ -28,6 +35,8 @@ struct LaunchFile {
   std::string workdir;
   std::vector<int> cpus;
   std::string cgroup;  // absolute path of the cgroup directory to join, "" for none
+  int64_t uid = -1;    // the user to run as; -1 = the shim's own (LaunchSpec::uid)
+  int64_t gid = -1;
 };
 
 /// Serialises a LaunchFile as JSON.

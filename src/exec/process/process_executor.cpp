@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +34,15 @@ Status validate(const LaunchSpec& spec) {
     return invalid("workdir: '" + spec.workdir + "' for job " + spec.key +
                    " is not an absolute path; give the directory the job runs in");
   }
+  if (spec.uid > 0xfffffffeLL || spec.gid > 0xfffffffeLL || (spec.uid >= 0) != (spec.gid >= 0))
+    return invalid("uid/gid: " + std::to_string(spec.uid) + "/" + std::to_string(spec.gid) +
+                   " for job " + spec.key + "; give both, each within 0..4294967294, or neither");
+  if (spec.uid >= 0 && ::geteuid() != 0 && spec.uid != ::geteuid()) {
+    return Error{ErrorCode::kPermissionDenied,
+                 "job " + spec.key + " cannot run as uid " + std::to_string(spec.uid) +
+                     ": the executor runs as uid " + std::to_string(::geteuid()) +
+                     ", not root; run the agent as root or start jobs without a user"};
+  }
   for (int cpu : spec.cpus) {
     if (cpu < 0 || cpu >= 65536)
       return invalid("cpus: " + std::to_string(cpu) + " is not a CPU number");
@@ -42,6 +52,27 @@ Status validate(const LaunchSpec& spec) {
                    " is negative; use 0 for no limit");
   }
   return {};
+}
+
+// Makes a directory with exactly `mode` (whatever the umask), owned by uid/gid when given.
+Status make_owned_dir(const std::string& path, int mode, int64_t uid, int64_t gid) {
+  if (::mkdir(path.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST)
+    return internal(errno_message("cannot create " + path));
+  if (uid >= 0 && ::chown(path.c_str(), static_cast<uid_t>(uid), static_cast<gid_t>(gid)) != 0)
+    return internal(errno_message("cannot give " + path + " to uid " + std::to_string(uid)));
+  if (::chmod(path.c_str(), static_cast<mode_t>(mode)) != 0)
+    return internal(errno_message("cannot set the mode of " + path));
+  return {};
+}
+
+// The attempt dir (0711: a job user may pass through it but not list it or read the shim's
+// 0600 files) with the job's own dir and private tmp dir in it (0700, the job's user).
+Status make_attempt_dirs(const std::string& attempt_dir, const LaunchSpec& spec) {
+  std::string parent = attempt_dir.substr(0, attempt_dir.rfind('/'));
+  if (!parent.empty()) GPUCLOUD_TRY(make_dirs(parent, 0711));
+  GPUCLOUD_TRY(make_owned_dir(attempt_dir, 0711, -1, -1));
+  GPUCLOUD_TRY(make_owned_dir(job_dir_of(attempt_dir), 0700, spec.uid, spec.gid));
+  return make_owned_dir(job_tmp_dir_of(attempt_dir), 0700, spec.uid, spec.gid);
 }
 
 // The job's process group id if the job may still be running: kUnavailable before the shim has
@@ -142,7 +173,7 @@ Result<ProcessRef> ProcessExecutor::start(const LaunchSpec& spec) {
     return error;
   };
 
-  Status dir = make_dirs(ref.attempt_dir, 0750);
+  Status dir = make_attempt_dirs(ref.attempt_dir, spec);
   if (!dir.ok()) return release(dir.error());
   for (const char* stale : {kPidFile, kExitFile}) ::unlink((ref.attempt_dir + "/" + stale).c_str());
 
@@ -150,7 +181,8 @@ Result<ProcessRef> ProcessExecutor::start(const LaunchSpec& spec) {
   if (!cgroup.ok()) return release(cgroup.error());
   ref.cgroup = *cgroup;
 
-  LaunchFile launch{spec.key, spec.argv, spec.env, spec.workdir, spec.cpus, ref.cgroup};
+  LaunchFile launch{spec.key,  spec.argv,  spec.env, spec.workdir,
+                    spec.cpus, ref.cgroup, spec.uid, spec.uid < 0 ? -1 : spec.gid};
   Status written =
       write_file_in_place(ref.attempt_dir + "/" + kLaunchFile, launch_file_to_json(launch));
   if (!written.ok()) {

@@ -1,7 +1,8 @@
 // ProcessExecutor: runs each job replica as a plain host process under a small supervisor,
 // the shim (`gpucloud shim DIR`, see shim.cpp).
 //
-// How it works. start() writes DIR/launch.json and spawns the shim in a session of its own.
+// How it works. start() makes DIR (0711) with the job's own DIR/job and DIR/tmp (0700, owned by
+// the job's user), writes DIR/launch.json (0600) and spawns the shim in a session of its own.
 // The shim forks the job into its own session and process group, joins the job's memory cgroup,
 // pins its CPUs, sends its stdout and stderr to DIR/output.log, enters the workdir and execs the
 // argv with exactly the given environment. It writes DIR/pid, waits for the job and records
@@ -10,9 +11,12 @@
 // with adopt(). One monitor thread per executor watches all shims through pidfds.
 //
 // Limits (what this plug-in does not isolate or assume):
-// - Jobs run as the agent's user, with its privileges; there is no user switching.
-// - No filesystem, network, PID or device isolation: a job sees the host's files, network,
-//   processes and every GPU device node. GPU isolation is by CUDA_VISIBLE_DEVICES only (set by
+// - A job with a user (LaunchSpec::uid, docs/security.md "Job code") runs as that uid/gid with
+//   no capabilities, no_new_privs, umask 077 and a private /tmp; one without runs as the
+//   agent's user, with its privileges. Jobs of one uid can signal and ptrace each other.
+// - No network, PID or device isolation, and no filesystem isolation beyond file permissions
+//   and /tmp: a job sees the host's files (as its user may), network, processes and every GPU
+//   device node. GPU isolation is by CUDA_VISIBLE_DEVICES only (set by
 //   the caller in LaunchSpec::env), which a job can ignore.
 // - The memory limit is enforced only where a memory cgroup (v2, else v1) is writable; elsewhere
 //   a warning is logged once and jobs run without a limit. CPU pinning is sched_setaffinity,

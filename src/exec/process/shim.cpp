@@ -41,7 +41,7 @@ void setup_fds(const std::string& dir) {
   int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null_fd >= 0) ::dup2(null_fd, 0);
   std::string log = dir + "/" + kShimLog;
-  int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   ::dup2(log_fd >= 0 ? log_fd : null_fd, 2);
   ::close_range(3, ~0U, 0);  // nothing of the agent's leaks into the job
 }
@@ -63,7 +63,7 @@ int record_exit(const std::string& dir, const ExitInfo& info) {
   Status written =
       // Atomic but not fsync'ed, like the agent's own state: both must survive a crash of the
       // agent, not of the machine, which ends the job too (it is then reported lost).
-      write_file_atomic(dir + "/" + kExitFile, exit_record_to_json(info, now_unix_ms()), 0640,
+      write_file_atomic(dir + "/" + kExitFile, exit_record_to_json(info, now_unix_ms()), 0600,
                         false);
   if (!written.ok()) {
     std::fprintf(stderr, "gpucloud shim: %s\n", written.error().message.c_str());
@@ -163,10 +163,10 @@ int run_shim(const std::string& attempt_dir) {
   PreparedJob job = prepare_job(*launch, dir);
 
   pid_t pid = 0;
-  if (job.cgroup_procs.empty()) {
+  if (job.cgroup_procs.empty() && job.uid < 0) {
     // The common case: posix_spawn, which does not copy the shim's address space. A job with
     // a memory cgroup takes the fork path below, where the child joins the cgroup before exec,
-    // so not one page of it is charged elsewhere.
+    // so not one page of it is charged elsewhere; so does a job with a user to switch to.
     auto spawned = spawn_job(job);
     if (auto* failed = std::get_if<StartFailure>(&spawned))
       return record_failed_start(dir, failed->code, failed->message);

@@ -360,13 +360,15 @@ class SqliteStore final : public StateStore {
 }  // namespace
 
 Result<std::unique_ptr<StateStore>> open_sqlite_store(const std::string& path) {
-  // The database holds every job's command and env: only the service user may read it. Made
-  // 0600 before SQLite opens it (its -wal and -shm files take the database's mode).
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return internal(fmt::format("cannot open database {}: {}", path, std::strerror(errno)));
-  ::fchmod(fd, 0600);
-  ::close(fd);
+  // The database holds every tenant's jobs and env values: 0600, created so before SQLite
+  // opens it (its -wal and -shm files take the same mode), and closed again if it was not.
+  if (!path.empty() && path != ":memory:" && path.rfind("file:", 0) != 0) {
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ::fchmod(fd, 0600);
+      ::close(fd);
+    }
+  }
   sqlite3* db = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &db,
