@@ -25,9 +25,10 @@ struct LocalReplica {
 };
 
 /// Everything the agent persists, in two files <path>.0 and <path>.1 written alternately in
-/// place (the newest whole one wins on load, so a save torn by a crash loses only itself). Not
-/// fsync'ed: it survives agent crashes; after a machine crash, replicas whose shims are gone are
-/// reported lost.
+/// place (the newest whole one wins on load, so a save torn by a crash loses only itself).
+/// Saves survive agent crashes (the page cache does); only durable saves, the ones that record
+/// replicas about to start, also survive a machine crash. After one, replicas whose shims are
+/// gone are reported lost, or never started when their attempt was never claimed.
 struct AgentState {
   int64_t generation = 0;  // counts saves; picks the newer slot
   std::string node_id;
@@ -38,8 +39,8 @@ struct AgentState {
 
   /// Loads the state file; a missing file gives an empty state.
   static Result<AgentState> load(const std::string& path);
-  /// Saves into the older slot.
-  Status save(const std::string& path);
+  /// Saves into the older slot; with durable, the slot is fsync'ed before this returns.
+  Status save(const std::string& path, bool durable = false);
 };
 
 }  // namespace gpucloud::agent

@@ -16,6 +16,7 @@ std::string launch_file_to_json(const LaunchFile& launch) {
   j["workdir"] = launch.workdir;
   j["cpus"] = launch.cpus;
   j["cgroup"] = launch.cgroup;
+  j["claims"] = launch.claims;
   return j.dump(2) + "\n";
 }
 
@@ -29,6 +30,7 @@ Result<LaunchFile> launch_file_from_json(const std::string& text) {
     launch.workdir = j.value("workdir", "");
     launch.cpus = j.value("cpus", std::vector<int>{});
     launch.cgroup = j.value("cgroup", "");
+    launch.claims = j.value("claims", false);
     if (launch.argv.empty()) return invalid("launch.json: argv is empty");
     return launch;
   } catch (const json::exception& e) {
