@@ -1,0 +1,97 @@
+// At most once: `gpucloud dev` (server and agent in one process) or a job's shim crashes at
+// each named point of the start path (GPUCLOUD_CRASH_AT, see src/exec/process/crash_point.h);
+// after a restart without the crash, every job's command has run at most once, and a job is
+// re-run only where its first attempt provably never started.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "dev_cluster.h"
+
+namespace gpucloud::testing {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+struct CrashCase {
+  const char* point;
+  // What the user sees in the end: the job's state, and how many times its command ran.
+  const char* state;
+  int runs;
+  // Attempts the job may end at: 1 when the first attempt ran, 2 (or more) when attempts
+  // provably never started and were re-queued; {1, 2} where the restarted agent may win the
+  // claim or not.
+  std::vector<int> attempts;
+};
+
+void PrintTo(const CrashCase& c, std::ostream* os) {
+  *os << c.point;
+}
+
+int lines_in(const std::string& path) {
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+class CrashPointTest : public ::testing::TestWithParam<CrashCase> {};
+
+TEST_P(CrashPointTest, TheCommandRunsAtMostOnceAndOnlyANeverStartedAttemptIsRerun) {
+  const CrashCase& c = GetParam();
+  TempDir marks;
+  std::string crashed = marks.path() + "/crashed";
+  DevCluster cluster({"--sim-gpus", "1xA100-80GB"},
+                     {{"GPUCLOUD_CRASH_AT", c.point}, {"GPUCLOUD_CRASH_ONCE", crashed}});
+  std::string counter = cluster.work_dir() + "/runs";
+  // Restart policy never: a job that was lost after starting is not re-run, so any second run
+  // of the command could only come from an attempt wrongly taken for one that never started.
+  std::string id = cluster.submit(
+      {"--restart", "never", "--", "sh", "-c", "echo ran >> " + counter + "; sleep 0.3"});
+  ASSERT_TRUE(wait_until([&] { return fs::exists(crashed); })) << "never reached " << c.point;
+
+  // Whatever crashed, the dev process goes down too (when the agent crashed, it already has),
+  // and comes back without the crash.
+  cluster.kill9();
+  cluster.set_env({});
+  cluster.start();
+  json job = cluster.wait_done(id);
+  EXPECT_EQ(job["state"], c.state) << job.dump();
+  EXPECT_EQ(lines_in(counter), c.runs) << job.dump();
+  int attempt = job["attempt"].get<int>();
+  EXPECT_NE(std::find(c.attempts.begin(), c.attempts.end(), attempt), c.attempts.end())
+      << "attempt " << attempt << ": " << job.dump();
+  if (attempt > 1) {
+    EXPECT_NE(job["message"].get<std::string>().find("did not start"), std::string::npos)
+        << job.dump();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    StartPath, CrashPointTest,
+    ::testing::Values(
+        // The agent had saved the replica but spawned nothing: re-queued, runs once.
+        CrashCase{"agent.before_start", "succeeded", 1, {2}},
+        CrashCase{"exec.before_shim", "succeeded", 1, {2}},
+        // The shim was spawned, its pid saved nowhere: whoever claims first decides.
+        CrashCase{"exec.shim_spawned", "succeeded", 1, {1, 2}},
+        // The shim died before its claim: the command provably never ran; re-queued. The
+        // dev process, killed a moment later, may cut attempt 2's start short as well.
+        CrashCase{"shim.before_claim", "succeeded", 1, {2, 3}},
+        // The shim died after its claim: nobody can prove the command did not run, so the
+        // attempt is lost and (restart policy never) not re-run.
+        CrashCase{"shim.claimed", "lost", 0, {1}},
+        // The command ran; the agent had not saved the shim's pid: re-adopted from the claim.
+        CrashCase{"agent.started", "succeeded", 1, {1}},
+        CrashCase{"agent.start_saved", "succeeded", 1, {1}}),
+    [](const ::testing::TestParamInfo<CrashCase>& info) {
+      std::string name = info.param.point;
+      for (char& ch : name)
+        if (ch == '.') ch = '_';
+      return name;
+    });
+
+}  // namespace
+}  // namespace gpucloud::testing
