@@ -45,6 +45,14 @@ std::string log_path(const LocalReplica& r) {
   return r.process.attempt_dir + "/output.log";
 }
 
+// This boot of the machine; "" when the kernel does not say.
+std::string current_boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  in >> id;
+  return id;
+}
+
 }  // namespace
 
 Agent::Agent(const AgentConfig& config, const Clock& clock) : config_(config), clock_(clock) {}
@@ -109,7 +117,11 @@ Status Agent::start() {
     // derived again below (starts) or by the executor (ends). Numbers keep growing across
     // restarts, so none is mistaken for one the server has already seen.
     state_.next_seq = std::max(state_.next_seq, clock_.now_ms() * 1000);
+    std::string boot = current_boot_id();
+    bool rebooted = !state_.boot_id.empty() && !boot.empty() && boot != state_.boot_id;
+    state_.boot_id = boot;
     for (auto& [key, r] : state_.replicas) {
+      r.before_reboot = rebooted;
       if (!r.exited && r.process.shim_pid == 0) {
         // The previous agent stopped between recording the replica and saving its shim's pid:
         // the attempt's claim tells whether the command started.
@@ -522,7 +534,8 @@ void Agent::on_exit(const exec::ExitInfo& info) {
   event.over_runtime = r.over_runtime;
   event.message = message;
   event.at = clock_.now_ms();
-  event.not_started = info.never_started;
+  // A claim lost in a machine crash does not prove that the command never ran.
+  event.not_started = info.never_started && !r.before_reboot;
   push_event(std::move(event));
 }
 
@@ -534,7 +547,12 @@ void Agent::recover_start(const std::string& key, LocalReplica& r) {
     r.exited = true;
     ReplicaEvent event{0, key, "exited", -1, 0, true};
     event.at = clock_.now_ms();
-    if (found) {
+    if (found && r.before_reboot) {
+      // Its claim may have been lost with the page cache: nothing proves it did not run.
+      spdlog::warn("agent {}: the machine restarted while {} was starting; reporting it lost",
+                   node_info_.name, key);
+      event.message = "the machine restarted while it was starting";
+    } else if (found) {
       spdlog::info("agent {}: {} never started; reporting it so", node_info_.name, key);
       event.not_started = true;
       event.message = "its start was cut short before the command ran (it never did)";

@@ -38,6 +38,7 @@ Result<AgentState> state_from_json(const json& j, const std::string& path) {
     state.generation = j.value("generation", int64_t{0});
     state.node_id = j.value("node_id", "");
     state.credential = j.value("credential", "");
+    state.boot_id = j.value("boot_id", "");
     state.next_seq = j.value("next_seq", int64_t{1});
     for (const auto& e : j.value("unacked", json::array())) {
       auto ev = replica_event_from_json(e);
@@ -133,8 +134,9 @@ Status AgentState::save(const std::string& path, bool durable) {
   json events = json::array();
   for (const auto& e : unacked) events.push_back(replica_event_to_json(e));
   const int64_t next = generation + 1;
-  json j = {{"generation", next},   {"node_id", node_id}, {"credential", credential},
-            {"next_seq", next_seq}, {"unacked", events},  {"replicas", replicas_json}};
+  json j = {{"generation", next},       {"node_id", node_id},   {"credential", credential},
+            {"boot_id", boot_id},       {"next_seq", next_seq}, {"unacked", events},
+            {"replicas", replicas_json}};
   std::string text = j.dump();
   // In place, into the slot not holding the latest state: no file is created or renamed per
   // save. Most saves need to survive a crash of the agent (the page cache does), not of the

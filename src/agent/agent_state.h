@@ -22,6 +22,9 @@ struct LocalReplica {
   int64_t log_shipped = 0;  // bytes of the log the server has confirmed
   bool starting = false;    // queued or being started (not persisted: a restart reports it lost)
   bool fenced = false;      // stopped because the server was out of reach (not persisted)
+  // Recorded before the machine last restarted (not persisted): its attempt's files may not
+  // have reached the disk, so a missing claim does not prove it never started.
+  bool before_reboot = false;
 };
 
 /// Everything the agent persists, in two files <path>.0 and <path>.1 written alternately in
@@ -33,6 +36,7 @@ struct AgentState {
   int64_t generation = 0;  // counts saves; picks the newer slot
   std::string node_id;
   std::string credential;
+  std::string boot_id;  // the machine's boot when saved (/proc/sys/kernel/random/boot_id)
   int64_t next_seq = 1;
   std::deque<ReplicaEvent> unacked;  // events not yet confirmed by the server
   std::map<std::string, LocalReplica> replicas;

@@ -75,6 +75,8 @@ class Executor {
   /// certain whether its command ran. Either it never ran and now never will (never_started),
   /// or a shim claimed it: that shim is adopted as with adopt(), and its end (the one it
   /// recorded, or lost when it vanished without one) is reported through the exit callback.
+  /// Valid within one boot of the machine: after a machine crash, never_started proves nothing
+  /// (the attempt's files may not have reached the disk), and the caller reports it lost.
   virtual Result<RecoveredStart> recover_start(const std::string& key,
                                                const std::string& attempt_dir) = 0;
   /// Sends a signal to the process group of the job process.

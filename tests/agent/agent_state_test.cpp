@@ -111,10 +111,12 @@ TEST_F(AgentStateTest, BothSlotsUnreadableIsAClearError) {
 // save, and durable and ordinary saves share one sequence of slots.
 TEST_F(AgentStateTest, ADurableSaveOfAReplicaAboutToStartIsReadBack) {
   AgentState s = sample("node-a");
+  s.boot_id = "6b1a3c0e-boot";
   s.replicas["abcd.1.0"].process = {};
   ASSERT_TRUE(s.save(path_, /*durable=*/true).ok());
   auto back = AgentState::load(path_);
   ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->boot_id, "6b1a3c0e-boot") << "what tells a restarted machine from a restart";
   ASSERT_EQ(back->replicas.count("abcd.1.0"), 1u);
   EXPECT_EQ(back->replicas["abcd.1.0"].process.shim_pid, 0);
   EXPECT_FALSE(back->replicas["abcd.1.0"].exited);

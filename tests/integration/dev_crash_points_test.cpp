@@ -3,6 +3,7 @@
 // after a restart without the crash, every job's command has run at most once, and a job is
 // re-run only where its first attempt provably never started.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <filesystem>
 #include <fstream>
@@ -67,6 +68,56 @@ TEST_P(CrashPointTest, TheCommandRunsAtMostOnceAndOnlyANeverStartedAttemptIsReru
     EXPECT_NE(job["message"].get<std::string>().find("did not start"), std::string::npos)
         << job.dump();
   }
+}
+
+// A machine restart loses what had not reached the disk, claims included (they are not
+// fsync'ed). Simulated: the agent crashes with the command running and the shim's pid unsaved;
+// then the shim and the job vanish, the claim is gone and the boot id has changed. A missing
+// claim then proves nothing: the attempt is lost, never re-run as if it had not started.
+TEST(CrashPointReboot, AfterAMachineRestartAMissingClaimIsNotTakenForNeverStarted) {
+  TempDir marks;
+  std::string crashed = marks.path() + "/crashed";
+  DevCluster cluster({"--sim-gpus", "1xA100-80GB"},
+                     {{"GPUCLOUD_CRASH_AT", "agent.started"}, {"GPUCLOUD_CRASH_ONCE", crashed}});
+  std::string counter = cluster.work_dir() + "/runs";
+  std::string id = cluster.submit(
+      {"--restart", "never", "--", "sh", "-c", "echo ran >> " + counter + "; sleep 60"});
+  ASSERT_TRUE(wait_until([&] { return fs::exists(crashed) && lines_in(counter) == 1; }));
+  cluster.kill9();
+
+  std::string agent_dir = cluster.data_dir() + "/agents/dev-0";
+  int claims = 0;
+  for (const auto& e : fs::recursive_directory_iterator(agent_dir + "/attempts")) {
+    if (e.path().filename() != "claim") continue;
+    std::string dir = e.path().parent_path().string();
+    std::ifstream claim(e.path());
+    std::string kind;
+    int shim = 0, job = 0;
+    claim >> kind >> shim;
+    std::ifstream(dir + "/pid") >> job;
+    ASSERT_GT(shim, 0);
+    ASSERT_GT(job, 0);
+    ::kill(shim, SIGKILL);
+    ::kill(-job, SIGKILL);
+    fs::remove(e.path());
+    fs::remove(dir + "/pid");
+    ++claims;
+  }
+  ASSERT_EQ(claims, 1);
+  for (const char* slot : {".0", ".1"}) {
+    std::string path = agent_dir + "/agent-state.json" + slot;
+    if (!fs::exists(path)) continue;
+    json state = json::parse(std::ifstream(path));
+    state["boot_id"] = "a-boot-before-the-machine-restarted";
+    std::ofstream(path, std::ios::trunc) << state.dump();
+  }
+
+  cluster.set_env({});
+  cluster.start();
+  json job = cluster.wait_done(id);
+  EXPECT_EQ(job["state"], "lost") << job.dump();
+  EXPECT_EQ(job["attempt"], 1) << job.dump();
+  EXPECT_EQ(lines_in(counter), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -39,8 +39,7 @@ Result<bool> try_claim(const std::string& attempt_dir, const Claim& claim) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return internal(errno_message("cannot create " + tmp));
   std::string text = claim_to_text(claim);
-  bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                 ::fsync(fd) == 0;
+  bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   auto write_error = internal(errno_message("cannot write " + tmp));
   ::close(fd);
   if (!written) {
@@ -56,7 +55,6 @@ Result<bool> try_claim(const std::string& attempt_dir, const Claim& claim) {
     errno = link_errno;
     return internal(errno_message("cannot create " + path));
   }
-  GPUCLOUD_TRY(fsync_dir(attempt_dir));
   return true;
 }
 

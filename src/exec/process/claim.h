@@ -1,9 +1,12 @@
 // The claim of an attempt directory, DIR/claim: who may run the attempt's command. It is
-// created at most once, atomically (link(2) of a complete, fsync'ed file, which fails when the
-// name exists), so of the shim about to run the command and an agent recovering an unfinished
-// start exactly one wins:
+// created at most once, atomically (link(2) of a complete file, which fails when the name
+// exists), so of the shim about to run the command and an agent recovering an unfinished start
+// exactly one wins:
 //   "shim <pid> <start ticks>"  the shim claimed it and runs the command (at most once)
 //   "abandoned"                 an agent claimed it first: the command never ran and never will
+// Not fsync'ed: the claim must outlive the processes racing for it, not the machine. After a
+// machine crash a missing claim proves nothing (the caller knows when the machine restarted),
+// and nothing of the attempt runs any more anyway.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +26,7 @@ struct Claim {
 };
 
 /// Creates DIR/claim holding `claim` unless a claim exists. Returns true when this call
-/// created it, false when one existed already (read it with read_claim). The claim is on disk
-/// (file and directory fsync'ed) before true is returned, so a machine crash cannot undo it.
+/// created it, false when one existed already (read it with read_claim).
 Result<bool> try_claim(const std::string& attempt_dir, const Claim& claim);
 
 /// Reads DIR/claim: kNotFound when nobody has claimed the attempt yet, kInvalidArgument when

@@ -84,16 +84,6 @@ Status write_file_in_place(const std::string& path, const std::string& content, 
   return {};
 }
 
-Status fsync_dir(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return internal(errno_message("cannot open directory " + path));
-  int rc = ::fsync(fd);
-  auto err = internal(errno_message("cannot fsync directory " + path));
-  ::close(fd);
-  if (rc != 0) return err;
-  return {};
-}
-
 Status make_dirs(const std::string& path, int mode) {
   std::filesystem::path p(path);
   std::filesystem::path partial;

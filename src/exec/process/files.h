@@ -21,9 +21,6 @@ Status write_file_atomic(const std::string& path, const std::string& content, in
 /// that matter only while the processes they describe exist (launch.json, pid).
 Status write_file_in_place(const std::string& path, const std::string& content, int mode = 0640);
 
-/// fsync(2) of a directory: makes the creation, renaming and removal of its entries durable.
-Status fsync_dir(const std::string& path);
-
 /// Creates a directory and its missing parents with `mode` (like `mkdir -p`).
 Status make_dirs(const std::string& path, int mode);
 

@@ -161,9 +161,6 @@ Result<ProcessRef> ProcessExecutor::start(const LaunchSpec& spec) {
                              " (its claim file exists); an attempt never runs twice: recover "
                              "it with recover_start()"});
   }
-  // The directory's name on disk: a recovery after a machine crash must find the shim's claim.
-  Status durable = fsync_dir(std::filesystem::path(ref.attempt_dir).parent_path().string());
-  if (!durable.ok()) return release(durable.error());
   for (const char* stale : {kPidFile, kExitFile}) ::unlink((ref.attempt_dir + "/" + stale).c_str());
 
   auto cgroup = make_cgroup(spec);

@@ -11,12 +11,13 @@
 // with adopt(). One monitor thread per executor watches all shims through pidfds.
 //
 // At most once. An attempt's command runs only in a shim that won DIR/claim, which is created
-// once (link(2) of an fsync'ed file) and never replaced; start() refuses a DIR that has one. A
+// once (link(2) of a complete file) and never replaced; start() refuses a DIR that has one. A
 // caller that crashed before it learned the shim's pid calls recover_start(), which claims DIR
 // as abandoned: if that wins, the command never ran and never will (a late shim sees the claim
 // and exits); otherwise the shim that claimed it is adopted by the pid and start time it
 // recorded, or its recorded exit is reported. A shim gone without exit.json and without a claim
-// is reported lost with never_started; with a claim, lost.
+// is reported lost with never_started; with a claim, lost. Claims are not fsync'ed: after a
+// machine crash the caller must not take a missing claim for proof (see recover_start()).
 //
 // Limits (what this plug-in does not isolate or assume):
 // - Jobs run as the agent's user, with its privileges; there is no user switching.
