@@ -543,6 +543,8 @@ void Agent::recover_start(const std::string& key, LocalReplica& r) {
   std::string dir =
       r.process.attempt_dir.empty() ? config_.data_dir + "/attempts/" + key : r.process.attempt_dir;
   auto found = executor_->recover_start(key, dir);
+  r.process.key = key;
+  r.process.attempt_dir = dir;  // removed with the replica once the server has its end
   if (!found || found->never_started) {
     r.exited = true;
     ReplicaEvent event{0, key, "exited", -1, 0, true};

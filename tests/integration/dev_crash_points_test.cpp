@@ -68,6 +68,15 @@ TEST_P(CrashPointTest, TheCommandRunsAtMostOnceAndOnlyANeverStartedAttemptIsReru
     EXPECT_NE(job["message"].get<std::string>().find("did not start"), std::string::npos)
         << job.dump();
   }
+  // Every attempt's directory, also one that never started, is removed once its end is
+  // recorded.
+  std::string attempts = cluster.data_dir() + "/agents/dev-0/attempts";
+  EXPECT_TRUE(wait_until([&] {
+    for (const auto& e : fs::directory_iterator(attempts))
+      if (e.path().filename().string().rfind(id, 0) == 0) return false;
+    return true;
+  })) << "an attempt directory of job "
+      << id << " was left in " << attempts;
 }
 
 // A machine restart loses what had not reached the disk, claims included (they are not
