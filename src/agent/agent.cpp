@@ -15,6 +15,7 @@
 #include <set>
 
 #include "common/units.h"
+#include "exec/process/crash_point.h"
 #include "model/json_limits.h"
 #include "model/node_json.h"
 #include "net/crypto.h"
@@ -63,6 +64,14 @@ std::optional<std::string> closed_ancestor(const std::string& path) {
 
 std::string log_path(const LocalReplica& r) {
   return r.process.attempt_dir + "/output.log";
+}
+
+// This boot of the machine; "" when the kernel does not say.
+std::string current_boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  in >> id;
+  return id;
 }
 
 }  // namespace
@@ -149,16 +158,15 @@ Status Agent::start() {
     // derived again below (starts) or by the executor (ends). Numbers keep growing across
     // restarts, so none is mistaken for one the server has already seen.
     state_.next_seq = std::max(state_.next_seq, clock_.now_ms() * 1000);
+    std::string boot = current_boot_id();
+    bool rebooted = !state_.boot_id.empty() && !boot.empty() && boot != state_.boot_id;
+    state_.boot_id = boot;
     for (auto& [key, r] : state_.replicas) {
+      r.before_reboot = rebooted;
       if (!r.exited && r.process.shim_pid == 0) {
-        // The previous agent stopped between recording the replica and learning its shim's pid.
-        // Make sure nothing of it runs, then report it lost so the server can re-run it.
-        std::ifstream pid_file(config_.data_dir + "/attempts/" + key + "/pid");
-        int job_pid = 0;
-        if (pid_file >> job_pid && job_pid > 1) ::kill(-job_pid, SIGKILL);
-        r.exited = true;
-        push_event({0, key, "exited", 0, 0, true, false, false,
-                    "the agent stopped while starting it", clock_.now_ms()});
+        // The previous agent stopped between recording the replica and saving its shim's pid:
+        // the attempt's claim tells whether the command started.
+        recover_start(key, r);
         continue;
       }
       if (r.exited) continue;
@@ -440,7 +448,9 @@ void Agent::apply_response(const PollResponse& response) {
     bool changed = queued || !to_stop.empty() || applied_version_ != response.version ||
                    acked_any || forgot_any;
     applied_version_ = response.version;
-    if (changed) save();
+    // Durable when replicas are about to start: whatever crashes, a restarted agent knows it
+    // may have started them, and settles them through their attempts' claims.
+    if (changed) save(queued);
   }
   for (const auto& [key, grace] : to_stop) {
     spdlog::info("agent {}: stopping {} (grace {})", node_info_.name, key,
@@ -525,13 +535,21 @@ void Agent::start_replica(const Allocation& a) {
     local.started_at = clock_.now_ms();
     local.process.key = a.key;
     local.process.attempt_dir = spec.attempt_dir;
-    // Already saved (by apply_response) with no shim pid: a crash from here until the save
-    // below is reported as lost at the next start, after killing whatever the shim started.
+    // Already saved (by apply_response, durably) with no shim pid: after a crash from here
+    // until the save below, the next agent settles it with recover_start().
   }
+  exec::crash_point("agent.before_start");
   auto started = executor_->start(spec);
+  exec::crash_point("agent.started");
   std::lock_guard lock(mu_);
   auto& r = state_.replicas[a.key];
   r.starting = false;
+  if (!started && started.error().code == ErrorCode::kConflict) {
+    // The attempt was started before (its claim exists): never run it again, settle it.
+    spdlog::warn("agent {}: {}", node_info_.name, started.error().message);
+    recover_start(a.key, r);
+    return;
+  }
   if (!started) {
     r.exited = true;
     push_event(
@@ -540,6 +558,7 @@ void Agent::start_replica(const Allocation& a) {
   }
   if (!r.exited) r.process = *started;
   save();  // the shim's pid: what a restarted agent re-adopts
+  exec::crash_point("agent.start_saved");
   spdlog::info("agent {}: started {} (GPUs {})", node_info_.name, a.key,
                uuids.empty() ? "none" : uuids);
   push_event({0, a.key, "started", 0, 0, false, false, false, "", r.started_at});
@@ -581,8 +600,49 @@ void Agent::on_exit(const exec::ExitInfo& info) {
                           format_duration_ms(r.allocation.max_runtime_ms));
   spdlog::info("agent {}: {} exited with code {}{}", node_info_.name, info.key, info.exit_code,
                message.empty() ? "" : " (" + message + ")");
-  push_event({0, info.key, "exited", info.exit_code, info.signal, lost, info.failed_to_start,
-              r.over_runtime, message, clock_.now_ms()});
+  ReplicaEvent event{0, info.key, "exited", info.exit_code, info.signal, lost};
+  event.failed_to_start = info.failed_to_start;
+  event.over_runtime = r.over_runtime;
+  event.message = message;
+  event.at = clock_.now_ms();
+  // A claim lost in a machine crash does not prove that the command never ran.
+  event.not_started = info.never_started && !r.before_reboot;
+  push_event(std::move(event));
+}
+
+void Agent::recover_start(const std::string& key, LocalReplica& r) {
+  std::string dir =
+      r.process.attempt_dir.empty() ? config_.data_dir + "/attempts/" + key : r.process.attempt_dir;
+  auto found = executor_->recover_start(key, dir);
+  r.process.key = key;
+  r.process.attempt_dir = dir;  // removed with the replica once the server has its end
+  if (!found || found->never_started) {
+    r.exited = true;
+    ReplicaEvent event{0, key, "exited", -1, 0, true};
+    event.at = clock_.now_ms();
+    if (found && r.before_reboot) {
+      // Its claim may have been lost with the page cache: nothing proves it did not run.
+      spdlog::warn("agent {}: the machine restarted while {} was starting; reporting it lost",
+                   node_info_.name, key);
+      event.message = "the machine restarted while it was starting";
+    } else if (found) {
+      spdlog::info("agent {}: {} never started; reporting it so", node_info_.name, key);
+      event.not_started = true;
+      event.message = "its start was cut short before the command ran (it never did)";
+    } else {
+      spdlog::warn("agent {}: cannot tell whether {} started: {}; reporting it lost",
+                   node_info_.name, key, found.error().message);
+      event.message = "cannot tell whether it started: " + found.error().message;
+    }
+    push_event(std::move(event));
+    return;
+  }
+  r.process = found->ref;
+  if (r.started_at == 0) r.started_at = clock_.now_ms();
+  save();
+  spdlog::info("agent {}: re-adopted {} (shim pid {}) from its claim", node_info_.name, key,
+               r.process.shim_pid);
+  push_event({0, key, "started", 0, 0, false, false, false, "", r.started_at});
 }
 
 void Agent::push_event(ReplicaEvent event) {
@@ -600,8 +660,8 @@ void Agent::wake() {
   if (poll_in_flight_) client_->interrupt();
 }
 
-void Agent::save() {
-  if (auto st = state_.save(state_path_); !st.ok())
+void Agent::save(bool durable) {
+  if (auto st = state_.save(state_path_, durable); !st.ok())
     spdlog::error("agent {}: {}", node_info_.name, st.error().message);
 }
 

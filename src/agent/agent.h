@@ -78,8 +78,12 @@ class Agent {
   void watch();  // log growth, max_runtime and fencing
   /// Stops every replica once the server has been out of reach for fence_after_ms.
   void fence_if_cut_off(TimeMs now, std::vector<std::pair<std::string, int64_t>>& to_stop);
+  /// Settles a replica whose start was cut short before its shim's pid was saved: re-adopts
+  /// the shim that claimed it, or reports it never started. Called with mu_ held.
+  void recover_start(const std::string& key, LocalReplica& r);
   void push_event(ReplicaEvent event);
-  void save();
+  /// Saves the state file; durable (fsync'ed) when it records replicas about to start.
+  void save(bool durable = false);
   void wake();
 
   AgentConfig config_;

@@ -38,6 +38,7 @@ Result<AgentState> state_from_json(const json& j, const std::string& path) {
     state.generation = j.value("generation", int64_t{0});
     state.node_id = j.value("node_id", "");
     state.credential = j.value("credential", "");
+    state.boot_id = j.value("boot_id", "");
     state.next_seq = j.value("next_seq", int64_t{1});
     for (const auto& e : j.value("unacked", json::array())) {
       auto ev = replica_event_from_json(e);
@@ -116,7 +117,7 @@ Result<AgentState> AgentState::load(const std::string& path) {
                   path, path));
 }
 
-Status AgentState::save(const std::string& path) {
+Status AgentState::save(const std::string& path, bool durable) {
   json replicas_json = json::array();
   for (const auto& [key, r] : replicas)
     replicas_json.push_back({{"allocation", allocation_to_json(r.allocation)},
@@ -134,20 +135,34 @@ Status AgentState::save(const std::string& path) {
   json events = json::array();
   for (const auto& e : unacked) events.push_back(replica_event_to_json(e));
   const int64_t next = generation + 1;
-  json j = {{"generation", next},        {"node_id", node_id}, {"credential", credential},
-            {"next_seq", next_seq},      {"unacked", events},  {"replicas", replicas_json},
-            {"tenant_uids", tenant_uids}};
+  json j = {{"generation", next},        {"node_id", node_id},        {"credential", credential},
+            {"boot_id", boot_id},        {"next_seq", next_seq},      {"unacked", events},
+            {"replicas", replicas_json}, {"tenant_uids", tenant_uids}};
   std::string text = j.dump();
   // In place, into the slot not holding the latest state: no file is created or renamed per
-  // save. No fsync: the state must survive a crash of the agent (the page cache does), not of
-  // the machine, which takes the processes it describes with it.
+  // save. Most saves need to survive a crash of the agent (the page cache does), not of the
+  // machine, which takes the processes they describe with it; a durable one is fsync'ed (and
+  // so is the directory, the first time a slot is created).
   std::string slot = path + (next % 2 == 0 ? ".0" : ".1");
-  int fd = ::open(slot.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  bool created = false;
+  int fd = ::open(slot.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) {
+    fd = ::open(slot.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    created = true;
+  }
   if (fd < 0) return internal(fmt::format("cannot write {}: {}", slot, std::strerror(errno)));
   bool ok = ::pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()) &&
-            ::ftruncate(fd, static_cast<off_t>(text.size())) == 0;
+            ::ftruncate(fd, static_cast<off_t>(text.size())) == 0 &&
+            (!durable || ::fdatasync(fd) == 0);
   int saved = errno;
   ::close(fd);
+  if (ok && durable && created) {
+    std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+    int dfd = ::open(dir.empty() ? "/" : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ok = dfd >= 0 && ::fsync(dfd) == 0;
+    saved = errno;
+    if (dfd >= 0) ::close(dfd);
+  }
   if (!ok) return internal(fmt::format("cannot save {}: {}", slot, std::strerror(saved)));
   generation = next;  // only now: a failed save is retried into the same slot, never the good one
   return {};

@@ -52,7 +52,15 @@ struct ExitInfo {
   int signal = 0;     // N when killed by a signal, else 0
   bool lost = false;  // true when the end could not be observed (shim vanished, no exit record)
   bool failed_to_start = false;  // exec failed, workdir missing, ...
+  bool never_started = false;    // with lost: provably never ran (its shim ended before it
+                                 // claimed the attempt, which now never runs)
   std::string message;           // human-readable, e.g. "workdir /x does not exist"
+};
+
+/// What Executor::recover_start() found.
+struct RecoveredStart {
+  bool never_started = false;  // the command never ran, and now never will
+  ProcessRef ref;              // otherwise its shim, adopted
 };
 
 /// Resource use of a running process tree.
@@ -75,6 +83,15 @@ class Executor {
   /// Re-adopts a process started earlier (by this or a previous agent process). If it has
   /// already ended, its recorded exit is reported through the callback (or lost if none).
   virtual Status adopt(const ProcessRef& ref) = 0;
+  /// For a replica whose start() was cut short before its shim's pid was known (the caller
+  /// crashed, or start() refused an attempt dir that had been started before): decides for
+  /// certain whether its command ran. Either it never ran and now never will (never_started),
+  /// or a shim claimed it: that shim is adopted as with adopt(), and its end (the one it
+  /// recorded, or lost when it vanished without one) is reported through the exit callback.
+  /// Valid within one boot of the machine: after a machine crash, never_started proves nothing
+  /// (the attempt's files may not have reached the disk), and the caller reports it lost.
+  virtual Result<RecoveredStart> recover_start(const std::string& key,
+                                               const std::string& attempt_dir) = 0;
   /// Sends a signal to the process group of the job process.
   virtual Status signal(const std::string& key, int signo) = 0;
   /// SIGTERM to the process group, then SIGKILL once grace_ms passes without an exit.

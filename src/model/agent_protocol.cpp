@@ -85,16 +85,18 @@ Result<Allocation> allocation_from_json(const json& j) {
 }
 
 json replica_event_to_json(const ReplicaEvent& e) {
-  return {{"seq", e.seq},
-          {"key", e.key},
-          {"type", e.type},
-          {"exit_code", e.exit_code},
-          {"signal", e.signal},
-          {"lost", e.lost},
-          {"failed_to_start", e.failed_to_start},
-          {"over_runtime", e.over_runtime},
-          {"message", e.message},
-          {"at", e.at}};
+  json j = {{"seq", e.seq},
+            {"key", e.key},
+            {"type", e.type},
+            {"exit_code", e.exit_code},
+            {"signal", e.signal},
+            {"lost", e.lost},
+            {"failed_to_start", e.failed_to_start},
+            {"over_runtime", e.over_runtime},
+            {"message", e.message},
+            {"at", e.at}};
+  if (e.not_started) j["not_started"] = true;  // only when set: older servers see no change
+  return j;
 }
 
 Result<ReplicaEvent> replica_event_from_json(const json& e) {
@@ -110,6 +112,7 @@ Result<ReplicaEvent> replica_event_from_json(const json& e) {
     ev.over_runtime = e.value("over_runtime", false);
     ev.message = e.value("message", "");
     ev.at = json_whole_or(e, "at", 0, 0, kJsonInt64Max);
+    ev.not_started = e.value("not_started", false);
     return ev;
   } catch (const JsonFieldError& ex) {
     return invalid(std::string("malformed event: ") + ex.what());

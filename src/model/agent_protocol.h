@@ -60,6 +60,9 @@ struct ReplicaEvent {
   bool over_runtime = false;  // stopped by the agent for exceeding max_runtime
   std::string message;
   TimeMs at = 0;
+  // With lost: the replica's command provably never ran (nor ever will), so its attempt is
+  // re-queued without using a restart. Absent (false) from older agents.
+  bool not_started = false;
 };
 
 /// New output of a replica, from byte offset `offset` of its log.

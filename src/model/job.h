@@ -43,7 +43,8 @@ struct ReplicaAssignment {
   ReplicaState state = ReplicaState::kAssigned;
   std::optional<int> exit_code;
   bool lost = false;
-  /// Why it ended when that is not just its exit code: "" | "failed_to_start" | "max_runtime".
+  /// Why it ended when that is not just its exit code: "" | "failed_to_start" | "max_runtime" |
+  /// "not_started" (lost before its command ever ran).
   std::string end_reason;
   std::string message;
 };
@@ -66,7 +67,7 @@ struct Job {
   /// 0193…", or a drain: "node gpu-7 is draining"): once its replicas have stopped the job
   /// returns to pending whatever its restart policy, without using a restart.
   std::string interrupt_reason;
-  int interruptions = 0;     // attempts ended by interruption (not counted as restarts)
+  int interruptions = 0;     // attempts interrupted or never started (not counted as restarts)
   std::string submitted_by;  // the token's name
 };
 

@@ -291,9 +291,10 @@ void Server::apply_event(const std::string& node_id, const ReplicaEvent& ev,
     if (!ev.lost) replica.exit_code = ev.exit_code;
     replica.message = ev.failed_to_start ? "failed to start: " + ev.message : ev.message;
     if (ev.failed_to_start) replica.exit_code = ev.exit_code ? ev.exit_code : 127;
-    replica.end_reason = ev.failed_to_start ? "failed_to_start"
-                         : ev.over_runtime  ? "max_runtime"
-                                            : "";
+    replica.end_reason = ev.failed_to_start          ? "failed_to_start"
+                         : ev.over_runtime           ? "max_runtime"
+                         : ev.lost && ev.not_started ? "not_started"
+                                                     : "";
     if (job.started_at == 0) job.started_at = ev.at ? ev.at : clock_.now_ms();
     logs_.wake(ev.key);
     settle_attempt(job, batch);

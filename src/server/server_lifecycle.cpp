@@ -284,8 +284,13 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
     return;
   }
   const ReplicaAssignment* lost = nullptr;
+  const ReplicaAssignment* unstarted = nullptr;  // lost, but provably before its command ran
   const ReplicaAssignment* failed = nullptr;
   for (const auto& r : job.replicas) {
+    if (r.lost && r.end_reason == "not_started") {
+      if (!unstarted) unstarted = &r;
+      continue;
+    }
     if (r.lost && !lost) lost = &r;
     // Overrunning max_runtime fails the attempt even when the process exits 0 on SIGTERM.
     if (!r.lost && (r.exit_code.value_or(0) != 0 || r.end_reason == "max_runtime") && !failed)
@@ -326,6 +331,11 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
     else
       end_job(job, JobState::kLost, std::nullopt, fmt::format("attempt {} {}", job.attempt, why),
               batch);
+  } else if (unstarted) {
+    // Its command never ran: like an interruption, this uses no restart, whatever the policy.
+    job.interruptions += 1;
+    requeue(fmt::format("did not start ({}, rank {}: {})", unstarted->node_name, unstarted->rank,
+                        unstarted->message));
   } else if (failed) {
     bool start_failure = failed->end_reason == "failed_to_start";
     bool over_time = failed->end_reason == "max_runtime";

@@ -130,5 +130,28 @@ TEST_F(AgentStateTest, BothSlotsUnreadableIsAClearError) {
   EXPECT_NE(back.error().message.find("unreadable"), std::string::npos) << back.error().message;
 }
 
+// A replica recorded before its start (no shim pid yet) reads back as such from a durable
+// save, and durable and ordinary saves share one sequence of slots.
+TEST_F(AgentStateTest, ADurableSaveOfAReplicaAboutToStartIsReadBack) {
+  AgentState s = sample("node-a");
+  s.boot_id = "6b1a3c0e-boot";
+  s.replicas["abcd.1.0"].process = {};
+  ASSERT_TRUE(s.save(path_, /*durable=*/true).ok());
+  auto back = AgentState::load(path_);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->boot_id, "6b1a3c0e-boot") << "what tells a restarted machine from a restart";
+  ASSERT_EQ(back->replicas.count("abcd.1.0"), 1u);
+  EXPECT_EQ(back->replicas["abcd.1.0"].process.shim_pid, 0);
+  EXPECT_FALSE(back->replicas["abcd.1.0"].exited);
+  back->replicas["abcd.1.0"].process = {"abcd.1.0", 77, 5, "/tmp/x", ""};
+  ASSERT_TRUE(back->save(path_).ok());
+  auto again = AgentState::load(path_);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->replicas["abcd.1.0"].process.shim_pid, 77);
+  auto perms = std::filesystem::status(path_ + ".1").permissions();
+  EXPECT_EQ(perms & (std::filesystem::perms::group_all | std::filesystem::perms::others_all),
+            std::filesystem::perms::none);
+}
+
 }  // namespace
 }  // namespace gpucloud::agent

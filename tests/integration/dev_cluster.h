@@ -53,8 +53,11 @@ class DevCluster {
 
   /// (Re)starts the dev process with the same data dir; waits until it serves and a node is ready.
   void start();
-  /// kill -9 of the dev process (jobs keep running under their shims).
+  /// kill -9 of the dev process (jobs keep running under their shims); reaps it when it has
+  /// already ended by itself.
   void kill9();
+  /// The extra environment of the next start().
+  void set_env(std::map<std::string, std::string> env) { env_ = std::move(env); }
 
   /// Runs `gpucloud ARGS...` as a client of this cluster, from the cluster's work dir.
   CommandResult cli(const std::vector<std::string>& args, int timeout_s = 60) const;

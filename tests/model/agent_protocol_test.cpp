@@ -64,6 +64,26 @@ TEST(PollRequest, RoundTrips) {
   EXPECT_EQ(back->logs[0].data_base64, "aGVsbG8K");
 }
 
+// not_started travels only when set, so an older server sees the events it always saw, and an
+// older agent's events (without it) read as started.
+TEST(ReplicaEvent, NotStartedRoundTripsAndIsAbsentWhenFalse) {
+  ReplicaEvent never{9, "abcd.1.0", "exited", -1, 0, true};
+  never.not_started = true;
+  json j = replica_event_to_json(never);
+  EXPECT_EQ(j["not_started"], true);
+  auto back = replica_event_from_json(json::parse(j.dump()));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_TRUE(back->not_started);
+  EXPECT_TRUE(back->lost);
+
+  ReplicaEvent lost{10, "abcd.1.0", "exited", -1, 0, true};
+  json plain = replica_event_to_json(lost);
+  EXPECT_FALSE(plain.contains("not_started")) << plain.dump();
+  auto old = replica_event_from_json(plain);
+  ASSERT_TRUE(old.ok());
+  EXPECT_FALSE(old->not_started);
+}
+
 TEST(PollRequest, CarriesGpuReadingsWhenGiven) {
   PollRequest r;
   r.node_id = "n";

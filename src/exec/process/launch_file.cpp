@@ -28,6 +28,7 @@ std::string launch_file_to_json(const LaunchFile& launch) {
     j["uid"] = launch.uid;
     j["gid"] = launch.gid;
   }
+  j["claims"] = launch.claims;
   return j.dump(2) + "\n";
 }
 
@@ -45,6 +46,7 @@ Result<LaunchFile> launch_file_from_json(const std::string& text) {
     launch.gid = j.value("gid", launch.uid);
     if (launch.uid > 0xfffffffeLL || launch.gid > 0xfffffffeLL)
       return invalid("launch.json: uid/gid out of range");
+    launch.claims = j.value("claims", false);
     if (launch.argv.empty()) return invalid("launch.json: argv is empty");
     return launch;
   } catch (const json::exception& e) {

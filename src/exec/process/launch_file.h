@@ -1,5 +1,6 @@
 // The files the executor and the shim exchange in an attempt directory:
 //   launch.json  what to run (written by the executor, read by the shim)
+//   claim        who may run the command, created once (claim.h)
 //   pid          the job's pid = its process group id (written by the shim once it has exec'd)
 //   exit.json    how the job ended (written atomically by the shim)
 //   output.log   the job's stdout and stderr; shim.log the shim's own messages
@@ -37,6 +38,9 @@ struct LaunchFile {
   std::string cgroup;  // absolute path of the cgroup directory to join, "" for none
   int64_t uid = -1;    // the user to run as; -1 = the shim's own (LaunchSpec::uid)
   int64_t gid = -1;
+  // The shim of this attempt claims it before running the command (claim.h). Written true;
+  // false in the launch files of executors from before claims, whose shims never claim.
+  bool claims = true;
 };
 
 /// Serialises a LaunchFile as JSON.

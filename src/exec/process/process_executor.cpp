@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "exec/process/claim.h"
+#include "exec/process/crash_point.h"
 #include "exec/process/files.h"
 #include "exec/process/launch_file.h"
 #include "exec/process/proc.h"
@@ -98,6 +100,15 @@ void kill_orphaned_group(const ProcessRef& ref) {
   if (st.ok() && st->session == *pid && st->pgrp == *pid) ::kill(-*pid, SIGKILL);
 }
 
+// DIR/launch.json, or nullopt when it is missing or was never written whole.
+std::optional<LaunchFile> read_launch_file(const std::string& attempt_dir) {
+  auto text = read_file(attempt_dir + "/" + kLaunchFile);
+  if (!text.ok()) return std::nullopt;
+  auto launch = launch_file_from_json(*text);
+  if (!launch.ok()) return std::nullopt;
+  return *launch;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ProcessExecutor>> ProcessExecutor::create(
@@ -175,6 +186,12 @@ Result<ProcessRef> ProcessExecutor::start(const LaunchSpec& spec) {
 
   Status dir = make_attempt_dirs(ref.attempt_dir, spec);
   if (!dir.ok()) return release(dir.error());
+  if (path_exists(ref.attempt_dir + "/" + kClaimFile)) {
+    return release(Error{ErrorCode::kConflict,
+                         "job " + spec.key + " was started before in " + ref.attempt_dir +
+                             " (its claim file exists); an attempt never runs twice: recover "
+                             "it with recover_start()"});
+  }
   for (const char* stale : {kPidFile, kExitFile}) ::unlink((ref.attempt_dir + "/" + stale).c_str());
 
   auto cgroup = make_cgroup(spec);
@@ -190,11 +207,13 @@ Result<ProcessRef> ProcessExecutor::start(const LaunchSpec& spec) {
     return release(written.error());
   }
 
+  crash_point("exec.before_shim");
   auto shim = spawn_shim(config_.shim_binary, ref.attempt_dir);
   if (!shim.ok()) {
     remove_cgroup(ref.cgroup);
     return release(shim.error());
   }
+  crash_point("exec.shim_spawned");
   ref.shim_pid = shim->pid;
   int ready_fd = shim->ready_fd;
   auto st = read_proc_stat(ref.shim_pid);  // the shim is our unreaped child: /proc has it
@@ -291,26 +310,92 @@ void ProcessExecutor::on_shim_exit(const std::string& key) {
   ::waitpid(ref->shim_pid, &status, WNOHANG);  // reaps it when it is our child; ECHILD otherwise
   auto record = read_exit_record(ref->attempt_dir);
   if (record.ok()) return finish(*ref, *record);
-  ExitInfo info;
-  info.lost = true;
-  info.exit_code = -1;
-  info.message = "the shim exited without recording an exit status";
-  if (record.error().code != ErrorCode::kNotFound)
-    info.message += " (" + record.error().message + ")";
+  std::string message = "the shim exited without recording an exit status";
+  if (record.error().code != ErrorCode::kNotFound) message += " (" + record.error().message + ")";
   kill_orphaned_group(*ref);
-  finish(*ref, info);
+  finish(*ref, unrecorded_end(*ref, std::move(message)));
 }
 
 void ProcessExecutor::report_unwatched(const ProcessRef& ref) {
   auto record = read_exit_record(ref.attempt_dir);
   if (record.ok()) return finish(ref, *record);
+  std::string message = "process vanished while the agent was down";
+  if (record.error().code != ErrorCode::kNotFound) message += " (" + record.error().message + ")";
+  finish(ref, unrecorded_end(ref, std::move(message)));
+}
+
+// The end of a job whose shim is gone without an exit record. If the shim never claimed the
+// attempt, its command never ran: the executor claims the attempt as abandoned, so that it
+// never will, and reports it never started. Otherwise (or when the shim was of a kind that does
+// not claim) the job is lost.
+ExitInfo ProcessExecutor::unrecorded_end(const ProcessRef& ref, std::string message) {
   ExitInfo info;
   info.lost = true;
   info.exit_code = -1;
-  info.message = "process vanished while the agent was down";
-  if (record.error().code != ErrorCode::kNotFound)
-    info.message += " (" + record.error().message + ")";
-  finish(ref, info);
+  info.message = std::move(message);
+  auto launch = read_launch_file(ref.attempt_dir);
+  if (!launch || !launch->claims) return info;
+  Claim abandon;
+  abandon.abandoned = true;
+  auto won = try_claim(ref.attempt_dir, abandon);
+  bool never_started = won.ok() && *won;
+  if (won.ok() && !*won) {
+    auto claim = read_claim(ref.attempt_dir);
+    never_started = claim.ok() && claim->abandoned;
+  }
+  if (never_started) {
+    info.never_started = true;
+    info.message = "the shim ended before it started the command, which never ran";
+  } else if (!won.ok()) {
+    info.message += " (" + won.error().message + ")";
+  }
+  return info;
+}
+
+Result<RecoveredStart> ProcessExecutor::recover_start(const std::string& key,
+                                                      const std::string& attempt_dir) {
+  if (key.empty() || attempt_dir.empty())
+    return invalid("recover_start: needs the replica's key and attempt_dir");
+  std::error_code ec;
+  std::string dir = std::filesystem::absolute(attempt_dir, ec).lexically_normal().string();
+  if (ec) return invalid("attempt_dir: cannot resolve " + attempt_dir + ": " + ec.message());
+  // A start cut short before it made the directory: claiming it there is what makes sure that
+  // a late shim never runs the command.
+  GPUCLOUD_TRY(make_dirs(dir, 0700));
+  // Without a whole launch.json no shim was spawned (it is written first); with one from an
+  // executor before claims, the shim never claims and whether it ran cannot be told.
+  auto launch = read_launch_file(dir);
+  std::string cgroup = launch ? launch->cgroup : "";
+  if (launch && !launch->claims) {
+    ProcessRef unknown{key, 0, 0, dir, cgroup};
+    kill_orphaned_group(unknown);
+    return Error{ErrorCode::kConflict, "job " + key +
+                                           " was started by an older executor whose "
+                                           "shim records no claim; whether it ran is unknown"};
+  }
+  Claim abandon;
+  abandon.abandoned = true;
+  auto won = try_claim(dir, abandon);
+  if (!won.ok()) return won.error();
+  RecoveredStart out;
+  if (!*won) {
+    auto claim = read_claim(dir);
+    if (!claim.ok()) return claim.error();
+    out.never_started = claim->abandoned;
+    if (!claim->abandoned) {
+      out.ref.key = key;
+      out.ref.attempt_dir = dir;
+      out.ref.cgroup = cgroup;
+      out.ref.shim_pid = claim->shim_pid;
+      out.ref.shim_start_ticks = claim->shim_start_ticks;
+      GPUCLOUD_TRY(adopt(out.ref));
+      return out;
+    }
+  } else {
+    out.never_started = true;
+  }
+  if (!cgroup.empty()) remove_cgroup(cgroup);
+  return out;
 }
 
 void ProcessExecutor::finish(const ProcessRef& ref, ExitInfo info) {

@@ -3,12 +3,22 @@
 //
 // How it works. start() makes DIR (0711) with the job's own DIR/job and DIR/tmp (0700, owned by
 // the job's user), writes DIR/launch.json (0600) and spawns the shim in a session of its own.
-// The shim forks the job into its own session and process group, joins the job's memory cgroup,
+// The shim claims the attempt (DIR/claim, see claim.h) before anything of the command runs,
+// then forks the job into its own session and process group, joins the job's memory cgroup,
 // pins its CPUs, sends its stdout and stderr to DIR/output.log, enters the workdir and execs the
 // argv with exactly the given environment. It writes DIR/pid, waits for the job and records
 // DIR/exit.json atomically. The shim, not the agent, is the job's parent: killing or restarting
 // the agent leaves jobs running and their exit status recorded, and a new agent re-adopts them
 // with adopt(). One monitor thread per executor watches all shims through pidfds.
+//
+// At most once. An attempt's command runs only in a shim that won DIR/claim, which is created
+// once (link(2) of a complete file) and never replaced; start() refuses a DIR that has one. A
+// caller that crashed before it learned the shim's pid calls recover_start(), which claims DIR
+// as abandoned: if that wins, the command never ran and never will (a late shim sees the claim
+// and exits); otherwise the shim that claimed it is adopted by the pid and start time it
+// recorded, or its recorded exit is reported. A shim gone without exit.json and without a claim
+// is reported lost with never_started; with a claim, lost. Claims are not fsync'ed: after a
+// machine crash the caller must not take a missing claim for proof (see recover_start()).
 //
 // Limits (what this plug-in does not isolate or assume):
 // - A job with a user (LaunchSpec::uid, docs/security.md "Job code") runs as that uid/gid with
@@ -25,7 +35,11 @@
 //   cgroup); a process that leaves the group with setsid() escapes unless a cgroup holds it.
 // - A stop() still in its grace period when the executor is destroyed does not escalate to
 //   SIGKILL.
-// - A job whose end could not be observed is reported with lost = true and exit_code -1.
+// - A job whose end could not be observed is reported with lost = true and exit_code -1. A shim
+//   that dies after its claim but before it has started the command is reported lost like
+//   that, not never_started: nothing proves the command did not run.
+// - A shim killed between starting the job and writing DIR/pid leaves the job running
+//   unsupervised (its pid was recorded nowhere); it is reported lost.
 // - Needs Linux 5.3+ (pidfd_open).
 #pragma once
 
@@ -60,6 +74,10 @@ class ProcessExecutor final : public Executor {
   Result<ProcessRef> start(const LaunchSpec& spec) override;
   /// See Executor::adopt. The shim is recognised by pid and start time, never by pid alone.
   Status adopt(const ProcessRef& ref) override;
+  /// See Executor::recover_start. Decided by the attempt's claim file (claim.h): the executor
+  /// claims the attempt as abandoned unless the shim claimed it first.
+  Result<RecoveredStart> recover_start(const std::string& key,
+                                       const std::string& attempt_dir) override;
   /// See Executor::signal. kConflict when the job has already ended.
   Status signal(const std::string& key, int signo) override;
   /// See Executor::stop. The SIGKILL is a timer on the monitor thread. Succeeds if the job has
@@ -77,6 +95,7 @@ class ProcessExecutor final : public Executor {
   Status watch(const ProcessRef& ref);
   void on_shim_exit(const std::string& key);
   void report_unwatched(const ProcessRef& ref);
+  ExitInfo unrecorded_end(const ProcessRef& ref, std::string message);
   void finish(const ProcessRef& ref, ExitInfo info);
   void remove_cgroup_later(const std::string& cgroup, int tries_left);
   void escalate(const std::string& key, int shim_pid);

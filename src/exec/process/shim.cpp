@@ -12,9 +12,12 @@
 #include <filesystem>
 
 #include "exec/executor.h"
+#include "exec/process/claim.h"
+#include "exec/process/crash_point.h"
 #include "exec/process/files.h"
 #include "exec/process/job_child.h"
 #include "exec/process/launch_file.h"
+#include "exec/process/proc.h"
 
 namespace gpucloud::exec {
 namespace {
@@ -139,6 +142,30 @@ int supervise(const std::string& dir, pid_t pid) {
   return record_exit(dir, exit_from_status(status));
 }
 
+// Claims the attempt for this shim before its command runs (claim.h): the command then runs at
+// most once, and an agent recovering an unfinished start finds this shim by pid and start time.
+// Returns -1 when this shim may run the command; otherwise the shim's exit code, after saying
+// why: an agent gave the attempt up first (or another shim claimed it), or the claim could not
+// be written (recorded as a failed start; the command did not run).
+int claim_attempt(const std::string& dir) {
+  auto self = read_proc_stat(::getpid());
+  if (!self.ok()) return record_failed_start(dir, 1, self.error().message);
+  Claim claim;
+  claim.shim_pid = ::getpid();
+  claim.shim_start_ticks = self->start_ticks;
+  auto won = try_claim(dir, claim);
+  if (!won.ok()) return record_failed_start(dir, 1, won.error().message);
+  if (!*won) {
+    std::fprintf(stderr,
+                 "gpucloud shim: %s/%s exists: the attempt was given up or claimed before this "
+                 "shim could start it; not running its command\n",
+                 dir.c_str(), kClaimFile);
+    signal_ready();
+    return 3;
+  }
+  return -1;
+}
+
 }  // namespace
 
 int run_shim(const std::string& attempt_dir) {
@@ -161,6 +188,10 @@ int run_shim(const std::string& attempt_dir) {
     return 2;
   }
   PreparedJob job = prepare_job(*launch, dir);
+
+  crash_point("shim.before_claim");
+  if (int rc = claim_attempt(dir); rc >= 0) return rc;
+  crash_point("shim.claimed");
 
   pid_t pid = 0;
   if (job.cgroup_procs.empty() && job.uid < 0) {
