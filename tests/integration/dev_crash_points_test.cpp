@@ -38,6 +38,15 @@ int lines_in(const std::string& path) {
   return n;
 }
 
+// A directory the job's user may write to (jobs run as their tenant's user): it counts the
+// command's runs there.
+std::string open_dir(const DevCluster& cluster) {
+  std::string dir = cluster.work_dir() + "/shared";
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::all);
+  return dir;
+}
+
 class CrashPointTest : public ::testing::TestWithParam<CrashCase> {};
 
 TEST_P(CrashPointTest, TheCommandRunsAtMostOnceAndOnlyANeverStartedAttemptIsRerun) {
@@ -46,11 +55,12 @@ TEST_P(CrashPointTest, TheCommandRunsAtMostOnceAndOnlyANeverStartedAttemptIsReru
   std::string crashed = marks.path() + "/crashed";
   DevCluster cluster({"--sim-gpus", "1xA100-80GB"},
                      {{"GPUCLOUD_CRASH_AT", c.point}, {"GPUCLOUD_CRASH_ONCE", crashed}});
-  std::string counter = cluster.work_dir() + "/runs";
+  std::string shared = open_dir(cluster);
+  std::string counter = shared + "/runs";
   // Restart policy never: a job that was lost after starting is not re-run, so any second run
   // of the command could only come from an attempt wrongly taken for one that never started.
-  std::string id = cluster.submit(
-      {"--restart", "never", "--", "sh", "-c", "echo ran >> " + counter + "; sleep 0.3"});
+  std::string id = cluster.submit({"--restart", "never", "--workdir", shared, "--", "sh", "-c",
+                                   "echo ran >> " + counter + "; sleep 0.3"});
   ASSERT_TRUE(wait_until([&] { return fs::exists(crashed); })) << "never reached " << c.point;
 
   // Whatever crashed, the dev process goes down too (when the agent crashed, it already has),
@@ -70,7 +80,7 @@ TEST_P(CrashPointTest, TheCommandRunsAtMostOnceAndOnlyANeverStartedAttemptIsReru
   }
   // Every attempt's directory, also one that never started, is removed once its end is
   // recorded.
-  std::string attempts = cluster.data_dir() + "/agents/dev-0/attempts";
+  std::string attempts = cluster.nodes_dir() + "/dev-0/attempts";
   EXPECT_TRUE(wait_until([&] {
     for (const auto& e : fs::directory_iterator(attempts))
       if (e.path().filename().string().rfind(id, 0) == 0) return false;
@@ -88,13 +98,14 @@ TEST(CrashPointReboot, AfterAMachineRestartAMissingClaimIsNotTakenForNeverStarte
   std::string crashed = marks.path() + "/crashed";
   DevCluster cluster({"--sim-gpus", "1xA100-80GB"},
                      {{"GPUCLOUD_CRASH_AT", "agent.started"}, {"GPUCLOUD_CRASH_ONCE", crashed}});
-  std::string counter = cluster.work_dir() + "/runs";
-  std::string id = cluster.submit(
-      {"--restart", "never", "--", "sh", "-c", "echo ran >> " + counter + "; sleep 60"});
+  std::string shared = open_dir(cluster);
+  std::string counter = shared + "/runs";
+  std::string id = cluster.submit({"--restart", "never", "--workdir", shared, "--", "sh", "-c",
+                                   "echo ran >> " + counter + "; sleep 60"});
   ASSERT_TRUE(wait_until([&] { return fs::exists(crashed) && lines_in(counter) == 1; }));
   cluster.kill9();
 
-  std::string agent_dir = cluster.data_dir() + "/agents/dev-0";
+  std::string agent_dir = cluster.nodes_dir() + "/dev-0";
   int claims = 0;
   for (const auto& e : fs::recursive_directory_iterator(agent_dir + "/attempts")) {
     if (e.path().filename() != "claim") continue;
