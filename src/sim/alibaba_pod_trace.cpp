@@ -26,8 +26,12 @@ Result<Trace> load_alibaba_pod_trace(const CsvTable& t) {
         v[i] = -1;  // never scheduled
         continue;
       }
-      // Times are seconds: at most about 35,000 years keeps them in range as milliseconds.
-      auto n = t.non_negative(r, cols[static_cast<size_t>(i)]);
+      // The limits of a canonical trace, so that the trace `sim gen` writes from this one reads
+      // back: cpu_milli as a job spec's, times (seconds) as seconds_cell_ms's.
+      int64_t max = i == kCpu ? JobSpecLimits::kMaxCpuMilli
+                    : i == kCreation || i == kDeletion || i == kScheduled ? kMaxTraceSeconds
+                                                                          : kMaxCsvNumber;
+      auto n = t.non_negative(r, cols[static_cast<size_t>(i)], max);
       if (!n.ok()) return n.error();
       v[i] = *n;
     }
