@@ -22,7 +22,7 @@ test: build fuzz-build
 
 # The fuzz targets: a separate project built with clang++ (libFuzzer, ASan, UBSan).
 fuzz-build: deps
-	cmake -S fuzz -B $(FUZZ_BUILD) -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake -S fuzz -B $(FUZZ_BUILD) -G Ninja -DCMAKE_CXX_COMPILER=clang++
 	cmake --build $(FUZZ_BUILD) -j$(JOBS)
 
 # A long fuzzing session of one target: make fuzz TARGET=job_spec_json SECONDS=3600 [WORKERS=4]

@@ -14,6 +14,6 @@ artifacts=$build/fuzz-artifacts
 mkdir -p "$work" "$artifacts"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-exec "$binary" -timeout=10 -rss_limit_mb=2048 -max_len=262144 -print_final_stats=1 \
+exec "$binary" -timeout=10 -rss_limit_mb=2048 -max_len=262144 -print_final_stats=1 -print_funcs=0 \
   -max_total_time="$seconds" -fork="$workers" \
   -artifact_prefix="$artifacts/$target-" "$work" "$here/corpus/$target"

@@ -221,7 +221,7 @@ Status Agent::register_node(bool with_credential) {
   auto r = client_->request("POST", "/v1/agent/register", body.dump(),
                             {{"Authorization", "Bearer " + bearer}}, 10'000);
   if (!r) return r.error();
-  auto parsed = parse_json_limited(r->body, "register reply");
+  auto parsed = parse_json_limited(r->body, "register reply", {kMaxDocumentDepth, 0});
   if (!parsed)
     return internal(fmt::format("register: server answered {} with a body that is not JSON: {}",
                                 r->status, parsed.error().message));
@@ -351,7 +351,7 @@ void Agent::loop() {
         fenced_ = false;
       }
     }
-    auto parsed = parse_json_limited(r->body, "poll reply");
+    auto parsed = parse_json_limited(r->body, "poll reply", {kMaxDocumentDepth, 0});
     if (!parsed) continue;
     json reply = std::move(*parsed);
     auto response = poll_response_from_json(reply);

@@ -46,7 +46,7 @@ ErrorCode code_for_status(int status) {
 
 Error error_from_response(const net::HttpResponse& r) {
   std::string message = fmt::format("server answered HTTP {}: {}", r.status, r.body.substr(0, 300));
-  if (auto j = parse_json_limited(r.body, "server response"); j.ok()) {
+  if (auto j = parse_json_limited(r.body, "server response", {kMaxDocumentDepth, 0}); j.ok()) {
     try {
       message = j->at("error").at("message").get<std::string>();
     } catch (const nlohmann::json::exception&) {
@@ -104,7 +104,7 @@ Result<nlohmann::json> ApiClient::call(const std::string& method, const std::str
                              "dev`, or set GPUCLOUD_ADDR)",
                              address_, r.error().message)};
   if (r->status < 200 || r->status >= 300) return error_from_response(*r);
-  auto j = parse_json_limited(r->body, "server response");
+  auto j = parse_json_limited(r->body, "server response", {kMaxDocumentDepth, 0});
   if (!j)
     return internal(
         fmt::format("server answered with a body that is not JSON: {}", j.error().message));

@@ -26,7 +26,10 @@ inline int64_t json_whole(const nlohmann::json& v, const std::string& field, int
                           int64_t hi) {
   if (!v.is_number_integer())
     throw JsonFieldError(fmt::format("{}: expected a whole number, got {}", field, v.type_name()));
-  if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(hi)
+  // Parsed non-negative numbers are unsigned in nlohmann: compare those as unsigned, against
+  // both ends (a 0 must still fail a minimum of 1).
+  if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(hi) ||
+                                   (lo > 0 && v.get<uint64_t>() < static_cast<uint64_t>(lo))
                              : (v.get<int64_t>() < lo || v.get<int64_t>() > hi))
     throw JsonFieldError(fmt::format("{}: {} is outside {}..{}", field, v.dump(), lo, hi));
   return v.get<int64_t>();

@@ -1,6 +1,8 @@
 // The Alibaba v2023 pod list read as a job trace (declared in sim/trace.h).
 #include <fmt/format.h>
 
+#include <unordered_map>
+
 #include "sim/trace.h"
 
 namespace gpucloud::sim {
@@ -16,6 +18,7 @@ Result<Trace> load_alibaba_pod_trace(const CsvTable& t) {
   enum { kName, kCpu, kMemory, kNum, kMilli, kSpec, kQos, kCreation, kDeletion, kScheduled };
   Trace trace{t.file(), {}};
   trace.jobs.reserve(t.size());
+  std::unordered_map<std::string, int> lines;  // name -> line: names are the jobs' ids
   for (size_t r = 0; r < t.size(); ++r) {
     int64_t v[10] = {};
     for (int i : {kCpu, kMemory, kNum, kMilli, kCreation, kDeletion, kScheduled}) {
@@ -23,8 +26,12 @@ Result<Trace> load_alibaba_pod_trace(const CsvTable& t) {
         v[i] = -1;  // never scheduled
         continue;
       }
-      // Times are seconds: at most about 35,000 years keeps them in range as milliseconds.
-      auto n = t.non_negative(r, cols[static_cast<size_t>(i)]);
+      // The limits of a canonical trace, so that the trace `sim gen` writes from this one reads
+      // back: cpu_milli as a job spec's, times (seconds) as seconds_cell_ms's.
+      int64_t max = i == kCpu ? JobSpecLimits::kMaxCpuMilli
+                    : i == kCreation || i == kDeletion || i == kScheduled ? kMaxTraceSeconds
+                                                                          : kMaxCsvNumber;
+      auto n = t.non_negative(r, cols[static_cast<size_t>(i)], max);
       if (!n.ok()) return n.error();
       v[i] = *n;
     }
@@ -47,6 +54,10 @@ Result<Trace> load_alibaba_pod_trace(const CsvTable& t) {
           t.where(r, cols[kDeletion]), v[kDeletion], t.header(start_col), start));
     TraceJob job;
     job.id = std::string(t.text(r, cols[kName]));
+    if (auto [it, fresh] = lines.emplace(job.id, t.line(r)); !fresh)
+      return invalid(
+          fmt::format("{}column 'name': '{}' is also the name of line {}; names must be unique",
+                      t.where(r, cols[kName]), job.id, it->second));
     job.submit_ms = v[kCreation] * 1000;
     job.duration_ms = (v[kDeletion] - start) * 1000;
     job.gpus = static_cast<int>(v[kNum]);

@@ -19,6 +19,9 @@ constexpr int kPriorityLow = 50;
 constexpr int kPriorityNormal = 100;
 constexpr int kPriorityHigh = 200;
 
+/// The largest time or duration a trace may give, in seconds (about 31,700 years).
+constexpr int64_t kMaxTraceSeconds = 1'000'000'000'000;
+
 /// One job of a trace. Resource fields are per replica, as in a job spec.
 struct TraceJob {
   std::string id;

@@ -21,7 +21,7 @@ Result<int64_t> seconds_cell_ms(const CsvTable& t, size_t r, int c) {
     return invalid(
         fmt::format("{}column '{}': {} is negative; times and durations must be 0 or more",
                     t.where(r, c), t.header(c), s));
-  if (v > 1e12)
+  if (v > static_cast<double>(kMaxTraceSeconds))
     return invalid(
         fmt::format("{}column '{}': {} seconds is too large", t.where(r, c), t.header(c), s));
   return static_cast<int64_t>(std::llround(v * 1000));

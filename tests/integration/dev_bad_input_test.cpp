@@ -1,6 +1,8 @@
 // Bad input through the CLI and straight through HTTP: clear 4xx errors, and the server stays up.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "dev_cluster.h"
 #include "net/http_client.h"
 
@@ -118,6 +120,55 @@ TEST_F(BadInput, ApiAnswersMalformedRequestsWith4xxAndAJsonError) {
   auto [big_status, big_message] = call("POST", "/v1/jobs", std::string(20 << 20, 'x'), t);
   EXPECT_EQ(big_status, 413) << big_message;
   EXPECT_EQ(call("GET", "/healthz", "", "").first, 200);
+}
+
+TEST_F(BadInput, HostileJsonBodiesGet400AndTheServerStaysUp) {
+  // 100,000 open brackets used to overflow the server's stack (SIGSEGV); 1e400 and a
+  // 400-digit number used to be 500s.
+  auto& c = *cluster_;
+  std::string t = c.token();
+  std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  std::string deep_inside =
+      R"({"command":["true"],"env":)" + std::string(50'000, '[') + std::string(50'000, ']') + "}";
+  struct Case {
+    std::string body;
+    std::string expected;
+  } cases[] = {
+      {deep, "nest deeper than 64 levels at byte 64"},
+      {deep_inside, "nest deeper than 64 levels"},
+      {R"({"command":["true"],"gpus":1e400})",
+       "number 1e400 at byte 27 (field gpus) is out of range"},
+      {R"({"command":["true"],"replicas":)" + std::string(400, '9') + "}", "(field replicas)"},
+      {R"({"command":["true"],"gpus":1e18})", "gpus: 1e+18 is above the maximum 64"},
+  };
+  for (const auto& tc : cases) {
+    auto [status, message] = call("POST", "/v1/jobs", tc.body, t);
+    EXPECT_EQ(status, 400) << tc.body.substr(0, 80);
+    EXPECT_NE(message.find(tc.expected), std::string::npos)
+        << "body " << tc.body.substr(0, 80) << " gave: " << message;
+    EXPECT_EQ(call("GET", "/healthz", "", "").first, 200);
+  }
+}
+
+TEST_F(BadInput, SubmitRefusesAYamlAliasBombQuickly) {
+  // Under 1 KB, 10^9 values once its aliases are expanded: it used to hang `gpucloud submit`.
+  std::string text = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  std::string prev = "a";
+  for (char n = 'b'; n <= 'i'; ++n) {
+    text += std::string(1, n) + ": &" + n + " [";
+    for (int i = 0; i < 10; ++i) text += (i ? ", *" : "*") + prev;
+    text += "]\n";
+    prev = std::string(1, n);
+  }
+  text += "command: *i\n";
+  std::string file = cluster_->work_dir() + "/bomb.yaml";
+  {
+    std::ofstream out(file);
+    out << text;
+  }
+  auto r = cluster_->cli({"submit", file});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("aliases"), std::string::npos) << r.err;
 }
 
 TEST_F(BadInput, MissingOrWrongTokenGets401WithoutRevealingJobs) {

@@ -225,6 +225,15 @@ TEST(PollResponse, NumbersOutOfRangeAreRefusedNamingTheField) {
     EXPECT_NE(back.error().message.find(std::string(c.field) + ": "), std::string::npos)
         << back.error().message;
   }
+  // Parsed from text, 0 is an unsigned number in nlohmann: found by fuzz_agent_protocol.
+  auto parsed = json::parse(R"({"version": 1, "acked_seq": 0, "log_offsets": {},
+      "allocations": [{"key": "k", "job_id": "j", "attempt": 1, "rank": 0, "replicas": 0,
+      "command": ["x"], "env": {}, "workdir": "/", "gpus": [], "cpu_milli": 0,
+      "memory_mib": 0, "grace_ms": 0, "max_runtime_ms": 0}]})");
+  auto zero = poll_response_from_json(parsed);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.error().message.find("replicas: 0 is outside 1.."), std::string::npos)
+      << zero.error().message;
   json j = poll_response_to_json(r);
   j["allocations"][0]["gpus"][0]["index"] = 4096;
   auto back = poll_response_from_json(j);

@@ -81,6 +81,35 @@ TEST(CsvLimits, AlibabaTimesTooLargeForMillisecondsAreRefused) {
       << tr.error().message;
 }
 
+TEST(AlibabaPodTrace, DuplicateNamesAreRefusedLikeDuplicateIds) {
+  // Found by fuzz_trace_csv: the pod list took two pods of one name, whose canonical rewrite
+  // (sim gen) then failed to load.
+  auto t = CsvTable::parse(
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,creation_time,deletion_time,"
+      "scheduled_time\np,1,1,0,0,,LS,0,1,\np,1,1,0,0,,LS,0,1,\n",
+      "pods.csv");
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  auto tr = load_alibaba_pod_trace(*t);
+  ASSERT_FALSE(tr.ok());
+  EXPECT_EQ(tr.error().message,
+            "pods.csv:3:1: column 'name': 'p' is also the name of line 2; names must be unique");
+}
+
+TEST(AlibabaPodTrace, CpuAndTimesHaveTheLimitsOfACanonicalTrace) {
+  // Found by fuzz_trace_csv: a pod of 6,002 CPUs loaded, but the trace sim gen wrote from it
+  // did not.
+  auto t = CsvTable::parse(
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,creation_time,deletion_time,"
+      "scheduled_time\np,6002018,1,0,0,,LS,0,1,\nq,1,1,0,0,,LS,0,1000000000001,\n",
+      "pods.csv");
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  auto tr = load_alibaba_pod_trace(*t);
+  ASSERT_FALSE(tr.ok());
+  EXPECT_EQ(tr.error().message,
+            "pods.csv:2:3: column 'cpu_milli': 6002018 is out of range; the largest allowed is "
+            "1024000");
+}
+
 TEST(CsvLimits, ClusterNumbersOutOfRangeNameTheirColumn) {
   auto t = CsvTable::parse(
       "name,gpus,gpu_model,gpu_memory_mib,cpu_milli,memory_mib,labels\n"
