@@ -1,6 +1,8 @@
 #include "net/http_server.h"
 
 #include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
@@ -75,12 +77,14 @@ std::string source_of(const tcp::socket& socket) {
 
 }  // namespace
 
-struct HttpServer::Impl {
+struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   // One open connection, as the limits see it.
   struct Connection {
     std::string source;
     std::function<void()> close;  // closes the socket; only on the loop's thread
-    std::optional<std::list<Connection*>::iterator> fresh;  // set until a request head arrived
+    // Set while the connection may be closed to make room: before its first request head, and
+    // while a kept-alive connection waits for its next request.
+    std::optional<std::list<Connection*>::iterator> evictable;
   };
 
   EventLoop& loop;
@@ -92,7 +96,7 @@ struct HttpServer::Impl {
   std::optional<ssl::context> tls;  // set when serving https
   std::unordered_map<std::string, int> per_source;
   std::unordered_set<std::string> trusted;
-  std::list<Connection*> fresh;  // connections without a request head yet, oldest first
+  std::list<Connection*> evictable;  // connections that may be closed, oldest first
   HttpServerStats stats;
 
   Impl(EventLoop& l, HttpHandler h) : loop(l), handler(std::move(h)) {}
@@ -102,10 +106,7 @@ struct HttpServer::Impl {
   struct Registration {
     Impl& impl;
     Connection& conn;
-    Registration(Impl& i, Connection& c) : impl(i), conn(c) {
-      impl.fresh.push_back(&conn);
-      conn.fresh = std::prev(impl.fresh.end());
-    }
+    Registration(Impl& i, Connection& c) : impl(i), conn(c) { impl.make_evictable(conn); }
     ~Registration() {
       impl.mark_used(conn);
       --impl.stats.open_connections;
@@ -114,10 +115,16 @@ struct HttpServer::Impl {
     }
   };
 
+  void make_evictable(Connection& conn) {
+    if (conn.evictable) return;
+    evictable.push_back(&conn);
+    conn.evictable = std::prev(evictable.end());
+  }
+
   void mark_used(Connection& conn) {
-    if (!conn.fresh) return;
-    fresh.erase(*conn.fresh);
-    conn.fresh.reset();
+    if (!conn.evictable) return;
+    evictable.erase(*conn.evictable);
+    conn.evictable.reset();
   }
 
   // Answers 503 on a plain connection (best effort, never blocking) and closes it.
@@ -135,7 +142,8 @@ struct HttpServer::Impl {
     socket.close(ec);
   }
 
-  asio::awaitable<void> accept_loop() {
+  // self keeps this alive while the coroutine exists (its frame may outlive the HttpServer).
+  asio::awaitable<void> accept_loop(std::shared_ptr<Impl> self) {
     TimeMs last_warning = 0;
     for (;;) {
       boost::system::error_code ec;
@@ -157,20 +165,24 @@ struct HttpServer::Impl {
         continue;
       }
       std::string source = source_of(socket);
-      if (!trusted.count(source) && per_source[source] >= config.max_connections_per_source) {
+      // Nodes' addresses get more room (many agents may share one NAT address), not unlimited.
+      int cap = trusted.count(source) ? config.max_connections_per_source * 16
+                                      : config.max_connections_per_source;
+      auto counted = per_source.find(source);
+      if (counted != per_source.end() && counted->second >= cap) {
         ++stats.refused_per_source;
         refuse(socket, fmt::format("too many connections from {} (at most {}); reuse connections",
-                                   source, config.max_connections_per_source));
+                                   source, cap));
         continue;
       }
       if (stats.open_connections >= max_connections) {
-        if (fresh.empty()) {
+        if (evictable.empty()) {
           ++stats.refused_full;
           refuse(socket, fmt::format("the server is at its limit of {} connections; retry later",
                                      max_connections));
           continue;
         }
-        Connection* victim = fresh.front();
+        Connection* victim = evictable.front();
         mark_used(*victim);
         victim->close();
         ++stats.evicted_idle;
@@ -178,11 +190,13 @@ struct HttpServer::Impl {
       socket.set_option(tcp::no_delay(true), ec);
       ++stats.open_connections;
       ++per_source[source];
-      asio::co_spawn(ioc(), session(std::move(socket), std::move(source)), asio::detached);
+      asio::co_spawn(ioc(), session(std::move(socket), std::move(source), self), asio::detached);
     }
   }
 
-  asio::awaitable<void> session(tcp::socket socket, std::string source) {
+  asio::awaitable<void> session(tcp::socket socket, std::string source,
+                                std::shared_ptr<Impl> self) {
+    (void)self;  // held by the frame: the limits' state outlives every connection
     Connection conn;
     conn.source = std::move(source);
     Registration registration(*this, conn);
@@ -275,9 +289,11 @@ struct HttpServer::Impl {
         // A kept-alive connection may wait idle_timeout_ms for its next request; once that
         // starts, its head must arrive within header_timeout_ms.
         if (buffer.size() == 0) {
+          make_evictable(conn);
           lowest.expires_after(milliseconds(config.idle_timeout_ms));
           size_t n = co_await stream.async_read_some(buffer.prepare(4096),
                                                      asio::redirect_error(asio::use_awaitable, ec));
+          mark_used(conn);
           if (ec) co_return;
           buffer.commit(n);
         }
@@ -357,7 +373,7 @@ struct HttpServer::Impl {
 };
 
 HttpServer::HttpServer(EventLoop& loop, HttpHandler handler)
-    : impl_(std::make_unique<Impl>(loop, std::move(handler))) {}
+    : impl_(std::make_shared<Impl>(loop, std::move(handler))) {}
 HttpServer::~HttpServer() = default;
 
 void HttpServer::set_head_check(HeadCheck check) {
@@ -432,14 +448,17 @@ Result<int> HttpServer::listen(const HttpServerConfig& config) {
                  fmt::format("cannot listen on {}:{}: {}; choose another with --listen HOST:PORT",
                              config.host, config.port, ec.message())};
   int port = acc.local_endpoint().port();
-  asio::co_spawn(impl_->ioc(), impl_->accept_loop(), asio::detached);
+  // Connections that send nothing stay in the kernel for a while, costing no descriptor here.
+  int defer_s = std::max(1, config.header_timeout_ms / 1000);
+  ::setsockopt(acc.native_handle(), IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_s, sizeof defer_s);
+  asio::co_spawn(impl_->ioc(), impl_->accept_loop(impl_), asio::detached);
   return port;
 }
 
 void HttpServer::close() {
-  asio::post(impl_->ioc(), [this] {
+  asio::post(impl_->ioc(), [impl = impl_] {
     boost::system::error_code ec;
-    if (impl_->acceptor) impl_->acceptor->close(ec);
+    if (impl->acceptor) impl->acceptor->close(ec);
   });
 }
 

@@ -3,11 +3,14 @@
 // given a certificate and key (TLS 1.2+ on OpenSSL).
 //
 // Limits, so that no client can lock others out (docs/security.md, "The network"):
+// - a connection that sends nothing waits in the kernel (TCP_DEFER_ACCEPT) before it costs a
+//   descriptor here;
 // - total connections stay below the descriptor limit; when full, a new connection takes the
-//   place of the oldest one that has not sent a complete request head yet (idle attackers are
-//   the first to go), and is refused only when every connection is in use;
-// - connections per source address are capped, except for sources marked trusted (addresses
-//   that authenticated as a node); beyond the cap a connection is answered 503 and closed at once;
+//   place of the oldest idle one (that has not sent a complete request head yet, or a kept-alive
+//   one waiting for its next request), and is refused only when every connection is busy;
+// - connections per source address are capped (16 times higher for sources marked trusted:
+//   addresses that authenticated as a node); beyond the cap a connection is answered 503 and
+//   closed at once;
 // - a request head must arrive within header_timeout_ms of the connection (or of the first byte
 //   on a kept-alive one); a body within body_timeout_ms, and only once the head was accepted by
 //   the head check (an unauthenticated client is answered without its body being read).
@@ -51,7 +54,7 @@ struct HttpServerStats {
   int open_connections = 0;
   uint64_t refused_per_source = 0;  // refused at once: the source had too many
   uint64_t refused_full = 0;        // refused at once: every connection was in use
-  uint64_t evicted_idle = 0;        // closed to make room: had not sent a request head
+  uint64_t evicted_idle = 0;        // closed to make room: idle
   uint64_t header_timeouts = 0;     // closed: no complete request head in time
 };
 
@@ -65,7 +68,7 @@ class HttpServer {
   Result<int> listen(const HttpServerConfig& config);
   /// Stops accepting new connections.
   void close();
-  /// Lifts the per-source cap for this address (e.g. one an agent authenticated from).
+  /// Raises the per-source cap for this address (e.g. one an agent authenticated from).
   /// Must be called on the loop's thread.
   void trust_source(const std::string& address);
   /// The effective connection limit (after listen()).
@@ -75,7 +78,7 @@ class HttpServer {
 
  private:
   struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<Impl> impl_;  // shared with the connections' coroutines
 };
 
 /// Raises this process's soft limit on open files to its hard limit; returns the soft limit

@@ -1,11 +1,12 @@
 #include "server/background_work.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 namespace gpucloud::server {
 
-BackgroundWork::BackgroundWork(int threads) {
+BackgroundWork::BackgroundWork(int threads, size_t max_queued) : max_queued_(max_queued) {
   for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
 }
 
@@ -18,12 +19,14 @@ BackgroundWork::~BackgroundWork() {
   for (auto& t : threads_) t.join();
 }
 
-void BackgroundWork::post(std::function<void()> fn) {
+bool BackgroundWork::post(std::function<void()> fn) {
   {
     std::lock_guard lock(mu_);
+    if (queue_.size() >= max_queued_) return false;
     queue_.push_back(std::move(fn));
   }
   cv_.notify_one();
+  return true;
 }
 
 void BackgroundWork::work() {
@@ -39,7 +42,11 @@ void BackgroundWork::work() {
       next = std::move(queue_.front());
       queue_.pop_front();
     }
-    next();
+    try {
+      next();
+    } catch (const std::exception& e) {
+      spdlog::error("background work failed: {}", e.what());
+    }
   }
 }
 

@@ -13,15 +13,16 @@ namespace gpucloud::server {
 
 class BackgroundWork {
  public:
-  /// Starts `threads` workers.
-  explicit BackgroundWork(int threads);
+  /// Starts `threads` workers; at most max_queued pieces of work wait at once.
+  BackgroundWork(int threads, size_t max_queued);
   /// Runs what was queued, then joins the workers.
   ~BackgroundWork();
   BackgroundWork(const BackgroundWork&) = delete;
   BackgroundWork& operator=(const BackgroundWork&) = delete;
 
-  /// Queues fn to run on a worker. Thread-safe. fn must not touch the loop's state.
-  void post(std::function<void()> fn);
+  /// Queues fn to run on a worker; false (and fn is dropped) when max_queued are waiting.
+  /// Thread-safe. fn must not touch the loop's state; an exception it throws is logged.
+  bool post(std::function<void()> fn);
 
  private:
   void work();
@@ -30,6 +31,7 @@ class BackgroundWork {
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
+  size_t max_queued_;
   std::vector<std::thread> threads_;
 };
 

@@ -83,7 +83,7 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config, const
   auto read_store = store::open_sqlite_store(server->layout_.database());
   if (!read_store) return read_store.error();
   server->read_store_ = std::move(*read_store);
-  server->background_ = std::make_unique<BackgroundWork>(2);
+  server->background_ = std::make_unique<BackgroundWork>(2, 64);
   sched::PolicySettings settings;
   settings.policy = config.policy;
   auto scheduler = sched::create_scheduler(settings);
@@ -246,7 +246,18 @@ Result<int> Server::start() {
 }
 
 std::optional<net::HttpResponse> Server::check_head(const net::HttpRequest& head) {
-  if (head.path == "/healthz") return std::nullopt;
+  if (head.path == "/healthz") {
+    // The one endpoint without a token: it never takes a body.
+    bool has_body =
+        !head.header("transfer-encoding").empty() ||
+        (!head.header("content-length").empty() && head.header("content-length") != "0");
+    if ((head.method == "GET" || head.method == "HEAD") && !has_body) return std::nullopt;
+    auto r = error_response(
+        {ErrorCode::kInvalidArgument, "/healthz accepts only GET or HEAD, without a body"});
+    r.status = 405;
+    r.headers.push_back({"Allow", "GET, HEAD"});
+    return r;
+  }
   auto who = auth_.authenticate(head.header("authorization"), clock_.now_ms());
   if (!who) return unauthenticated(head);
   if (who->role == "node") http_->trust_source(head.remote_address);

@@ -94,6 +94,8 @@ std::optional<net::HttpResponse> Server::register_node_now(
     return error_response({code, std::move(message)});
   };
   store::NodeRecord* existing = own;
+  // The node is back with its own credential: an approval to replace it is void.
+  if (own) own->replace_approved = false;
   std::vector<std::string> same_name;  // the records with this name (by the index, by id)
   if (auto named = node_ids_by_name_.find(info->name); named != node_ids_by_name_.end())
     same_name.assign(named->second.begin(), named->second.end());
@@ -196,6 +198,10 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
   store::NodeRecord& node = node_it->second;
   store::WriteBatch batch;
   node.last_seen = now;
+  if (node.replace_approved) {  // the node is back with its own credential: not to be replaced
+    node.replace_approved = false;
+    batch.nodes.push_back(node);
+  }
   if (node.state != "ready") {
     spdlog::info("node {} is reachable again (was {})", node.info.name, node.state);
     batch.audit.push_back({now, "server", "node.ready", node.id, "was " + node.state});

@@ -109,26 +109,35 @@ void Server::list_jobs(const net::HttpRequest& req, const Principal& who, net::R
     --it;
     if (visible(it->second)) active.push_back(it->second);
   }
-  background_->post([this, all, limit, cursor, tenants = std::move(tenants),
-                     active = std::move(active), respond = std::move(respond)]() mutable {
-    std::vector<Job> page = std::move(active);
-    if (all) {
-      auto finished = read_store_->finished_jobs_page(cursor, tenants, limit + 1);
-      if (!finished) return respond(error_response(finished.error()));
-      // A job that ended since the copy is in both: its stored, final version wins.
-      std::set<std::string> ended;
-      for (const auto& j : *finished) ended.insert(j.id);
-      std::erase_if(page, [&](const Job& j) { return ended.count(j.id) > 0; });
-      page.insert(page.end(), std::make_move_iterator(finished->begin()),
-                  std::make_move_iterator(finished->end()));
-      std::sort(page.begin(), page.end(), [](const Job& a, const Job& b) { return a.id > b.id; });
+  auto answer = std::make_shared<net::Responder>(std::move(respond));
+  bool queued = background_->post([this, all, limit, cursor, tenants = std::move(tenants),
+                                   active = std::move(active), answer]() mutable {
+    auto& respond = *answer;
+    try {
+      std::vector<Job> page = std::move(active);
+      if (all) {
+        auto finished = read_store_->finished_jobs_page(cursor, tenants, limit + 1);
+        if (!finished) return respond(error_response(finished.error()));
+        // A job that ended since the copy is in both: its stored, final version wins.
+        std::set<std::string> ended;
+        for (const auto& j : *finished) ended.insert(j.id);
+        std::erase_if(page, [&](const Job& j) { return ended.count(j.id) > 0; });
+        page.insert(page.end(), std::make_move_iterator(finished->begin()),
+                    std::make_move_iterator(finished->end()));
+        std::sort(page.begin(), page.end(), [](const Job& a, const Job& b) { return a.id > b.id; });
+      }
+      json out = {{"jobs", json::array()}};
+      for (int i = 0; i < static_cast<int>(page.size()) && i < limit; ++i)
+        out["jobs"].push_back(job_to_json(page[i]));
+      if (static_cast<int>(page.size()) > limit) out["next_cursor"] = page[limit - 1].id;
+      respond(json_response(200, out));
+    } catch (const std::exception& e) {
+      respond(error_response(internal(std::string("listing jobs failed: ") + e.what())));
     }
-    json out = {{"jobs", json::array()}};
-    for (int i = 0; i < static_cast<int>(page.size()) && i < limit; ++i)
-      out["jobs"].push_back(job_to_json(page[i]));
-    if (static_cast<int>(page.size()) > limit) out["next_cursor"] = page[limit - 1].id;
-    respond(json_response(200, out));
   });
+  if (!queued)
+    (*answer)(error_response(
+        {ErrorCode::kUnavailable, "too many large reads in progress; retry in a moment"}));
 }
 
 Result<Job> Server::find_visible_job(const std::string& id_or_prefix, const Principal& who) {
