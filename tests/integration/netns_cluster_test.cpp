@@ -536,7 +536,8 @@ TEST_F(NetnsHostile, AHostileTenantsJobReachesNothingOfThePlatformOrOfAnotherTen
         << read_file(cluster_->server_log());
     auto lines = refusals();
     if (lines.size() > before) {
-      EXPECT_NE(lines.back().find("name 'agent2'"), std::string::npos) << lines.back();
+      EXPECT_NE(lines.back().find("(token 'agent1', name 'agent2')"), std::string::npos)
+          << lines.back();
     }
   }
   EXPECT_EQ(cluster_->node_state("agent2"), "down");
