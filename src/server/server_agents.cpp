@@ -64,10 +64,15 @@ std::optional<net::HttpResponse> Server::register_node_now(
       return error_response(invalid(fmt::format("register: {} must be a string", field)));
   std::string node_id = body->value("node_id", "");
   std::string credential = body->value("credential", "");
+  auto refuse = [&](ErrorCode code, std::string message) {
+    spdlog::warn("register refused from {} (token '{}', name '{}'): {}", req.remote_address,
+                 who.name, info->name, message);
+    return error_response({code, std::move(message)});
+  };
   // A node credential re-registers its own node only (after a restart of the agent or server).
   if (who.role == "node" && node_id != who.node_id)
-    return error_response(
-        {ErrorCode::kPermissionDenied, "a node credential may only re-register its own node"});
+    return refuse(ErrorCode::kPermissionDenied,
+                  "a node credential may only re-register its own node");
   if (info->address.empty()) {  // the address the agent's connection came from
     info->address = req.remote_address;
     if (info->address.rfind("::ffff:", 0) == 0) info->address = info->address.substr(7);
@@ -88,11 +93,6 @@ std::optional<net::HttpResponse> Server::register_node_now(
         net::constant_time_equal(net::sha256_hex(credential), it->second.credential_sha256))
       own = &it->second;
   }
-  auto refuse = [&](ErrorCode code, std::string message) {
-    spdlog::warn("register refused from {} (token '{}', name '{}'): {}", req.remote_address,
-                 who.name, info->name, message);
-    return error_response({code, std::move(message)});
-  };
   store::NodeRecord* existing = own;
   // The node is back with its own credential: an approval to replace it is void.
   if (own) own->replace_approved = false;

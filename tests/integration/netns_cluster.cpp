@@ -25,8 +25,9 @@ std::string trim(std::string s) {
 
 }  // namespace
 
-NetnsCluster::NetnsCluster(NetnsLab& lab, int agents, ClusterTimeouts timeouts)
-    : lab_(lab), timeouts_(std::move(timeouts)) {
+NetnsCluster::NetnsCluster(NetnsLab& lab, int agents, ClusterTimeouts timeouts,
+                           std::vector<std::string> server_args)
+    : lab_(lab), timeouts_(std::move(timeouts)), server_args_(std::move(server_args)) {
   fs::create_directories(shared_dir());
   // Jobs run as their tenant's user and write their markers here.
   fs::permissions(shared_dir(), fs::perms::all | fs::perms::sticky_bit);
@@ -47,15 +48,23 @@ NetnsCluster::NetnsCluster(NetnsLab& lab, int agents, ClusterTimeouts timeouts)
 NetnsCluster::~NetnsCluster() = default;  // the lab kills every process of its namespaces
 
 void NetnsCluster::start_server() {
-  std::string data = work_dir() + "/server";
-  std::string log = work_dir() + "/server.log";
+  std::string data = server_dir();
+  std::string log = server_log();
   std::string before = read_file(log);
-  server_pid_ = lab_.spawn(
-      0,
-      {GPUCLOUD_BINARY, "server", "--data-dir", data, "--listen", NetnsLab::ip(0) + ":8443",
-       "--poll-hold", timeouts_.poll_hold, "--unreachable-after", timeouts_.unreachable_after,
-       "--down-after", timeouts_.down_after},
-      log, {{"GPUCLOUD_LOG", "info"}});
+  std::vector<std::string> argv{GPUCLOUD_BINARY,
+                                "server",
+                                "--data-dir",
+                                data,
+                                "--listen",
+                                NetnsLab::ip(0) + ":8443",
+                                "--poll-hold",
+                                timeouts_.poll_hold,
+                                "--unreachable-after",
+                                timeouts_.unreachable_after,
+                                "--down-after",
+                                timeouts_.down_after};
+  argv.insert(argv.end(), server_args_.begin(), server_args_.end());
+  server_pid_ = lab_.spawn(0, argv, log, {{"GPUCLOUD_LOG", "info"}});
   std::smatch m;
   std::regex fp(R"(fingerprint:\s+SHA256 ([0-9A-F:]+))");
   bool up = wait_until([&] {
@@ -81,7 +90,7 @@ void NetnsCluster::start_agent(int i) {
                                          "--server",      url_,
                                          "--fingerprint", fingerprint_,
                                          "--join-token",  join_token_,
-                                         "--data-dir",    work_dir() + "/" + name,
+                                         "--data-dir",    agent_dir(i),
                                          "--name",        name,
                                          "--sim-gpus",    "2xA100-80GB",
                                          "--poll-hold",   timeouts_.poll_hold,
@@ -96,13 +105,17 @@ void NetnsCluster::kill_agent(int i) {
 }
 
 CommandResult NetnsCluster::cli(const std::vector<std::string>& args, int timeout_s) const {
+  return cli_as(admin_token_, args, timeout_s);
+}
+
+CommandResult NetnsCluster::cli_as(const std::string& token, const std::vector<std::string>& args,
+                                   int timeout_s) const {
   std::vector<std::string> argv{GPUCLOUD_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
-  return lab_.run(0, argv,
-                  {{"GPUCLOUD_ADDR", url_},
-                   {"GPUCLOUD_TOKEN", admin_token_},
-                   {"GPUCLOUD_FINGERPRINT", fingerprint_}},
-                  timeout_s);
+  return lab_.run(
+      0, argv,
+      {{"GPUCLOUD_ADDR", url_}, {"GPUCLOUD_TOKEN", token}, {"GPUCLOUD_FINGERPRINT", fingerprint_}},
+      timeout_s);
 }
 
 std::string NetnsCluster::submit(const std::vector<std::string>& run_args) const {

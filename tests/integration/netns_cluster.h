@@ -24,9 +24,10 @@ struct ClusterTimeouts {
 
 class NetnsCluster {
  public:
-  /// Starts the server and `agents` agents (each with 2 simulated A100s); waits until all
-  /// nodes are ready.
-  NetnsCluster(NetnsLab& lab, int agents, ClusterTimeouts timeouts = {});
+  /// Starts the server (with server_args added to its flags, e.g. `--config FILE`) and `agents`
+  /// agents (each with 2 simulated A100s); waits until all nodes are ready.
+  NetnsCluster(NetnsLab& lab, int agents, ClusterTimeouts timeouts = {},
+               std::vector<std::string> server_args = {});
   ~NetnsCluster();
 
   /// Starts (or restarts) the server with the same data dir; waits until it answers.
@@ -39,6 +40,9 @@ class NetnsCluster {
 
   /// Runs `gpucloud ARGS...` in the server's namespace against the server, as admin.
   CommandResult cli(const std::vector<std::string>& args, int timeout_s = 30) const;
+  /// The same with another token (a member's), from the server's namespace.
+  CommandResult cli_as(const std::string& token, const std::vector<std::string>& args,
+                       int timeout_s = 30) const;
   /// Submits with `run` and returns the job id (throws on failure).
   std::string submit(const std::vector<std::string>& run_args) const;
   nlohmann::json job(const std::string& id) const;
@@ -52,6 +56,11 @@ class NetnsCluster {
   const std::string& fingerprint() const { return fingerprint_; }
   const std::string& join_token() const { return join_token_; }
   const std::string& work_dir() const { return dir_.path(); }
+  /// The server's data dir (admin.token, state.db, logs/) and its log file.
+  std::string server_dir() const { return dir_.path() + "/server"; }
+  std::string server_log() const { return dir_.path() + "/server.log"; }
+  /// Agent i's data dir (agent-state.json.{0,1}, attempts/).
+  std::string agent_dir(int i) const { return dir_.path() + "/" + agent_name(i); }
   /// A shared directory the jobs may write to (all namespaces share the file system).
   std::string shared_dir() const { return dir_.path() + "/shared"; }
   NetnsLab& lab() { return lab_; }
@@ -59,6 +68,7 @@ class NetnsCluster {
  private:
   NetnsLab& lab_;
   ClusterTimeouts timeouts_;
+  std::vector<std::string> server_args_;
   // Outside /tmp: jobs, which have a /tmp of their own, write their markers in shared_dir().
   TempDir dir_{"/var/tmp"};
   std::string url_, fingerprint_, join_token_, admin_token_;

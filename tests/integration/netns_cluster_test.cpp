@@ -1,15 +1,24 @@
 // A real cluster across network namespaces: `gpucloud server` on 10.77.0.1 and three
 // `gpucloud agent`s on 10.77.0.11-13, over TLS; agent death, network cuts, server restart,
-// drain, join tokens and multi-node environment. Skipped where namespaces cannot be made.
+// drain, join tokens, multi-node environment, and a hostile tenant's job and a stolen node
+// credential. Skipped where namespaces cannot be made.
 #include "netns_cluster.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <thread>
+
+#include "net/crypto.h"
+#include "net/http_client.h"
 
 namespace gpucloud::testing {
 namespace {
@@ -266,6 +275,276 @@ TEST_F(NetnsClusterTest, MultiNodeJobGetsTorchrunEnvironment) {
     EXPECT_EQ(var("MASTER_PORT"), master_port);
   }
   EXPECT_NE(master_port, "<unset>");
+}
+
+// Two tenants on one cluster (docs/security.md): "red" runs as a uid of the agents' range,
+// "blue" as its configured uid; each has a member token.
+const std::string kRedToken = "red-member-token-0123456789";
+const std::string kBlueToken = "blue-member-token-0123456789";
+constexpr int kBlueUid = 61702;
+
+class NetnsHostile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why = NetnsLab::unavailable_reason();
+    if (!why.empty()) GTEST_SKIP() << why;
+    config_ = std::make_unique<TempDir>("/var/tmp");
+    std::string config = config_->path() + "/gpucloud.yaml";
+    std::ofstream(config) << "tenants:\n"
+                             "  - {name: red}\n"
+                             "  - {name: blue, uid: " +
+                                 std::to_string(kBlueUid) +
+                                 "}\n"
+                                 "tokens:\n"
+                                 "  - {name: red-member, role: member, tenants: [red], sha256: " +
+                                 net::sha256_hex(kRedToken) +
+                                 "}\n"
+                                 "  - {name: blue-member, role: member, tenants: [blue], "
+                                 "sha256: " +
+                                 net::sha256_hex(kBlueToken) + "}\n";
+    lab_ = std::make_unique<NetnsLab>(2);
+    cluster_ = std::make_unique<NetnsCluster>(*lab_, 2, ClusterTimeouts{},
+                                              std::vector<std::string>{"--config", config});
+  }
+  void TearDown() override {
+    cluster_.reset();
+    lab_.reset();
+    config_.reset();
+  }
+
+  std::string submit_as(const std::string& token, const std::vector<std::string>& args) const {
+    std::vector<std::string> run{"run"};
+    run.insert(run.end(), args.begin(), args.end());
+    auto r = cluster_->cli_as(token, run);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out.substr(0, r.out.find('\n'));
+  }
+
+  // The newest slot of agent i's state file (the node's id and credential).
+  json agent_state(int i) const {
+    json best;
+    for (const char* slot : {".0", ".1"}) {
+      json s = json::parse(read_file(cluster_->agent_dir(i) + "/agent-state.json" + slot), nullptr,
+                           false);
+      if (s.is_discarded()) continue;
+      if (best.is_null() || s.value("generation", 0) > best.value("generation", 0)) best = s;
+    }
+    return best;
+  }
+
+  std::unique_ptr<TempDir> config_;
+  std::unique_ptr<NetnsLab> lab_;
+  std::unique_ptr<NetnsCluster> cluster_;
+};
+
+// One HTTP request from a host's network namespace (so that its source address is that host's),
+// over TLS pinned by the server's fingerprint.
+struct Answer {
+  int status = 0;
+  std::string body;
+};
+Answer request_from(const NetnsLab& lab, int host, const NetnsCluster& cluster,
+                    const std::string& method, const std::string& target, const std::string& body,
+                    const std::string& token) {
+  Answer answer;
+  // A network namespace is per thread: a thread of its own enters the host's.
+  std::thread t([&] {
+    int fd = ::open(("/run/netns/" + lab.ns(host)).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) {
+      answer.body = "cannot enter the namespace of host " + std::to_string(host);
+      if (fd >= 0) ::close(fd);
+      return;
+    }
+    ::close(fd);
+    net::TlsClientOptions tls;
+    tls.fingerprint = cluster.fingerprint();
+    auto client = net::HttpClient::create(cluster.url(), tls);
+    if (!client) {
+      answer.body = client.error().message;
+      return;
+    }
+    std::map<std::string, std::string> headers;
+    if (!token.empty()) headers["Authorization"] = "Bearer " + token;
+    auto r = (*client)->request(method, target, body, headers, 10'000);
+    if (!r) {
+      answer.body = r.error().message;
+      return;
+    }
+    answer.status = r->status;
+    answer.body = r->body;
+  });
+  t.join();
+  return answer;
+}
+
+TEST_F(NetnsHostile, AHostileTenantsJobReachesNothingOfThePlatformOrOfAnotherTenant) {
+  const std::string shared = cluster_->shared_dir();
+  // Blue's job on agent1: a secret in its env, its job dir and its output; it records its pid
+  // and waits for the test's go, then checks its secret is intact and ends by itself.
+  std::string blue = submit_as(
+      kBlueToken,
+      {"--env", "SECRET=blue-env-secret", "--selector", "host=agent1", "--", "/bin/sh", "-c",
+       "D=$GPUCLOUD_ATTEMPT_DIR; echo blue-file-secret > $D/secret; echo $$ > $D/pid.t && "
+       "mv $D/pid.t $D/pid; echo blue-log-secret; while [ ! -e " +
+           shared +
+           "/blue-go ]; do sleep 0.1; done; grep -q blue-file-secret $D/secret && echo intact"});
+  ASSERT_FALSE(blue.empty());
+  const std::string blue_dir = cluster_->agent_dir(1) + "/attempts/" + blue + ".1.0";
+  int blue_pid = 0;
+  ASSERT_TRUE(wait_until([&] {
+    blue_pid = std::atoi(read_file(blue_dir + "/job/pid").c_str());
+    return blue_pid > 0 && cluster_->job(blue).value("state", "") == "running" &&
+           fs::exists(cluster_->server_dir() + "/logs/" + blue + ".1.0.log");
+  })) << cluster_->job(blue).dump();
+  ASSERT_EQ(::kill(blue_pid, 0), 0);
+  // Node 2's agent stops now: it is down by the time a stolen credential claims its name.
+  cluster_->kill_agent(2);
+
+  // Red's job on the same node tries every way in.
+  std::string state_file = cluster_->agent_dir(1) + "/agent-state.json.0";
+  if (!fs::exists(state_file)) state_file = cluster_->agent_dir(1) + "/agent-state.json.1";
+  const std::string server = cluster_->server_dir();
+  const std::string pid = std::to_string(blue_pid);
+  const std::string api = "env GPUCLOUD_ADDR=" + cluster_->url() +
+                          " GPUCLOUD_FINGERPRINT=" + cluster_->fingerprint() + " ";
+  std::vector<std::string> attacks = {
+      "cat " + server + "/admin.token",
+      "ls " + server,
+      "cat " + server + "/state.db",
+      "cat " + server + "/logs/" + blue + ".1.0.log",
+      "cat " + state_file,
+      "ls " + cluster_->agent_dir(1) + "/attempts",
+      "cat " + blue_dir + "/launch.json",
+      "cat " + blue_dir + "/output.log",
+      "ls " + blue_dir,
+      "ls " + blue_dir + "/job",
+      "cat " + blue_dir + "/job/secret",
+      "sh -c 'echo red-was-here > " + blue_dir + "/job/secret'",
+      "kill -9 " + pid,
+      "cat /proc/" + pid + "/environ",
+      // The API from the node's network: no token, a guessed one, a guessed agent path.
+      api + "GPUCLOUD_TOKEN= " GPUCLOUD_BINARY " show " + blue,
+      api + "GPUCLOUD_TOKEN=guessed-token-0123456789 " GPUCLOUD_BINARY " logs " + blue,
+      api + "GPUCLOUD_TOKEN=guessed-token-0123456789 " GPUCLOUD_BINARY " nodes",
+  };
+  std::string script =
+      "cd \"$GPUCLOUD_ATTEMPT_DIR\"\n"
+      "try() { if out=$(\"$@\" 2>&1); then echo \"LEAK $*: $out\"; "
+      "else echo \"DENIED $*: $out\" | tr '\\n' ' '; echo; fi; }\n";
+  for (const auto& a : attacks) script += "try " + a + "\n";
+  script += "echo uid=$(id -u)\n";
+  std::string red =
+      submit_as(kRedToken, {"--selector", "host=agent1", "--", "/bin/sh", "-c", script});
+  ASSERT_TRUE(cluster_->wait_job(red, [](const json& j) {
+    return j.value("state", "") == "succeeded";
+  })) << cluster_->job(red).dump();
+  EXPECT_EQ(cluster_->job(red)["replicas"][0].value("node", ""), "agent1");
+  std::string out;
+  ASSERT_TRUE(wait_until([&] {
+    out = cluster_->cli_as(kRedToken, {"logs", red}).out;
+    return out.find("uid=") != std::string::npos;
+  })) << out;
+
+  EXPECT_EQ(out.find("LEAK"), std::string::npos) << out;
+  // Every file attacked exists: its refusal is the permissions', not a wrong path.
+  for (const std::string& file :
+       {server + "/admin.token", server + "/state.db", server + "/logs/" + blue + ".1.0.log",
+        state_file, blue_dir + "/launch.json", blue_dir + "/output.log", blue_dir + "/job/secret"})
+    EXPECT_TRUE(fs::exists(file)) << file;
+  for (const std::string& secret :
+       {std::string("blue-env-secret"), std::string("blue-file-secret"),
+        std::string("blue-log-secret"), read_file(server + "/admin.token"),
+        agent_state(1).value("credential", "<none>")}) {
+    EXPECT_EQ(out.find(secret), std::string::npos) << secret << " leaked:\n" << out;
+  }
+  std::istringstream lines(out);
+  std::string line;
+  int denied = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("DENIED", 0) != 0) continue;
+    ++denied;
+    if (line.find("kill") != std::string::npos) {
+      EXPECT_NE(line.find("Operation not permitted"), std::string::npos) << line;
+    } else if (line.find("GPUCLOUD_ADDR") != std::string::npos) {
+      EXPECT_NE(line.find("is GPUCLOUD_TOKEN set"), std::string::npos) << "a 401: " << line;
+    } else {
+      EXPECT_NE(line.find("Permission denied"), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(denied, static_cast<int>(attacks.size())) << out;
+  // Red runs as a uid of the agent's range, not blue's nor root.
+  size_t at = out.find("uid=");
+  int red_uid = at == std::string::npos ? -1 : std::atoi(out.c_str() + at + 4);
+  EXPECT_GE(red_uid, 200000) << out;
+
+  // Red's member token sees nothing of blue's job.
+  auto red_ps = cluster_->cli_as(kRedToken, {"ps", "--all", "--json"});
+  ASSERT_EQ(red_ps.exit_code, 0) << red_ps.err;
+  for (const auto& j : json::parse(red_ps.out)) EXPECT_NE(j.value("id", ""), blue) << j.dump();
+  for (const char* verb : {"show", "logs", "cancel"}) {
+    auto r = cluster_->cli_as(kRedToken, {verb, blue});
+    EXPECT_NE(r.exit_code, 0) << verb;
+    EXPECT_NE(r.err.find("no job"), std::string::npos) << verb << ": " << r.err;
+  }
+
+  // Blue's job ran on untouched, and ends normally once told to.
+  EXPECT_EQ(cluster_->job(blue).value("state", ""), "running");
+  EXPECT_EQ(::kill(blue_pid, 0), 0);
+  std::ofstream(shared + "/blue-go") << "go\n";
+  EXPECT_TRUE(cluster_->wait_job(blue, [](const json& j) {
+    return j.value("state", "") == "succeeded";
+  })) << cluster_->job(blue).dump();
+  EXPECT_TRUE(wait_until([&] {
+    return cluster_->cli_as(kBlueToken, {"logs", blue}).out == "blue-log-secret\nintact\n";
+  })) << cluster_->cli_as(kBlueToken, {"logs", blue}).out;
+
+  // From the node's network, without a token: the agent and admin paths answer 401 too.
+  for (const std::string& path :
+       {std::string("/v1/agent/poll"), std::string("/v1/tokens"), "/v1/jobs/" + blue}) {
+    bool poll = path == "/v1/agent/poll";
+    Answer a = request_from(*lab_, 1, *cluster_, poll ? "POST" : "GET", path, poll ? "{}" : "", "");
+    EXPECT_EQ(a.status, 401) << path << ": " << a.body;
+  }
+
+  // Node 1's credential, stolen from its state file, registers as node 2 (down): refused,
+  // whichever id it claims, and the server logs where the attempt came from.
+  json one = agent_state(1), two = agent_state(2);
+  std::string cred1 = one.value("credential", ""), id1 = one.value("node_id", "");
+  std::string id2 = two.value("node_id", "");
+  ASSERT_FALSE(cred1.empty()) << one.dump();
+  ASSERT_FALSE(id2.empty()) << two.dump();
+  ASSERT_TRUE(wait_until([&] { return cluster_->node_state("agent2") == "down"; }, 15s));
+  json node2 = {
+      {"name", "agent2"}, {"cpu_milli", 4000}, {"memory_mib", 8192}, {"gpus", json::array()}};
+  // The server's log lines that refuse a registration from node 1's host.
+  auto refusals = [&] {
+    std::vector<std::string> found;
+    std::istringstream log(read_file(cluster_->server_log()));
+    for (std::string l; std::getline(log, l);)
+      if (l.find("register refused from " + NetnsLab::ip(1)) != std::string::npos)
+        found.push_back(l);
+    return found;
+  };
+  for (const std::string& claimed : {id1, id2}) {
+    size_t before = refusals().size();
+    Answer a = request_from(
+        *lab_, 1, *cluster_, "POST", "/v1/agent/register",
+        json{{"node", node2}, {"node_id", claimed}, {"credential", cred1}}.dump(), cred1);
+    EXPECT_EQ(a.status, 403) << claimed << ": " << a.body;
+    EXPECT_TRUE(wait_until([&] { return refusals().size() > before; }, 5s))
+        << "no log line names the source of the refusal (claimed id " << claimed << "):\n"
+        << read_file(cluster_->server_log());
+    auto lines = refusals();
+    if (lines.size() > before) {
+      EXPECT_NE(lines.back().find("(token 'agent1', name 'agent2')"), std::string::npos)
+          << lines.back();
+    }
+  }
+  EXPECT_EQ(cluster_->node_state("agent2"), "down");
+  // Node 2 itself comes back with its own credential and takes work again.
+  cluster_->start_agent(2);
+  EXPECT_TRUE(wait_until([&] { return cluster_->node_state("agent2") == "ready"; }));
+  EXPECT_EQ(agent_state(2).value("node_id", ""), id2);
 }
 
 }  // namespace
