@@ -177,6 +177,21 @@ TEST_F(JobUserTest, AWorkdirUnderTheHostsTmpBehindADirTheUserCannotSearchIsNotMa
       << info.message;
 }
 
+TEST_F(JobUserTest, ItsJobDirUnderTheHostsTmpBehindADirTheUserCannotSearchIsLeftOut) {
+  TempDir closed("/tmp");  // 0700, root's
+  LaunchSpec s = as_user("job-dir-behind-closed", kUidA, {"sh", "-c", "ls \"$JOB_DIR\""});
+  s.attempt_dir = closed.path() + "/attempts/job-dir-behind-closed";
+  s.workdir = tmp_.path();  // reachable: 0711, outside /tmp
+  s.env["JOB_DIR"] = job_dir_of(s.attempt_dir);
+  ExitInfo info = run(s);
+  std::string out = output(s);
+  EXPECT_NE(info.exit_code, 0) << "the job listed a dir behind a 0700 dir: " << out;
+  EXPECT_NE(out.find("gpucloud: cannot open " + job_dir_of(s.attempt_dir) +
+                     " as the job's user: Permission denied; it is not visible in the job's /tmp"),
+            std::string::npos)
+      << out;
+}
+
 TEST_F(JobUserTest, AWorkdirThroughASymbolicLinkInTheHostsTmpIsRefused) {
   TempDir host_tmp("/tmp");
   ::chmod(host_tmp.path().c_str(), 0711);
