@@ -1,8 +1,10 @@
 // Resource limits of the process executor: CPU pinning and the memory cgroup.
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "exec/process/cgroup.h"
+#include "exec/process/job_child.h"
 #include "exec/process/proc.h"
 #include "test_support.h"
 
@@ -29,6 +31,22 @@ TEST_F(LimitsTest, CpuAffinityIsApplied) {
   s.cpus = {0};
   ASSERT_EQ(run(s).exit_code, 0);
   EXPECT_EQ(slurp(s.attempt_dir + "/output.log"), "Cpus_allowed_list:\t0\n");
+}
+
+TEST_F(LimitsTest, AJobStartsWithAConventionalSoftLimitOnOpenFilesNotTheServersRaisedOne) {
+  rlimit limit{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
+  if (limit.rlim_max <= kJobOpenFilesSoftLimit) GTEST_SKIP() << "the hard limit is 1024 or less";
+  rlimit raised = limit;
+  raised.rlim_cur = limit.rlim_max;  // as the server does at its start (`gpucloud dev`)
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &raised), 0);
+  LaunchSpec s = spec("nofile", {"sh", "-c", "ulimit -Sn; ulimit -Hn"});
+  ExitInfo info = run(s);
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+  ASSERT_EQ(info.exit_code, 0) << slurp(s.attempt_dir + "/output.log");
+  std::string hard = limit.rlim_max == RLIM_INFINITY ? "unlimited" : std::to_string(limit.rlim_max);
+  EXPECT_EQ(slurp(s.attempt_dir + "/output.log"), "1024\n" + hard + "\n")
+      << "the job can raise its soft limit up to the hard one itself";
 }
 
 TEST_F(LimitsTest, JobWithAMemoryLimitRunsInACgroupWithThatLimit) {

@@ -1,7 +1,9 @@
 // Jobs with a user (LaunchSpec::uid): they run as that user with no privileges, their own
 // /tmp and umask 077, and reach nothing of the shim's files or of other users' jobs.
+#include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "exec/process/job_child.h"
 #include "test_support.h"
 
 namespace gpucloud::exec::testing {
@@ -157,6 +159,106 @@ TEST_F(JobUserTest, ItsDirsUnderTheHostsTmpStayVisibleInItsOwnTmp) {
   EXPECT_NE(out.find("No such file"), std::string::npos) << out;
   EXPECT_EQ(slurp(workdir + "/out"), "hi\n");
   EXPECT_EQ(slurp(job_dir_of(s.attempt_dir) + "/f"), "mine\n");
+}
+
+TEST_F(JobUserTest, AWorkdirUnderTheHostsTmpBehindADirTheUserCannotSearchIsNotMadeVisible) {
+  TempDir closed("/tmp");  // 0700, root's: the job's user may not pass through it
+  std::string workdir = closed.path() + "/work";
+  std::filesystem::create_directory(workdir);
+  std::filesystem::permissions(workdir, std::filesystem::perms::all);
+  LaunchSpec s = as_user("behind-closed", kUidA, {"sh", "-c", "echo reached > reached"});
+  s.workdir = workdir;
+  ExitInfo info = run(s);
+  EXPECT_FALSE(std::filesystem::exists(workdir + "/reached")) << "the job wrote behind a 0700 dir";
+  EXPECT_TRUE(info.failed_to_start) << output(s);
+  EXPECT_NE(info.message.find("workdir " + workdir + " is not accessible to the job's user (uid " +
+                              std::to_string(kUidA)),
+            std::string::npos)
+      << info.message;
+}
+
+TEST_F(JobUserTest, ItsJobDirUnderTheHostsTmpBehindADirTheUserCannotSearchIsLeftOut) {
+  TempDir closed("/tmp");  // 0700, root's
+  LaunchSpec s = as_user("job-dir-behind-closed", kUidA, {"sh", "-c", "ls \"$JOB_DIR\""});
+  s.attempt_dir = closed.path() + "/attempts/job-dir-behind-closed";
+  s.workdir = tmp_.path();  // reachable: 0711, outside /tmp
+  s.env["JOB_DIR"] = job_dir_of(s.attempt_dir);
+  ExitInfo info = run(s);
+  std::string out = output(s);
+  EXPECT_NE(info.exit_code, 0) << "the job listed a dir behind a 0700 dir: " << out;
+  EXPECT_NE(out.find("gpucloud: cannot open " + job_dir_of(s.attempt_dir) +
+                     " as the job's user: Permission denied; it is not visible in the job's /tmp"),
+            std::string::npos)
+      << out;
+}
+
+TEST_F(JobUserTest, AWorkdirThroughASymbolicLinkInTheHostsTmpIsRefused) {
+  TempDir host_tmp("/tmp");
+  ::chmod(host_tmp.path().c_str(), 0711);
+  std::string real = host_tmp.path() + "/real";
+  std::filesystem::create_directory(real);
+  std::filesystem::permissions(real, std::filesystem::perms::all);
+  std::string link = host_tmp.path() + "/link";
+  std::filesystem::create_directory_symlink(real, link);
+  LaunchSpec s = as_user("through-link", kUidA, {"sh", "-c", "echo reached > reached"});
+  s.workdir = link;
+  ExitInfo info = run(s);
+  EXPECT_FALSE(std::filesystem::exists(real + "/reached")) << output(s);
+  EXPECT_TRUE(info.failed_to_start) << output(s);
+  EXPECT_NE(info.message.find("workdir " + link + " has a symbolic link in its path"),
+            std::string::npos)
+      << info.message;
+}
+
+TEST_F(JobUserTest, RootFollowsNoSymbolicLinkInTheJobsTmpDirToMakeItsMountPoints) {
+  TempDir host_tmp("/tmp");
+  ::chmod(host_tmp.path().c_str(), 0711);
+  std::string workdir = host_tmp.path() + "/work";
+  std::filesystem::create_directory(workdir);
+  std::filesystem::permissions(workdir, std::filesystem::perms::all);
+  std::string victim = tmp_.path() + "/victim";  // stands for /etc
+  std::filesystem::create_directory(victim);
+  LaunchSpec s = as_user("planted", kUidA, {"true"});
+  s.workdir = workdir;
+  // Another job of the tenant, which reaches this job's tmp dir, planted a link where the mount
+  // point of the workdir goes.
+  std::string tmp_dir = job_tmp_dir_of(s.attempt_dir);
+  std::filesystem::create_directories(tmp_dir);
+  std::string planted = tmp_dir + "/" + std::filesystem::path(host_tmp.path()).filename().string();
+  std::filesystem::create_directory_symlink(victim, planted);
+  ExitInfo info = run(s);
+  EXPECT_FALSE(std::filesystem::exists(victim + "/work")) << "root made a dir through the link";
+  EXPECT_TRUE(info.failed_to_start) << output(s);
+  EXPECT_NE(info.message.find(planted + " is a symbolic link, which is not followed"),
+            std::string::npos)
+      << info.message;
+}
+
+TEST_F(JobUserTest, RootsGroupIsRefusedForAJobWithAUser) {
+  LaunchSpec s = as_user("root-group", kUidA, {"true"});
+  s.gid = 0;
+  auto ref = executor_->start(s);
+  ASSERT_FALSE(ref.ok()) << "a job of uid " << kUidA << " was started with gid 0";
+  EXPECT_EQ(ref.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(ref.error().message.find("gid: 0 (root's group) for job root-group with uid " +
+                                     std::to_string(kUidA)),
+            std::string::npos)
+      << ref.error().message;
+}
+
+TEST_F(JobUserTest, AJobWithAUserStartsWithAConventionalSoftLimitOnOpenFiles) {
+  rlimit limit{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
+  if (limit.rlim_max <= kJobOpenFilesSoftLimit) GTEST_SKIP() << "the hard limit is 1024 or less";
+  rlimit raised = limit;
+  raised.rlim_cur = limit.rlim_max;  // as the server does at its start
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &raised), 0);
+  LaunchSpec s = as_user("nofile", kUidA, {"sh", "-c", "ulimit -Sn; ulimit -Hn"});
+  ExitInfo info = run(s);
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+  ASSERT_EQ(info.exit_code, 0) << output(s);
+  std::string hard = limit.rlim_max == RLIM_INFINITY ? "unlimited" : std::to_string(limit.rlim_max);
+  EXPECT_EQ(output(s), "1024\n" + hard + "\n");
 }
 
 TEST_F(JobUserTest, ARootJobKeepsRootButGetsItsOwnTmpAndUmask) {

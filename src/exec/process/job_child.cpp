@@ -4,8 +4,10 @@
 #include <grp.h>
 #include <sched.h>
 #include <spawn.h>
+#include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -96,53 +98,166 @@ std::string workdir_message(const std::string& workdir, int err) {
   }
 }
 
+// Why the job's user cannot enter its workdir, with what to do about it.
+std::string workdir_not_accessible(const PreparedJob& job) {
+  return "workdir " + job.workdir + " is not accessible to the job's user (uid " +
+         std::to_string(job.uid) +
+         ", permission denied); make it and its parents reachable by that user (chmod o+x, or "
+         "give the tenant a uid that owns it) or leave workdir unset";
+}
+
 void enter_workdir(const PreparedJob& job, int error_fd) {
   if (::chdir(job.workdir.c_str()) == 0) return;
-  if (errno == EACCES && job.uid > 0) {
-    fail(error_fd, 1,
-         "workdir " + job.workdir + " is not accessible to the job's user (uid " +
-             std::to_string(job.uid) +
-             ", permission denied); make it and its parents reachable by that user (chmod o+x, "
-             "or give the tenant a uid that owns it) or leave workdir unset");
-  }
+  if (errno == EACCES && job.uid > 0) fail(error_fd, 1, workdir_not_accessible(job));
   fail(error_fd, 1, workdir_message(job.workdir, errno));
+}
+
+// Opens the directory `relative` below dir_fd with O_PATH, one component at a time, following no
+// symbolic link (not even one in the last component); with `create`, a missing component is
+// made (0755) first. Returns the fd, or -1 with errno set (ELOOP when a component is a symbolic
+// link) and *failed_at the path up to the component that failed.
+int open_dir_nofollow(int dir_fd, const std::string& relative, bool create,
+                      std::string* failed_at) {
+  int fd = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  size_t start = 0;
+  while (start <= relative.size()) {
+    size_t end = relative.find('/', start);
+    if (end == std::string::npos) end = relative.size();
+    std::string name = relative.substr(start, end - start);
+    start = end + 1;
+    if (name.empty() || name == ".") continue;
+    *failed_at = relative.substr(0, end);
+    int err = 0;
+    int next = -1;
+    if (name == "..") {
+      err = EINVAL;  // prepare_job keeps no path with "..": never climb out
+    } else if (create && ::mkdirat(fd, name.c_str(), 0755) != 0 && errno != EEXIST) {
+      err = errno;
+    } else {
+      next = ::openat(fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      err = errno;
+      struct stat st {};
+      if (next < 0 && (err == ENOTDIR || err == ELOOP) &&
+          ::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        err = ELOOP;
+    }
+    ::close(fd);
+    if (next < 0) {
+      errno = err;
+      return -1;
+    }
+    fd = next;
+  }
+  failed_at->clear();
+  return fd;
+}
+
+// Opens each of job.tmp_keep (O_PATH, following no symbolic link) as the job's user would: its
+// uid, gid and only that group as the filesystem identity, so that a path the user cannot reach
+// (a parent it may not search) is not made visible to the job by root. Root's identity again
+// afterwards. A workdir that cannot be opened (other than missing: that fails later, clearly)
+// fails the start; another kept path is left out, said in the output log.
+std::vector<std::pair<std::string, int>> open_kept_paths(const PreparedJob& job, int error_fd) {
+  const bool switch_user = job.uid > 0;
+  uid_t saved_fsuid = 0;
+  gid_t saved_fsgid = 0;
+  if (switch_user) {
+    auto uid = static_cast<uid_t>(job.uid);
+    auto gid = static_cast<gid_t>(job.gid);
+    // The job gets only its gid as group anyway (drop_privileges); root's groups must not
+    // grant it anything here.
+    if (::setgroups(1, &gid) != 0) fail(error_fd, 1, reason("cannot set the job's groups"));
+    saved_fsgid = static_cast<gid_t>(::setfsgid(gid));
+    saved_fsuid = static_cast<uid_t>(::setfsuid(uid));
+    if (static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1))) != uid ||
+        static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1))) != gid)
+      fail(error_fd, 1,
+           "cannot take the job's uid " + std::to_string(uid) + " to open its paths under /tmp");
+  }
+  std::vector<std::pair<std::string, int>> keep;
+  std::vector<std::pair<std::string, int>> refused;  // path, errno
+  int root = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  for (const auto& path : job.tmp_keep) {
+    std::string failed_at;
+    int fd = root < 0 ? -1 : open_dir_nofollow(root, path, false, &failed_at);
+    if (fd >= 0) {
+      keep.emplace_back(path, fd);
+    } else if (errno != ENOENT) {  // one that is missing fails later, clearly
+      refused.emplace_back(path, errno);
+    }
+  }
+  if (root >= 0) ::close(root);
+  if (switch_user) {
+    ::setfsuid(saved_fsuid);
+    ::setfsgid(saved_fsgid);
+  }
+  for (const auto& [path, err] : refused) {
+    std::string message;
+    if (err == EACCES && path == job.workdir) {
+      message = workdir_not_accessible(job);
+    } else if (err == ELOOP) {
+      message = (path == job.workdir ? "workdir " : "") + path +
+                " has a symbolic link in its path; a job with a user sees only real directories "
+                "of the host's /tmp in its own: give the real path";
+    } else if (path == job.workdir) {
+      message = workdir_message(path, err);
+    } else {
+      errno = err;
+      message = reason("cannot open " + path + " as the job's user");
+    }
+    if (path == job.workdir) fail(error_fd, 1, message);
+    write_all(2, "gpucloud: " + message + "; it is not visible in the job's /tmp\n");
+  }
+  return keep;
 }
 
 // Gives the job its own /tmp: a private mount namespace (mounts made on the host still
 // propagate in) with the job's tmp dir bound on /tmp. The job's own paths that lay under the
 // host's /tmp (its job dir, its workdir) are bound back at the same place inside it, and
-// nothing else of the host's /tmp is visible. False, with errno set, when that fails (the
-// namespace then shows the host's /tmp as before).
-bool mount_private_tmp(const PreparedJob& job) {
+// nothing else of the host's /tmp is visible. False, with errno set, when the namespace or a
+// mount cannot be made (the namespace then shows the host's /tmp as before). Fails the start
+// when a kept path or a mount point is refused (see open_kept_paths, open_dir_nofollow): the
+// job's tmp dir is the tenant's, so a symbolic link in it is never followed.
+bool mount_private_tmp(const PreparedJob& job, int error_fd) {
   if (::unshare(CLONE_NEWNS) != 0 ||
       ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0)
     return false;
   // The paths to keep, opened in the new namespace before /tmp is covered: bound back from
   // /proc/self/fd/N.
-  std::vector<std::pair<std::string, int>> keep;
-  for (const auto& path : job.tmp_keep) {
-    int fd = ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) keep.emplace_back(path, fd);  // one that is missing fails later, clearly
-  }
+  std::vector<std::pair<std::string, int>> keep = open_kept_paths(job, error_fd);
+  int tmp_fd = -1;
   auto close_all = [&] {
     int saved = errno;
     for (auto& [path, fd] : keep) ::close(fd);
+    if (tmp_fd >= 0) ::close(tmp_fd);
     errno = saved;
   };
   if (::mount(job.tmp_dir.c_str(), "/tmp", nullptr, MS_BIND, nullptr) != 0) {
     close_all();
     return false;
   }
+  tmp_fd = ::open("/tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (tmp_fd < 0) fail(error_fd, 1, reason("cannot open the job's private /tmp"));
   for (auto& [path, fd] : keep) {
-    // The mount points: root's directories inside the job's fresh tmp dir.
-    for (size_t slash = path.find('/', 5);; slash = path.find('/', slash + 1)) {
-      std::string dir = path.substr(0, slash);
-      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) break;
-      if (slash == std::string::npos) break;
+    // The mount point: root's directories inside the job's tmp dir, which the tenant's other
+    // jobs may reach: made and opened without following any symbolic link.
+    std::string failed_at;
+    int target = open_dir_nofollow(tmp_fd, path.substr(std::strlen("/tmp/")), true, &failed_at);
+    if (target < 0) {
+      std::string where = job.tmp_dir + "/" + failed_at;
+      if (errno == ELOOP)
+        fail(error_fd, 1,
+             "cannot make the mount point for " + path + " in the job's private /tmp: " + where +
+                 " is a symbolic link, which is not followed; remove it and start the job again");
+      fail(error_fd, 1, reason("cannot make the mount point for " + path + " at " + where));
     }
     std::string source = "/proc/self/fd/" + std::to_string(fd);
-    if (::mount(source.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
-      int saved = errno;
+    std::string dest = "/proc/self/fd/" + std::to_string(target);
+    int rc = ::mount(source.c_str(), dest.c_str(), nullptr, MS_BIND | MS_REC, nullptr);
+    int saved = errno;
+    ::close(target);
+    if (rc != 0) {
       ::umount2("/tmp", MNT_DETACH);  // back to the host's /tmp, which has the path
       errno = saved;
       close_all();
@@ -164,6 +279,10 @@ void drop_privileges(const PreparedJob& job, int error_fd) {
   ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);  // EINVAL before Linux 4.3: none
   auto uid = static_cast<uid_t>(job.uid);
   auto gid = static_cast<gid_t>(job.gid);
+  if (gid == 0)  // the executor refuses it too (validate): root's group opens root's files
+    fail(error_fd, 1,
+         "the job's uid " + std::to_string(uid) +
+             " comes with gid 0 (root's group); give the tenant a gid of its own");
   if (::setgroups(1, &gid) != 0) fail(error_fd, 1, reason("cannot set the job's groups"));
   if (::setresgid(gid, gid, gid) != 0)
     fail(error_fd, 1, reason("cannot switch to the job's gid " + std::to_string(gid)));
@@ -221,6 +340,13 @@ PreparedJob prepare_job(const LaunchFile& launch, const std::string& attempt_dir
   return job;
 }
 
+void limit_open_files_for_job() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur <= kJobOpenFilesSoftLimit) return;
+  limit.rlim_cur = kJobOpenFilesSoftLimit;
+  ::setrlimit(RLIMIT_NOFILE, &limit);  // lowering the soft limit cannot fail
+}
+
 void exec_job(const PreparedJob& job, int error_fd) {
   reset_signals();
   if (::setsid() < 0) fail(error_fd, 1, reason("cannot start a new session"));
@@ -245,9 +371,12 @@ void exec_job(const PreparedJob& job, int error_fd) {
 
   char* const* envp = job.envp.data();
   if (job.uid >= 0) {
-    if (!mount_private_tmp(job)) {
-      write_all(2, "gpucloud: no private /tmp for this job (" + reason("mount namespace") +
-                       "); TMPDIR is " + job.tmp_dir + "\n");
+    if (!mount_private_tmp(job, error_fd)) {
+      write_all(2, "gpucloud: no private /tmp for this job (" +
+                       reason("cannot make its mount namespace") +
+                       "): it shares the host's /tmp, where other jobs may see its files; "
+                       "TMPDIR is " +
+                       job.tmp_dir + ", its own\n");
       envp = job.envp_tmpdir.data();
     }
     if (job.uid != 0) drop_privileges(job, error_fd);

@@ -1,6 +1,7 @@
 // The job side of the shim: what runs between fork() and exec of the user's command.
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <string>
@@ -40,14 +41,25 @@ PreparedJob prepare_job(const LaunchFile& launch, const std::string& attempt_dir
 /// Runs in the forked child: new session and process group, cgroup, CPU affinity, output
 /// redirection, workdir, default signal dispositions, then exec with exactly the job's
 /// environment. With a user (job.uid >= 0) it first isolates the job: a private mount
-/// namespace with job.tmp_dir on /tmp and only job.tmp_keep of the host's /tmp bound back in it
-/// (else TMPDIR=job.tmp_dir, said in the output log), then,
-/// unless the uid is 0, an empty capability bounding set and ambient set, the uid/gid with
-/// only that gid as group, and no_new_privs; umask 077; the workdir is entered as that user. On
-/// failure writes "<exit code> <message>" to error_fd (a close-on-exec pipe, so the parent reads
-/// EOF on success) and exits with that code: 127 when the command is not found, 126 when it cannot
-/// be executed, 1 for any other setup failure.
+/// namespace with job.tmp_dir on /tmp, in which only those of job.tmp_keep that the job's user
+/// can reach without a symbolic link are bound back (their mount points made without following
+/// any symbolic link in the tenant's tmp dir); where no namespace can be made, TMPDIR=job.tmp_dir
+/// instead, said in the output log. Then, unless the uid is 0, an empty capability bounding set and
+/// ambient set, the uid/gid with only that gid as group, and no_new_privs; umask 077; the workdir
+/// is entered as that user. On failure writes "<exit code> <message>" to error_fd (a close-on-exec
+/// pipe, so the parent reads EOF on success) and exits with that code: 127 when the command is not
+/// found, 126 when it cannot be executed, 1 for any other setup failure.
 [[noreturn]] void exec_job(const PreparedJob& job, int error_fd);
+
+/// The soft limit on open files a job starts with (its hard limit is left as it is, so it may
+/// raise it). The same as systemd's default for services: select() and some older libraries
+/// fail on file descriptors of 1024 and above, and a job must not inherit the raised soft
+/// limit of the server it may run within (`gpucloud dev`).
+inline constexpr rlim_t kJobOpenFilesSoftLimit = 1024;
+
+/// Lowers the calling process's soft RLIMIT_NOFILE to kJobOpenFilesSoftLimit (when above), for
+/// the job it is about to start to inherit.
+void limit_open_files_for_job();
 
 /// Why a job could not be started: the exit code to record (as exec_job uses them) and a message.
 struct StartFailure {

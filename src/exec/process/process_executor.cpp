@@ -39,6 +39,10 @@ Status validate(const LaunchSpec& spec) {
   if (spec.uid > 0xfffffffeLL || spec.gid > 0xfffffffeLL || (spec.uid >= 0) != (spec.gid >= 0))
     return invalid("uid/gid: " + std::to_string(spec.uid) + "/" + std::to_string(spec.gid) +
                    " for job " + spec.key + "; give both, each within 0..4294967294, or neither");
+  if (spec.uid > 0 && spec.gid == 0)
+    return invalid("gid: 0 (root's group) for job " + spec.key + " with uid " +
+                   std::to_string(spec.uid) +
+                   "; a job with a user must not get root's group: give it a gid of its own");
   if (spec.uid >= 0 && ::geteuid() != 0 && spec.uid != ::geteuid()) {
     return Error{ErrorCode::kPermissionDenied,
                  "job " + spec.key + " cannot run as uid " + std::to_string(spec.uid) +

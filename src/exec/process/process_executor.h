@@ -23,7 +23,14 @@
 // Limits (what this plug-in does not isolate or assume):
 // - A job with a user (LaunchSpec::uid, docs/security.md "Job code") runs as that uid/gid with
 //   no capabilities, no_new_privs, umask 077 and a private /tmp; one without runs as the
-//   agent's user, with its privileges. Jobs of one uid can signal and ptrace each other.
+//   agent's user, with its privileges. Jobs of one uid can signal and ptrace each other. Its
+//   gid must not be 0 (refused by start()). Its paths under the host's /tmp (workdir, job dir)
+//   are made visible in its own /tmp only when its user can reach them without following a
+//   symbolic link. Where no mount namespace can be made, it shares the host's /tmp (with TMPDIR
+//   set to its own tmp dir), said in its output log.
+// - Every job starts with a soft limit of 1024 open files (kJobOpenFilesSoftLimit, systemd's
+//   default for services; select() fails above it) and the agent's hard limit, up to which it
+//   may raise its own: not the raised soft limit of the server it may run within.
 // - No network, PID or device isolation, and no filesystem isolation beyond file permissions
 //   and /tmp: a job sees the host's files (as its user may), network, processes and every GPU
 //   device node. GPU isolation is by CUDA_VISIBLE_DEVICES only (set by

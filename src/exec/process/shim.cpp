@@ -193,6 +193,7 @@ int run_shim(const std::string& attempt_dir) {
   if (int rc = claim_attempt(dir); rc >= 0) return rc;
   crash_point("shim.claimed");
 
+  limit_open_files_for_job();  // the job inherits it, on either path below
   pid_t pid = 0;
   if (job.cgroup_procs.empty() && job.uid < 0) {
     // The common case: posix_spawn, which does not copy the shim's address space. A job with
