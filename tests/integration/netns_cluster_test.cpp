@@ -379,6 +379,12 @@ Answer request_from(const NetnsLab& lab, int host, const NetnsCluster& cluster,
 
 TEST_F(NetnsHostile, AHostileTenantsJobReachesNothingOfThePlatformOrOfAnotherTenant) {
   const std::string shared = cluster_->shared_dir();
+  // The job's own copy of the client: the build dir may lie under the host's /tmp, which the
+  // job does not see.
+  const std::string client = shared + "/gpucloud";
+  fs::copy_file(GPUCLOUD_BINARY, client, fs::copy_options::overwrite_existing);
+  fs::permissions(client, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
   // Blue's job on agent1: a secret in its env, its job dir and its output; it records its pid
   // and waits for the test's go, then checks its secret is intact and ends by itself.
   std::string blue = submit_as(
@@ -423,9 +429,9 @@ TEST_F(NetnsHostile, AHostileTenantsJobReachesNothingOfThePlatformOrOfAnotherTen
       "kill -9 " + pid,
       "cat /proc/" + pid + "/environ",
       // The API from the node's network: no token, a guessed one, a guessed agent path.
-      api + "GPUCLOUD_TOKEN= " GPUCLOUD_BINARY " show " + blue,
-      api + "GPUCLOUD_TOKEN=guessed-token-0123456789 " GPUCLOUD_BINARY " logs " + blue,
-      api + "GPUCLOUD_TOKEN=guessed-token-0123456789 " GPUCLOUD_BINARY " nodes",
+      api + "GPUCLOUD_TOKEN= " + client + " show " + blue,
+      api + "GPUCLOUD_TOKEN=guessed-token-0123456789 " + client + " logs " + blue,
+      api + "GPUCLOUD_TOKEN=guessed-token-0123456789 " + client + " nodes",
   };
   std::string script =
       "cd \"$GPUCLOUD_ATTEMPT_DIR\"\n"
