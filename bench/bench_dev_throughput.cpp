@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
   // (1) start latency
   std::vector<double> latencies;
   for (int i = 0; i < samples; ++i) {
-    json spec = {{"command", {"date", "+%s%N"}}, {"gpus", 1}, {"workdir", dir}};
+    json spec = {{"command", {"date", "+%s%N"}}, {"gpus", 1}};  // workdir: the job's own dir
     int64_t t0 = realtime_ns();
     std::string id = api.call("POST", "/v1/jobs", spec.dump())["id"];
     json job;
@@ -148,8 +148,8 @@ int main(int argc, char** argv) {
   if (latencies.size() % 2 == 0) median = (latencies[latencies.size() / 2 - 1] + median) / 2;
 
   // (2) throughput
-  json spec = {
-      {"command", {"sh", "-c", "echo $CUDA_VISIBLE_DEVICES"}}, {"gpus", 1}, {"workdir", dir}};
+  json spec = {{"command", {"sh", "-c", "echo $CUDA_VISIBLE_DEVICES"}},
+               {"gpus", 1}};  // workdir: the job's own dir
   std::string body = spec.dump();
   auto start = std::chrono::steady_clock::now();
   auto [self_before, children_before] = cpu_seconds(dev);
