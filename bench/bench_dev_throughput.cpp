@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "dev_process.h"
 #include "net/http_client.h"
 
 extern char** environ;
@@ -68,13 +69,6 @@ std::pair<double, double> cpu_seconds(pid_t pid) {
           (std::stod(f[13]) + std::stod(f[14])) / tick};
 }
 
-std::string read_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string s;
-  std::getline(in, s);
-  return s;
-}
-
 struct Api {
   std::unique_ptr<gpucloud::net::HttpClient> http;
   std::string token;
@@ -103,27 +97,15 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--samples")) samples = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--binary")) binary = argv[i + 1];
   }
-  char tmpl[] = "/tmp/gpucloud-bench-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string data = dir + "/.gpucloud";
-  std::vector<std::string> args = {binary,       "dev", "--listen",   "127.0.0.1:0",
-                                   "--data-dir", data,  "--sim-gpus", "8xA100-80GB"};
-  std::vector<char*> cargs;
-  for (auto& a : args) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  std::string log = dir + "/dev.log";
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t dev = 0;
-  if (posix_spawn(&dev, cargs[0], &actions, nullptr, cargs.data(), environ) != 0) {
+  auto dev_process = gpucloud::bench::start_dev(binary);
+  if (dev_process.pid < 0) {
     std::cerr << "cannot start " << binary << "\n";
     return 1;
   }
-  while (!fs::exists(data + "/address")) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  Api api{std::move(gpucloud::net::HttpClient::create(read_line(data + "/address")).value()),
-          read_line(data + "/admin.token")};
+  pid_t dev = dev_process.pid;
+  std::string dir = dev_process.dir, data = dev_process.data;
+  Api api{std::move(gpucloud::net::HttpClient::create(dev_process.address()).value()),
+          dev_process.admin_token()};
   while (api.call("GET", "/v1/nodes")["nodes"].empty())
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));

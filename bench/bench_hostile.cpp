@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "dev_process.h"
 #include "net/http_client.h"
 
 extern char** environ;
@@ -40,13 +41,6 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
-
-std::string read_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string s;
-  std::getline(in, s);
-  return s;
-}
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -194,26 +188,14 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--probes")) probes = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--binary")) binary = argv[i + 1];
   }
-  char tmpl[] = "/tmp/gpucloud-bench-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string data = dir + "/.gpucloud";
-  std::vector<std::string> args = {binary,       "dev", "--listen",   "127.0.0.1:0",
-                                   "--data-dir", data,  "--sim-gpus", "8xA100-80GB"};
-  std::vector<char*> cargs;
-  for (auto& a : args) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  std::string log = dir + "/dev.log";
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT, 0600);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t dev = 0;
-  if (posix_spawn(&dev, cargs[0], &actions, nullptr, cargs.data(), environ) != 0) {
+  auto dev_process = gpucloud::bench::start_dev(binary);
+  if (dev_process.pid < 0) {
     std::cerr << "cannot start " << binary << "\n";
     return 1;
   }
-  while (!fs::exists(data + "/address")) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  Api api{read_line(data + "/address"), read_line(data + "/admin.token")};
+  pid_t dev = dev_process.pid;
+  std::string dir = dev_process.dir, log = dev_process.log;
+  Api api{dev_process.address(), dev_process.admin_token()};
   int port = std::stoi(api.address.substr(api.address.rfind(':') + 1));
 
   // 1,000 jobs with some env each: a page of them is about 1 MB.
