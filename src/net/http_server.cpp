@@ -8,6 +8,7 @@
 
 #include <list>
 #include <optional>
+#include <random>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -98,6 +99,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
   std::unordered_set<std::string> trusted;
   std::list<Connection*> evictable;  // connections that may be closed, oldest first
   HttpServerStats stats;
+  std::minstd_rand jitter{std::random_device{}()};
 
   Impl(EventLoop& l, HttpHandler h) : loop(l), handler(std::move(h)) {}
   asio::io_context& ioc() { return *static_cast<asio::io_context*>(loop.native_handle()); }
@@ -114,6 +116,14 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       if (it != impl.per_source.end() && --it->second <= 0) impl.per_source.erase(it);
     }
   };
+
+  // The time a new connection has for its first request head: the header timeout less up to a
+  // quarter, drawn per connection, so that connections opened together (an attack) are not all
+  // closed, and reopened, in the same instant.
+  milliseconds first_head_timeout() {
+    std::uniform_int_distribution<int> quarter(0, config.header_timeout_ms / 4);
+    return milliseconds(config.header_timeout_ms - quarter(jitter));
+  }
 
   void make_evictable(Connection& conn) {
     if (conn.evictable) return;
@@ -207,7 +217,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
         boost::system::error_code ignored;
         stream.socket().close(ignored);
       };
-      stream.expires_after(milliseconds(config.header_timeout_ms));
+      stream.expires_after(first_head_timeout());
       co_await serve(stream, conn);
       stream.socket().shutdown(tcp::socket::shutdown_send, ec);
       co_return;
@@ -218,7 +228,7 @@ struct HttpServer::Impl : std::enable_shared_from_this<HttpServer::Impl> {
       beast::get_lowest_layer(stream).socket().close(ignored);
     };
     // The handshake counts towards the time to send the first request head.
-    beast::get_lowest_layer(stream).expires_after(milliseconds(config.header_timeout_ms));
+    beast::get_lowest_layer(stream).expires_after(first_head_timeout());
     co_await stream.async_handshake(ssl::stream_base::server,
                                     asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
