@@ -134,20 +134,30 @@ bool mount_private_tmp(const PreparedJob& job) {
     return false;
   }
   for (auto& [path, fd] : keep) {
-    // The mount points: root's directories inside the job's fresh tmp dir.
-    for (size_t slash = path.find('/', 5);; slash = path.find('/', slash + 1)) {
-      std::string dir = path.substr(0, slash);
-      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) break;
-      if (slash == std::string::npos) break;
+    // The mount point: root's directories inside the job's fresh tmp dir, made one level at a
+    // time without following any link (another job of the same user can write there).
+    int dir = ::open("/tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    std::istringstream parts(path.substr(5));
+    std::string part;
+    while (dir >= 0 && std::getline(parts, part, '/')) {
+      if (part.empty()) continue;
+      ::mkdirat(dir, part.c_str(), 0755);
+      int next = ::openat(dir, part.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      ::close(dir);
+      dir = next;
     }
     std::string source = "/proc/self/fd/" + std::to_string(fd);
-    if (::mount(source.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+    std::string target = "/proc/self/fd/" + std::to_string(dir);
+    if (dir < 0 ||
+        ::mount(source.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
       int saved = errno;
+      if (dir >= 0) ::close(dir);
       ::umount2("/tmp", MNT_DETACH);  // back to the host's /tmp, which has the path
       errno = saved;
       close_all();
       return false;
     }
+    ::close(dir);
   }
   close_all();
   return true;
