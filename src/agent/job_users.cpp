@@ -79,7 +79,14 @@ Result<JobIds> job_ids_for(const Allocation& a, const JobUidRange& range,
     if (it->second >= range.first && it->second <= range.last)
       return JobIds{it->second, it->second};
   }
-  for (int64_t id = range.first; id <= range.last; ++id) {
+  // Starts at a place given by the tenant's name, so that nodes which see the same tenants
+  // mostly agree on its uid (files a job writes on shared storage stay its own on every node).
+  const int64_t size = range.last - range.first + 1;
+  uint64_t h = 14695981039346656037ull;  // FNV-1a
+  for (unsigned char c : a.tenant) h = (h ^ c) * 1099511628211ull;
+  const int64_t start = static_cast<int64_t>(h % static_cast<uint64_t>(size));
+  for (int64_t i = 0; i < size; ++i) {
+    int64_t id = range.first + (start + i) % size;
     if (owner_of(id) != nullptr || id_taken(id)) continue;
     tenant_uids[a.tenant] = id;
     return JobIds{id, id};

@@ -28,7 +28,9 @@ struct JobIds {
 
 /// Picks the ids for a job: root when the allocation allows it, the tenant's configured uid/gid
 /// when it has one, else the uid this node gave the tenant before (tenant_uids, persisted in
-/// the agent state) or the first free one of the range, recorded in tenant_uids. An id is free
+/// the agent state) or a free one of the range, recorded in tenant_uids. The search starts at
+/// a place given by a hash of the tenant's name, so nodes mostly agree on a tenant's uid; only
+/// a configured uid is the same on every node for sure. An id is free
 /// when no tenant in tenant_uids has it and id_taken(id) is false (the host uses it). Fails
 /// when the range is exhausted or a configured uid is another tenant's here.
 Result<JobIds> job_ids_for(const Allocation& a, const JobUidRange& range,

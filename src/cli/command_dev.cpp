@@ -93,6 +93,23 @@ Result<std::string> dev_nodes_dir(const std::string& data_dir) {
   return dir;
 }
 
+// What the banner says about the users jobs run as, when there is something to say.
+std::string user_note() {
+  if (::geteuid() != 0) {
+    return "  warning:      not running as root: jobs run as your user and can read the\n"
+           "                data dir, tokens and each other's files (docs/security.md)\n";
+  }
+  std::error_code ec;
+  std::string cwd = std::filesystem::current_path(ec).string();
+  if (!ec && !passable_by_others(cwd)) {
+    return "  note:         jobs run as their tenant's user, who cannot enter " + cwd +
+           ";\n"
+           "                run the CLI from a directory others may pass (o+x) or give "
+           "--workdir\n";
+  }
+  return "";
+}
+
 }  // namespace
 
 int cmd_dev(const DevOptions& o) {
@@ -206,12 +223,7 @@ int cmd_dev(const DevOptions& o) {
              "\n"
              "Stop with Ctrl-C; running jobs keep running and are re-adopted at the next start.\n",
              o.sim_nodes, o.sim_nodes == 1 ? "" : "s", gpu_summary, (*server)->url(),
-             (*server)->layout().admin_token(), o.data_dir, nodes_dir,
-             ::geteuid() == 0
-                 ? ""
-                 : "  warning:      not running as root: jobs run as your user and can read the\n"
-                   "                data dir, tokens and each other's files (docs/security.md)\n",
-             bin, bin, bin)
+             (*server)->layout().admin_token(), o.data_dir, nodes_dir, user_note(), bin, bin, bin)
       << std::flush;
 
   std::thread signal_thread([&, srv = server->get()] {

@@ -25,19 +25,34 @@ TEST(JobUsers, EachTenantGetsItsOwnStableUidFromTheRange) {
   auto vision = job_ids_for(for_tenant("vision"), range, uids, none_taken);
   auto nlp = job_ids_for(for_tenant("nlp"), range, uids, none_taken);
   ASSERT_TRUE(vision.ok() && nlp.ok());
-  EXPECT_EQ(vision->uid, 60000);
-  EXPECT_EQ(vision->gid, 60000);
-  EXPECT_EQ(nlp->uid, 60001);
+  EXPECT_GE(vision->uid, 60000);
+  EXPECT_LE(vision->uid, 60999);
+  EXPECT_EQ(vision->gid, vision->uid);
+  EXPECT_NE(nlp->uid, vision->uid);
   // Again, and after a restart (the map is what the agent state persists): the same uid.
   std::map<std::string, int64_t> reloaded = uids;
-  EXPECT_EQ(job_ids_for(for_tenant("vision"), range, reloaded, none_taken)->uid, 60000);
-  EXPECT_EQ(job_ids_for(for_tenant("nlp"), range, reloaded, none_taken)->uid, 60001);
+  EXPECT_EQ(job_ids_for(for_tenant("vision"), range, reloaded, none_taken)->uid, vision->uid);
+  EXPECT_EQ(job_ids_for(for_tenant("nlp"), range, reloaded, none_taken)->uid, nlp->uid);
+}
+
+TEST(JobUsers, NodesThatSeeTenantsInAnotherOrderMostlyAgree) {
+  JobUidRange range{60000, 60999};
+  std::map<std::string, int64_t> node_a, node_b;
+  for (const char* t : {"vision", "nlp", "speech"})
+    ASSERT_TRUE(job_ids_for(for_tenant(t), range, node_a, none_taken).ok());
+  for (const char* t : {"speech", "nlp", "vision"})
+    ASSERT_TRUE(job_ids_for(for_tenant(t), range, node_b, none_taken).ok());
+  EXPECT_EQ(node_a, node_b);
 }
 
 TEST(JobUsers, IdsTheHostUsesAreSkipped) {
   std::map<std::string, int64_t> uids;
-  auto taken = [](int64_t id) { return id == 60000 || id == 60001; };
-  EXPECT_EQ(job_ids_for(for_tenant("vision"), {60000, 60999}, uids, taken)->uid, 60002);
+  int64_t free_uid = job_ids_for(for_tenant("vision"), {60000, 60999}, uids, none_taken)->uid;
+  uids.clear();
+  auto taken = [&](int64_t id) { return id == free_uid; };
+  auto next = job_ids_for(for_tenant("vision"), {60000, 60999}, uids, taken);
+  ASSERT_TRUE(next.ok());
+  EXPECT_NE(next->uid, free_uid);
   EXPECT_TRUE(host_id_taken(0)) << "root is in /etc/passwd";
 }
 
@@ -48,8 +63,12 @@ TEST(JobUsers, ConfiguredUidsAndRootWin) {
   ASSERT_TRUE(configured.ok());
   EXPECT_EQ(configured->uid, 5000);
   // A tenant picked later never gets a uid another tenant has here.
-  uids["other"] = 60000;
-  EXPECT_EQ(job_ids_for(for_tenant("nlp"), range, uids, none_taken)->uid, 60001);
+  std::map<std::string, int64_t> alone;
+  int64_t nlp_alone = job_ids_for(for_tenant("nlp"), range, alone, none_taken)->uid;
+  uids["other"] = nlp_alone;
+  auto nlp = job_ids_for(for_tenant("nlp"), range, uids, none_taken);
+  ASSERT_TRUE(nlp.ok());
+  EXPECT_NE(nlp->uid, nlp_alone);
   auto root = job_ids_for(for_tenant("ops", -1, true), range, uids, none_taken);
   ASSERT_TRUE(root.ok());
   EXPECT_EQ(root->uid, 0);

@@ -20,6 +20,20 @@ TEST(LaunchFileTest, RoundTrips) {
   EXPECT_EQ(parsed->cgroup, launch.cgroup);
 }
 
+TEST(LaunchFileTest, CarriesTheJobsUserAndReadsFilesWithoutOne) {
+  LaunchFile launch{"j.1.0", {"true"}, {}, "/work", {}, "", 61000, 61001};
+  auto parsed = launch_file_from_json(launch_file_to_json(launch));
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(parsed->uid, 61000);
+  EXPECT_EQ(parsed->gid, 61001);
+  // A launch.json of an older agent has no user: the job runs as the shim's user.
+  auto older = launch_file_from_json(R"({"argv": ["true"], "workdir": "/"})");
+  ASSERT_TRUE(older.ok());
+  EXPECT_EQ(older->uid, -1);
+  EXPECT_EQ(older->gid, -1);
+  EXPECT_FALSE(launch_file_from_json(R"({"argv": ["true"], "uid": 4294967296})").ok());
+}
+
 TEST(LaunchFileTest, RejectsMalformedFiles) {
   auto broken = launch_file_from_json("{\"argv\": ");
   ASSERT_FALSE(broken.ok());

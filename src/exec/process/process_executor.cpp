@@ -78,6 +78,10 @@ Status make_attempt_dirs(const std::string& attempt_dir, const LaunchSpec& spec)
   if (!parent.empty()) GPUCLOUD_TRY(make_dirs(parent, 0711));
   GPUCLOUD_TRY(make_owned_dir(attempt_dir, 0711, -1, -1));
   GPUCLOUD_TRY(make_owned_dir(job_dir_of(attempt_dir), 0700, spec.uid, spec.gid));
+  // Always a fresh one: the shim's child makes mount points in it as root, which must never
+  // follow a link a previous run of the job left there.
+  std::error_code ec;
+  std::filesystem::remove_all(job_tmp_dir_of(attempt_dir), ec);
   return make_owned_dir(job_tmp_dir_of(attempt_dir), 0700, spec.uid, spec.gid);
 }
 
