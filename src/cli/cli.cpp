@@ -33,6 +33,18 @@ void hide_secret_flags(int argc, char** argv) {
   }
 }
 
+// --max-connections and --max-connections-per-source, of `gpucloud server` and `gpucloud dev`.
+void add_connection_limits(CLI::App* cmd, int& max_connections, int& per_source) {
+  cmd->add_option("--max-connections", max_connections,
+                  "open API connections at most (0: the open-file limit less a reserve)")
+      ->check(CLI::Range(0, 1'000'000));
+  cmd->add_option("--max-connections-per-source", per_source,
+                  "open API connections per client address (16 times as many for addresses "
+                  "nodes poll from); raise it when many users share one NAT address")
+      ->check(CLI::Range(1, 1'000'000))
+      ->capture_default_str();
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -92,15 +104,7 @@ int run_cli(int argc, char** argv) {
                    "placement policy: default, first-fit, random, dot-product, clustering, "
                    "packing, best-fit or fgd")
       ->capture_default_str();
-  dev_cmd
-      ->add_option("--max-connections", dev.max_connections,
-                   "open API connections at most (0: the open-file limit less a reserve)")
-      ->check(CLI::Range(0, 1'000'000));
-  dev_cmd
-      ->add_option("--max-connections-per-source", dev.max_connections_per_source,
-                   "open API connections per client address (agents' addresses are exempt)")
-      ->check(CLI::Range(1, 1'000'000))
-      ->capture_default_str();
+  add_connection_limits(dev_cmd, dev.max_connections, dev.max_connections_per_source);
   dev_cmd->callback([&] { code = cmd_dev(dev); });
 
   RunOptions run;
@@ -200,16 +204,7 @@ int run_cli(int argc, char** argv) {
                    "placement policy: default, first-fit, random, dot-product, clustering, "
                    "packing, best-fit or fgd")
       ->capture_default_str();
-  server_cmd
-      ->add_option("--max-connections", srv.max_connections,
-                   "open API connections at most (0: the open-file limit less a reserve)")
-      ->check(CLI::Range(0, 1'000'000));
-  server_cmd
-      ->add_option("--max-connections-per-source", srv.max_connections_per_source,
-                   "open API connections per client address (agents' addresses are exempt); "
-                   "raise it when many users share one NAT address")
-      ->check(CLI::Range(1, 1'000'000))
-      ->capture_default_str();
+  add_connection_limits(server_cmd, srv.max_connections, srv.max_connections_per_source);
   server_cmd->callback([&] { code = cmd_server(srv); });
 
   AgentOptions agent;

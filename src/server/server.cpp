@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/units.h"
 #include "net/crypto.h"
 #include "server/http_util.h"
 
@@ -236,13 +237,35 @@ Result<int> Server::start() {
     static void arm(Server* s) {
       s->loop_.run_after(1000, [s] {
         s->check_node_liveness();
+        s->log_connection_pressure();
         arm(s);
       });
     }
   };
+  http_stats_logged_at_ = clock_.now_ms();
   Ticker::arm(this);
   schedule_soon();
   return *port;
+}
+
+void Server::log_connection_pressure() {
+  TimeMs now = clock_.now_ms();
+  if (now - http_stats_logged_at_ < 60'000) return;
+  net::HttpServerStats now_stats = http_->stats();
+  const net::HttpServerStats& was = logged_http_stats_;
+  uint64_t refused = now_stats.refused_per_source - was.refused_per_source;
+  uint64_t full = now_stats.refused_full - was.refused_full;
+  uint64_t evicted = now_stats.evicted_idle - was.evicted_idle;
+  uint64_t timeouts = now_stats.header_timeouts - was.header_timeouts;
+  if (refused + full + evicted > 0)
+    spdlog::warn(
+        "http: in the last {}: {} connections refused (too many from one source), {} refused "
+        "(all {} in use), {} idle ones closed to make room, {} closed without a request head in "
+        "time; {} open",
+        format_duration_ms(now - http_stats_logged_at_), refused, full, http_->max_connections(),
+        evicted, timeouts, now_stats.open_connections);
+  logged_http_stats_ = now_stats;
+  http_stats_logged_at_ = now;
 }
 
 std::optional<net::HttpResponse> Server::check_head(const net::HttpRequest& head) {

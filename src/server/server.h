@@ -102,6 +102,8 @@ class Server {
   /// Answers a request head at once when its token is missing or refused (before its body
   /// is read), and lifts the per-source connection cap for addresses nodes poll from.
   std::optional<net::HttpResponse> check_head(const net::HttpRequest& head);
+  /// Once a minute, when connections were refused or evicted: a warning with the counts.
+  void log_connection_pressure();
   /// The answer to a request without a valid token.
   net::HttpResponse unauthenticated(const net::HttpRequest& req) const;
   void handle(net::HttpRequest&& req, net::Responder respond);
@@ -228,6 +230,8 @@ class Server {
   std::optional<std::vector<sched::NodeState>> node_builds_;  // see node_builds()
   std::unordered_map<std::string, NodeRuntime> runtime_;
   int64_t version_clock_ = 0;
+  net::HttpServerStats logged_http_stats_;  // as of the last log_connection_pressure()
+  TimeMs http_stats_logged_at_ = 0;
   int lock_fd_ = -1;  // holds an exclusive flock on <data-dir>/server.lock
   ServerFileConfig file_config_;
   std::vector<store::TokenRecord> store_tokens_;  // admin and agent-join (from the store)

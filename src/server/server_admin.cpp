@@ -286,6 +286,8 @@ Status Server::prepare_tls(net::HttpServerConfig& http) {
     if (!fs::exists(cert) || !fs::exists(key)) {
       std::error_code ec;
       fs::create_directories(layout_.root + "/tls", ec);
+      // The key is written before it is made 0600: its directory is closed to others first.
+      fs::permissions(layout_.root + "/tls", fs::perms::owner_all, ec);
       std::vector<std::string> ips = net::local_addresses();
       if (config_.listen_host != "0.0.0.0" && config_.listen_host != "::")
         ips.push_back(config_.listen_host);

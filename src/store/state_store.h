@@ -71,8 +71,6 @@ class StateStore {
   virtual Result<std::optional<Job>> get_job(const std::string& id) = 0;
   /// Jobs (any state) whose id starts with prefix, at most limit of them.
   virtual Result<std::vector<Job>> find_jobs_by_prefix(const std::string& prefix, int limit) = 0;
-  /// Terminal jobs, newest first, at most limit (for `ps --all`).
-  virtual Result<std::vector<Job>> recent_finished_jobs(int limit) = 0;
   /// One page of terminal jobs in id order, newest first: those with an id below before_id
   /// ("" = from the newest), of the given tenants (empty = any), at most limit.
   virtual Result<std::vector<Job>> finished_jobs_page(const std::string& before_id,

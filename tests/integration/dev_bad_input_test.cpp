@@ -16,25 +16,11 @@ class BadInput : public ::testing::Test {
   static void SetUpTestSuite() { cluster_ = new DevCluster({"--sim-gpus", "8xA100-80GB"}); }
   static void TearDownTestSuite() { delete cluster_; }
 
-  // A raw API call; returns status and parsed error message ("" if none).
+  // A raw API call; returns status and "code: message" of its error ("" if none).
   std::pair<int, std::string> call(const std::string& method, const std::string& path,
                                    const std::string& body, const std::string& token) {
-    auto client = net::HttpClient::create(cluster_->address());
-    EXPECT_TRUE(client.ok());
-    std::map<std::string, std::string> headers;
-    if (!token.empty()) headers["Authorization"] = "Bearer " + token;
-    auto r = (*client)->request(method, path, body, headers, 10'000);
-    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-    if (!r.ok()) return {0, ""};
-    std::string message;
-    try {
-      json j = json::parse(r->body);
-      if (j.contains("error"))
-        message =
-            j["error"]["code"].get<std::string>() + ": " + j["error"]["message"].get<std::string>();
-    } catch (...) {
-    }
-    return {r->status, message};
+    ApiAnswer a = api_call(cluster_->address(), method, path, body, token);
+    return {a.status, a.error()};
   }
   static DevCluster* cluster_;
 };

@@ -16,6 +16,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "net/http_client.h"
+
 extern char** environ;
 
 namespace gpucloud::testing {
@@ -231,6 +233,34 @@ std::string DevCluster::submit(const std::vector<std::string>& run_args) const {
   std::string id = r.out.substr(0, r.out.find('\n'));
   EXPECT_EQ(id.size(), 32u) << r.out << r.err;
   return id;
+}
+
+std::string ApiAnswer::error() const {
+  if (!body.is_object() || !body.contains("error") || !body["error"].is_object()) return "";
+  return body["error"].value("code", "") + ": " + body["error"].value("message", "");
+}
+
+std::string ApiAnswer::message() const {
+  if (!body.is_object() || !body.contains("error") || !body["error"].is_object()) return "";
+  return body["error"].value("message", "");
+}
+
+ApiAnswer api_call(const std::string& base_url, const std::string& method, const std::string& path,
+                   const std::string& body, const std::string& token) {
+  auto client = net::HttpClient::create(base_url);
+  EXPECT_TRUE(client.ok());
+  if (!client.ok()) return {};
+  std::map<std::string, std::string> headers;
+  if (!token.empty()) headers["Authorization"] = "Bearer " + token;
+  auto r = (*client)->request(method, path, body, headers, 10'000);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  if (!r.ok()) return {};
+  ApiAnswer a{r->status, nullptr};
+  try {
+    a.body = nlohmann::json::parse(r->body);
+  } catch (const nlohmann::json::exception&) {
+  }
+  return a;
 }
 
 }  // namespace gpucloud::testing

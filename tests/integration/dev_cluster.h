@@ -42,6 +42,20 @@ class TempDir {
   std::string path_;
 };
 
+/// An API answer: its status (0 when the request failed) and its JSON body (null if not JSON).
+struct ApiAnswer {
+  int status = 0;
+  nlohmann::json body;
+  /// "code: message" of an error body, or "".
+  std::string error() const;
+  /// The error's message alone, or "".
+  std::string message() const;
+};
+
+/// One API call on a new connection to base_url, with a bearer token unless token is "".
+ApiAnswer api_call(const std::string& base_url, const std::string& method, const std::string& path,
+                   const std::string& body, const std::string& token);
+
 class DevCluster {
  public:
   /// Starts `gpucloud dev --listen 127.0.0.1:0 --data-dir <tmp>/.gpucloud` plus extra_args.

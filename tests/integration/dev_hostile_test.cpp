@@ -94,28 +94,9 @@ class Hostile : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete cluster_; }
 
-  struct Answer {
-    int status = 0;
-    json body;
-    std::string message() const {
-      return body.is_object() && body.contains("error") ? body["error"].value("message", "") : "";
-    }
-  };
-  static Answer call(const std::string& method, const std::string& path, const std::string& body,
-                     const std::string& token) {
-    auto client = net::HttpClient::create(cluster_->address());
-    EXPECT_TRUE(client.ok());
-    std::map<std::string, std::string> headers;
-    if (!token.empty()) headers["Authorization"] = "Bearer " + token;
-    auto r = (*client)->request(method, path, body, headers, 10'000);
-    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-    if (!r.ok()) return {};
-    Answer a{r->status, json()};
-    try {
-      a.body = json::parse(r->body);
-    } catch (...) {
-    }
-    return a;
+  static ApiAnswer call(const std::string& method, const std::string& path, const std::string& body,
+                        const std::string& token) {
+    return api_call(cluster_->address(), method, path, body, token);
   }
   static bool healthy() { return call("GET", "/healthz", "", "").status == 200; }
 

@@ -379,6 +379,13 @@ Answer request_from(const NetnsLab& lab, int host, const NetnsCluster& cluster,
 
 TEST_F(NetnsHostile, AHostileTenantsJobReachesNothingOfThePlatformOrOfAnotherTenant) {
   const std::string shared = cluster_->shared_dir();
+  // The server's TLS key and its directory are closed to every other user.
+  for (const std::string& f :
+       {cluster_->server_dir() + "/tls", cluster_->server_dir() + "/tls/server.key"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(f.c_str(), &st), 0) << f;
+    EXPECT_EQ(st.st_mode & 077, 0u) << f << " is open to others";
+  }
   // The job's own copy of the client: the build dir may lie under the host's /tmp, which the
   // job does not see.
   const std::string client = shared + "/gpucloud";

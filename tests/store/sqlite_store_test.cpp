@@ -202,18 +202,24 @@ TEST(SqliteStore, FindsJobsByIdPrefix) {
       << "prefix is literal, not a LIKE pattern";
 }
 
-TEST(SqliteStore, RecentFinishedJobsAreNewestFirst) {
+TEST(SqliteStore, FinishedJobsComeInPagesNewestIdFirstFilteredByTenant) {
   TempDir dir;
   auto store = open(dir.file("state.db"));
   ASSERT_TRUE(store);
+  Job other = make_job("f4", JobState::kSucceeded, 5, 600);
+  other.spec.tenant = "vision";
   ASSERT_TRUE(store
                   ->commit({.jobs = {make_job("f1", JobState::kSucceeded, 1, 500),
                                      make_job("f2", JobState::kFailed, 2, 900),
-                                     make_job("f3", JobState::kCancelled, 3, 700),
+                                     make_job("f3", JobState::kCancelled, 3, 700), other,
                                      make_job("r1", JobState::kRunning, 4)}})
                   .ok());
-  EXPECT_EQ(ids(*store->recent_finished_jobs(10)), (Ids{"f2", "f3", "f1"}));
-  EXPECT_EQ(ids(*store->recent_finished_jobs(2)), (Ids{"f2", "f3"}));
+  EXPECT_EQ(ids(*store->finished_jobs_page("", {}, 10)), (Ids{"f4", "f3", "f2", "f1"}));
+  EXPECT_EQ(ids(*store->finished_jobs_page("", {}, 2)), (Ids{"f4", "f3"}));
+  EXPECT_EQ(ids(*store->finished_jobs_page("f3", {}, 2)), (Ids{"f2", "f1"}));
+  EXPECT_EQ(ids(*store->finished_jobs_page("", {"nlp"}, 10)), (Ids{"f3", "f2", "f1"}));
+  EXPECT_EQ(ids(*store->finished_jobs_page("", {"nlp", "vision"}, 1)), (Ids{"f4"}));
+  EXPECT_TRUE(store->finished_jobs_page("", {"nobody"}, 10)->empty());
 }
 
 TEST(SqliteStore, CommitsAndLoadsNodes) {

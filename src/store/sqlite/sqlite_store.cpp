@@ -168,14 +168,6 @@ class SqliteStore final : public StateStore {
         {prefix, hi});
   }
 
-  Result<std::vector<Job>> recent_finished_jobs(int limit) override {
-    return query_jobs(
-        fmt::format("SELECT doc FROM jobs WHERE terminal = 1 ORDER BY finished_at DESC LIMIT {}",
-                    limit)
-            .c_str(),
-        {});
-  }
-
   Result<std::vector<Job>> finished_jobs_page(const std::string& before_id,
                                               const std::vector<std::string>& tenants,
                                               int limit) override {
