@@ -125,6 +125,7 @@ void ClusterScheduler::upsert_node(const NodeState& incoming) {
   n.state = std::move(state);
   n.present = true;
   reindex(slot);
+  note_freed(slot);
   drop_victim_candidates();
   capacity_dirty_ = true;  // totals, normalisers and zones: once, before the next pass
   ++release_epoch_;
@@ -142,6 +143,7 @@ void ClusterScheduler::remove_node(const std::string& node_id) {
 
 void ClusterScheduler::set_tenants(const std::vector<TenantSpec>& tenants) {
   tenants_.configure(tenants);
+  decide_all_ = true;  // every quota may have changed
   drop_victim_candidates();
   ++release_epoch_;
 }
@@ -259,8 +261,9 @@ int ClusterScheduler::fit_signature(Shape& s) {
     std::string bits;
     for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
       bits += could_fit(s, classes_.group_example(g)) ? '1' : '0';
-    s.fit_signature =
-        fit_signatures_.try_emplace(bits, static_cast<int>(fit_signatures_.size())).first->second;
+    auto [it, fresh] = fit_signatures_.try_emplace(bits, static_cast<int>(fit_signatures_.size()));
+    if (fresh) signature_bits_.push_back(bits);
+    s.fit_signature = it->second;
     s.signature_groups = classes_.static_groups();
   }
   return s.fit_signature;
@@ -292,6 +295,7 @@ const ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job
       log_victim_change(slot);
   }
   index_running(r, true);
+  new_running_.push_back({r.req.priority, r.seq});
   return r;
 }
 
@@ -336,11 +340,14 @@ Status ClusterScheduler::submit(const JobRequest& job) {
   PendingJob p;
   p.req = job;
   p.shape = intern_shape(job);
-  p.tenant =
-      tenant_ids_.try_emplace(job.tenant, static_cast<int>(tenant_ids_.size())).first->second;
+  auto [tenant, fresh] = tenant_ids_.try_emplace(job.tenant, static_cast<int>(tenant_ids_.size()));
+  if (fresh) tenant_names_.push_back(job.tenant);
+  p.tenant = tenant->second;
   p.seq = next_seq_++;
   PendingJob& added = pending_.emplace(job.job_id, std::move(p)).first->second;
   undecided_.emplace(added.seq, &added);
+  pending_by_seq_.emplace(added.seq, &added);
+  index_waiting(added);
   ++shape_counts_[{job.gpus,
                    job.gpus == 0       ? 0
                    : job.gpu_milli > 0 ? job.gpu_milli
@@ -406,6 +413,8 @@ void ClusterScheduler::finish(const std::string& job_id) {
     // The nodes it reserved or held for its preemption are free for others again.
     if (nominated_slots_.count(job_id) || (reservation_ && reservation_->job_id == job_id))
       ++release_epoch_;
+    if (reservation_ && reservation_->job_id == job_id)
+      for (int slot : reservation_->slots) note_freed(slot);
     clear_nomination(job_id);
     return;
   }
@@ -416,7 +425,14 @@ void ClusterScheduler::finish(const std::string& job_id) {
     apply_replica(slot, r.req, rp, -1);
     nodes_[slot].jobs.erase(r.seq);
     log_victim_change(slot);
+    note_freed(slot);
   }
+  // Its tenant's quota, and what its cohort may lend, grew.
+  if (auto t = tenant_ids_.find(r.req.tenant); t != tenant_ids_.end())
+    quota_freed_.insert(t->second);
+  if (const std::string& cohort = tenants_.cohort_of(r.req.tenant); !cohort.empty())
+    for (const auto& [name, id] : tenant_ids_)
+      if (tenants_.cohort_of(name) == cohort) quota_freed_.insert(id);
   if (r.expected_end != kNever) ends_.erase({r.expected_end, job_id});
   index_running(r, false);
   running_.erase(it);
@@ -427,6 +443,8 @@ bool ClusterScheduler::erase_pending(const std::string& job_id) {
   auto it = pending_.find(job_id);
   if (it == pending_.end()) return false;
   undecided_.erase(it->second.seq);
+  pending_by_seq_.erase(it->second.seq);
+  unindex_waiting(it->second);
   pending_.erase(it);
   return true;
 }
@@ -486,8 +504,10 @@ void ClusterScheduler::nominate(const std::string& job_id, int priority,
 void ClusterScheduler::clear_nomination(const std::string& job_id) {
   auto it = nominated_slots_.find(job_id);
   if (it == nominated_slots_.end()) return;
-  for (int slot : it->second)
+  for (int slot : it->second) {
     std::erase_if(nominees_by_slot_[slot], [&](const auto& n) { return n.second == job_id; });
+    note_freed(slot);
+  }
   nominated_slots_.erase(it);
 }
 
@@ -499,13 +519,32 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   maybe_refresh_profile();
   ++pass_;
   Plan plan;
-  // Jobs placed in the last pass (or started since) may be preempted from now on: every
-  // pending job is decided again, as some may preempt them.
+  if (waiting_groups_ != classes_.static_groups()) rebuild_waiting();
+  // What wakes jobs in this pass; what this pass frees or starts wakes jobs in the next.
+  wake_slots_.swap(freed_slots_);
+  freed_slots_.clear();
+  for (int slot : wake_slots_) slot_freed_[slot] = 0;
+  wake_quota_.swap(quota_freed_);
+  quota_freed_.clear();
+  wake_victims_.swap(new_running_);
+  new_running_.clear();
+  // Jobs placed in the last pass (or started since) may be preempted from now on: the jobs
+  // that may preempt them are decided again.
   bool full = release_epoch_ != pass_epoch_ || placed_last_pass_;
+  std::vector<PendingJob*> reconsider;
   if (full) {
     pass_epoch_ = release_epoch_;
+    // The reservation is made again in this pass: its nodes are free for the jobs decided
+    // before its holder (decided again).
+    if (reservation_) {
+      if (auto it = pending_.find(reservation_->job_id); it != pending_.end())
+        reconsider.push_back(&it->second);
+      for (int slot : reservation_->slots)
+        if (!std::count(wake_slots_.begin(), wake_slots_.end(), slot)) wake_slots_.push_back(slot);
+    }
     clear_reservation();
     failed_shapes_.clear();
+    failed_reserves_.clear();
     resource_reasons_.clear();
     // Searches that found no victims, the waits that followed, and the victim candidates are
     // stale.
@@ -528,40 +567,46 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   if (full)
     for (const auto& [id, slots] : nominated_slots_)
       if (auto it = pending_.find(id); it != pending_.end()) preemptors.push_back(&it->second);
-  auto queue_order = [](const PendingJob* a, const PendingJob* b) {
-    if (a->req.priority != b->req.priority) return a->req.priority > b->req.priority;
-    if (a->req.created_at != b->req.created_at) return a->req.created_at < b->req.created_at;
-    return a->req.job_id < b->req.job_id;
-  };
-  std::sort(preemptors.begin(), preemptors.end(), queue_order);
+  std::sort(preemptors.begin(), preemptors.end(),
+            [](const PendingJob* a, const PendingJob* b) { return a->key() < b->key(); });
   std::set<std::string> decided;  // preemptors decided above and still pending
   for (PendingJob* job : preemptors) {
     std::string id = job->req.job_id;
     decide(*job, now, plan, full);  // `job` is gone if it was placed
     if (pending_.count(id)) decided.insert(id);
   }
-  // Each tenant's jobs to decide, by priority then age; tenants by weighted dominant share.
-  std::map<std::string, std::vector<PendingJob*>> queues;
-  if (full) {
-    for (auto& [id, job] : pending_)
-      if (!decided.count(id)) queues[job.req.tenant].push_back(&job);
-  } else
-    for (auto& [seq, job] : undecided_) queues[job->req.tenant].push_back(job);
+  if (settings_.wake_ups && !decide_all_) {
+    std::erase_if(reconsider, [&](PendingJob* job) { return decided.count(job->req.job_id) > 0; });
+    decide_woken(now, plan, full, std::move(reconsider));
+  } else if (full || decide_all_) {
+    decide_all(now, plan, decided);
+  } else {
+    decide_woken(now, plan, false, {});  // new jobs only
+  }
+  decide_all_ = false;
   undecided_.clear();
+  return plan;
+}
+
+void ClusterScheduler::decide_all(TimeMs now, Plan& plan, const std::set<std::string>& decided) {
+  // Each tenant's jobs by priority then age; tenants by weighted dominant share.
+  std::map<std::string, std::vector<PendingJob*>> queues;
+  for (auto& [id, job] : pending_)
+    if (!decided.count(id)) queues[job.req.tenant].push_back(&job);
   using Entry = std::tuple<double, std::string, size_t>;  // share, tenant, next index
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> tenants;
   for (auto& [tenant, jobs] : queues) {
-    std::sort(jobs.begin(), jobs.end(), queue_order);
+    std::sort(jobs.begin(), jobs.end(),
+              [](const PendingJob* a, const PendingJob* b) { return a->key() < b->key(); });
     tenants.push({tenants_.dominant_share(tenant), tenant, 0});
   }
   while (!tenants.empty()) {
     auto [share, tenant, index] = tenants.top();
     tenants.pop();
     auto& jobs = queues[tenant];
-    decide(*jobs[index], now, plan, full);
+    decide(*jobs[index], now, plan, true);
     if (index + 1 < jobs.size()) tenants.push({tenants_.dominant_share(tenant), tenant, index + 1});
   }
-  return plan;
 }
 
 }  // namespace gpucloud::sched

@@ -25,6 +25,7 @@
 #include "sched/policies/seeded_rng.h"
 #include "sched/scheduler.h"
 #include "sched/tenant_book.h"
+#include "sched/wait_index.h"
 
 namespace gpucloud::sched {
 
@@ -87,6 +88,9 @@ class ClusterScheduler final : public Scheduler {
     uint64_t seq = 0;  // submission order, for decisions of new jobs only
     std::string last_reason;
     std::vector<std::string> victims;  // preempted for this job and still running
+    int signature = -1;                // its partition in waiting_ (-1: not indexed)
+    uint64_t decided_pass = 0;         // the last pass that decided it
+    QueueKey key() const { return {req.priority, req.created_at, &req.job_id}; }
   };
   struct RunningJob {
     JobRequest req;
@@ -185,6 +189,30 @@ class ClusterScheduler final : public Scheduler {
   void update_capacity();
   void reset_rankings();
   void decide(PendingJob& job, TimeMs now, Plan& plan, bool full_pass);
+  // Decides every pending job (the pass of a scheduler without wake-ups, and after a change of
+  // tenants or of the kinds of nodes).
+  void decide_all(TimeMs now, Plan& plan, const std::set<std::string>& decided);
+  // Decides the jobs submitted since the last pass and those that may use what was freed since
+  // (cluster_scheduler_wake.cpp).
+  void decide_woken(TimeMs now, Plan& plan, bool full, std::vector<PendingJob*> reconsider);
+
+  // cluster_scheduler_wake.cpp: the waiting jobs' index and what wakes them.
+  WaitNeed wait_need(const PendingJob& job) const;
+  void index_waiting(PendingJob& job);
+  void unindex_waiting(PendingJob& job);
+  // Indexes every pending job again (the static groups, and so the fit signatures, changed).
+  void rebuild_waiting();
+  // Capacity freed on the node (a job ended, the node joined or changed, a hold ended).
+  void note_freed(int slot);
+  // What the tenant's quota still allows of the model, in GPU milli.
+  int64_t quota_headroom(int tenant, const std::string& model);
+  // The first job of the tenant after `after`, in queue order, that the wake-ups of this pass
+  // may let start (0: none).
+  uint64_t next_woken(int tenant, const QueueKey* after, TimeMs now);
+  // What the slot offers the tenant's jobs, as (static group, capacity): what is free (with
+  // `free_too`), and per priority level what preempting would free.
+  void preemption_caps(int tenant, int slot, bool free_too,
+                       std::vector<std::pair<int, WaitCapacity>>& caps);
   void set_reason(PendingJob& job, std::string reason, Plan& plan);
   // set_reason for a job that waits, remembered for the jobs with the same key.
   void set_wait(PendingJob& job, const WaitKey& key, std::string reason, TimeMs now, Plan& plan);
@@ -210,6 +238,7 @@ class ClusterScheduler final : public Scheduler {
 
   // cluster_scheduler_backfill.cpp: EASY reservations.
   std::optional<Reservation> reserve(const PendingJob& job, TimeMs now);
+  std::optional<Reservation> find_reservation(const PendingJob& job, TimeMs now);
 
   // cluster_scheduler_preempt.cpp: choosing victims.
   bool may_preempt(const PendingJob& job, const RunningJob& victim) const;
@@ -298,10 +327,30 @@ class ClusterScheduler final : public Scheduler {
   std::vector<char> reserved_slot_;  // slot is in reservation_
   uint64_t next_seq_ = 1;
   std::map<uint64_t, PendingJob*> undecided_;  // submitted since the last pass, by seq
-  uint64_t release_epoch_ = 1;                 // bumps when capacity frees up or the rules change
-  uint64_t pass_epoch_ = 0;                    // release_epoch_ at the last full pass
+  std::unordered_map<uint64_t, PendingJob*> pending_by_seq_;
+  WaitIndex waiting_;             // every pending job, by tenant and fit signature
+  size_t waiting_groups_ = 0;     // static groups when waiting_ was built
+  bool decide_all_ = true;        // the next pass decides every pending job
+  std::vector<int> freed_slots_;  // capacity freed since the last pass
+  std::vector<char> slot_freed_;  // by slot: in freed_slots_
+  std::set<int> quota_freed_;     // tenants (interned) whose quota use fell
+  // Running jobs started since the last pass, as (priority, seq): new possible victims.
+  std::vector<std::pair<int, uint64_t>> new_running_;
+  // What wakes jobs in this pass (taken from the three above when it begins).
+  std::vector<int> wake_slots_;
+  std::set<int> wake_quota_;
+  std::vector<std::pair<int, uint64_t>> wake_victims_;
+  std::vector<std::string> tenant_names_;    // interned tenant id -> name
+  std::vector<std::string> signature_bits_;  // fit signature -> '1' per static group it fits
+  // Per pass: quota headroom per (tenant, GPU model), valid while tenants_.changes() is equal.
+  std::map<std::pair<int, std::string>, int64_t> headroom_;
+  uint64_t headroom_changes_ = 0;
+  TimeMs last_now_ = 0;         // the pass's time, for wake-up capacities
+  uint64_t release_epoch_ = 1;  // bumps when capacity frees up or the rules change
+  uint64_t pass_epoch_ = 0;     // release_epoch_ at the last full pass
   std::optional<Reservation> reservation_;
   std::unordered_map<int, std::string> failed_shapes_;  // shape -> reason, valid this epoch
+  std::set<std::pair<int, int>> failed_reserves_;       // (shape, replicas) without a start
   std::map<WaitKey, Wait> waits_;                       // see WaitKey
   // Resource reasons per (shape, replicas), valid this epoch.
   std::map<std::pair<int, int>, std::string> resource_reasons_;

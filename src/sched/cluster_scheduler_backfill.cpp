@@ -26,6 +26,19 @@ int replicas_fitting(const JobRequest& req, NodeState node, int limit) {
 
 std::optional<ClusterScheduler::Reservation> ClusterScheduler::reserve(const PendingJob& job,
                                                                        TimeMs now) {
+  // Without running jobs that declared when they end, no start can be promised (and a job
+  // that fits now needs no reservation either).
+  if (ends_.empty()) return std::nullopt;
+  // A job of the same request found no start since capacity last changed: neither does this.
+  auto memo = std::make_pair(job.shape, job.req.replicas);
+  if (failed_reserves_.count(memo)) return std::nullopt;
+  auto result = find_reservation(job, now);
+  if (!result) failed_reserves_.insert(memo);
+  return result;
+}
+
+std::optional<ClusterScheduler::Reservation> ClusterScheduler::find_reservation(
+    const PendingJob& job, TimeMs now) {
   JobRequest one = job.req;
   one.replicas = 1;
   const int want = job.req.replicas;

@@ -29,6 +29,7 @@ std::string format_wait(TimeMs ms) {
 
 void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full_pass) {
   (void)full_pass;
+  job.decided_pass = pass_;
   // Victims chosen earlier that still run: wait for them (they hold what this job needs).
   std::vector<std::string> still_running;
   for (const auto& v : job.victims)

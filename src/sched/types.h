@@ -104,6 +104,10 @@ struct PolicySettings {
   std::vector<ProfileShape> profile;  // empty: learned from the jobs submitted so far
   bool backfill = true;
   bool preemption = true;
+  // Passes decide only the jobs that an event may let start (new jobs, jobs that fit what was
+  // freed). False: every pass after something was freed decides every pending job (slower with
+  // deep queues; a reference for tests).
+  bool wake_ups = true;
 };
 
 /// Where one replica goes.

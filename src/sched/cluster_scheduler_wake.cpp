@@ -1,0 +1,292 @@
+// Wake-ups: a pass decides the jobs submitted since the last one and, per tenant in queue
+// order, the waiting jobs that may use what was freed since: capacity on a node (a job ended, a
+// node joined, a reservation or a preemptor's hold ended), quota (a job of the tenant or its
+// cohort ended), or a new running job they may preempt. The rest still cannot start (capacity
+// and quota only shrink in between) and keep their reason, so an event costs what it freed,
+// not the length of the queue.
+#include <algorithm>
+#include <queue>
+
+#include "sched/cluster_scheduler.h"
+#include "sched/fit.h"
+
+namespace gpucloud::sched {
+namespace {
+
+int64_t job_gpu_milli(const JobRequest& r) {
+  int64_t each = r.gpus == 0 ? 0 : r.gpu_milli > 0 ? r.gpu_milli : int64_t{r.gpus} * 1000;
+  return each * r.replicas;
+}
+
+}  // namespace
+
+WaitNeed ClusterScheduler::wait_need(const PendingJob& job) const {
+  const JobRequest& r = job.req;
+  WaitNeed n;
+  n.whole_gpus = r.gpu_milli > 0 ? 0 : r.gpus;
+  n.share_milli = r.gpu_milli;
+  n.cpu_milli = r.cpu_milli;
+  n.memory_mib = r.memory_mib;
+  n.quota_milli = job_gpu_milli(r);
+  n.runtime_ms = r.max_runtime_ms;
+  return n;
+}
+
+void ClusterScheduler::index_waiting(PendingJob& job) {
+  if (waiting_groups_ != classes_.static_groups()) return;  // rebuilt before the next pass
+  job.signature = fit_signature(shapes_[job.shape]);
+  waiting_.add(job.tenant, job.signature, job.key(), wait_need(job), job.seq);
+}
+
+void ClusterScheduler::unindex_waiting(PendingJob& job) {
+  if (job.signature < 0) return;
+  waiting_.remove(job.tenant, job.signature, job.key());
+  job.signature = -1;
+}
+
+void ClusterScheduler::rebuild_waiting() {
+  waiting_.clear();
+  waiting_groups_ = classes_.static_groups();
+  for (auto& [id, job] : pending_) {
+    job.signature = -1;
+    index_waiting(job);
+  }
+  decide_all_ = true;  // jobs that could not run on any node before may run on the new kind
+}
+
+void ClusterScheduler::note_freed(int slot) {
+  if (slot_freed_.size() <= static_cast<size_t>(slot)) slot_freed_.resize(nodes_.size(), 0);
+  if (slot_freed_[slot]) return;
+  slot_freed_[slot] = 1;
+  freed_slots_.push_back(slot);
+}
+
+int64_t ClusterScheduler::quota_headroom(int tenant, const std::string& model) {
+  if (headroom_changes_ != tenants_.changes()) {
+    headroom_.clear();
+    headroom_changes_ = tenants_.changes();
+  }
+  auto [it, fresh] = headroom_.try_emplace({tenant, model}, 0);
+  if (!fresh) return it->second;
+  const std::string& name = tenant_names_[tenant];
+  // allows() is monotonic in the amount: the most it allows, by bisection.
+  int64_t lo = 0, hi = WaitCapacity::kAny;
+  if (tenants_.allows(name, model, hi)) {
+    lo = hi;
+  } else {
+    hi = int64_t{1} << 40;
+    if (tenants_.allows(name, model, hi)) lo = hi;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo + 1) / 2;
+      if (tenants_.allows(name, model, mid))
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+  }
+  it->second = lo;
+  return lo;
+}
+
+void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
+                                       std::vector<std::pair<int, WaitCapacity>>& caps) {
+  int c = classes_.class_of(slot);
+  if (c < 0 || !nodes_[slot].present) return;
+  const Node& n = nodes_[slot];
+  const int group = classes_.summary(c).static_group;
+  const int64_t quota = quota_headroom(tenant, classes_.get(c).gpu_model);
+  // What the node would offer were the jobs a pending job may preempt gone: per priority level
+  // of its running jobs, all jobs up to that level (a spot job a level lower: jobs of its own
+  // priority may preempt it), for jobs of a higher priority.
+  const std::string& tenant_name = tenant_names_[tenant];
+  const std::string& cohort = tenants_.cohort_of(tenant_name);
+  std::vector<std::pair<int, const RunningJob*>> eligible;  // level, job
+  bool lent = false;  // some job here borrows quota the tenant's cohort lends
+  for (const auto& [seq, r] : n.jobs) {
+    if (r->preempting || r->placed_pass == pass_) continue;
+    eligible.push_back({r->req.preemptible() ? r->req.priority - 1 : r->req.priority, r});
+    lent |= r->borrowed && !cohort.empty() && r->req.tenant != tenant_name &&
+            tenants_.cohort_of(r->req.tenant) == cohort;
+  }
+  std::sort(eligible.begin(), eligible.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<int> used;
+  for (const auto& g : n.state.gpus) used.push_back(g.used_milli);
+  int64_t cpu = n.state.cpu_milli - n.state.cpu_used_milli;
+  int64_t memory = n.state.memory_mib - n.state.memory_used_mib;
+  auto cap_now = [&](int min_priority, int64_t quota_milli) {
+    WaitCapacity cap;
+    for (int u : used) {
+      if (u <= 0) ++cap.whole_gpus;
+      cap.max_free_milli = std::max(cap.max_free_milli, 1000 - std::max(u, 0));
+    }
+    cap.cpu_milli = cpu;
+    cap.memory_mib = memory;
+    cap.quota_milli = quota_milli;
+    cap.min_priority = min_priority;
+    return cap;
+  };
+  auto release = [&](const RunningJob& r) {
+    for (const auto& [other_slot, rp] : r.replicas) {
+      if (other_slot != slot) continue;
+      cpu += rp.cpu_milli;
+      memory += rp.memory_mib;
+      for (const auto& share : rp.gpus)
+        for (size_t p = 0; p < n.state.gpus.size(); ++p)
+          if (n.state.gpus[p].index == share.index) used[p] -= share.milli;
+    }
+  };
+  if (free_too) {
+    WaitCapacity cap = cap_now(std::numeric_limits<int>::min(), quota);
+    if (reservation_ && slot < static_cast<int>(reserved_slot_.size()) && reserved_slot_[slot])
+      cap.runtime_limit =
+          reservation_->start == kNever ? 0 : std::max<TimeMs>(0, reservation_->start - last_now_);
+    if (slot < static_cast<int>(nominees_by_slot_.size()))
+      for (const auto& [priority, id] : nominees_by_slot_[slot])
+        cap.min_priority = std::max(cap.min_priority, priority);
+    caps.push_back({group, cap});
+  }
+  if (!settings_.preemption) return;
+  for (size_t i = 0; i < eligible.size(); ++i) {
+    release(*eligible[i].second);
+    if (i + 1 < eligible.size() && eligible[i + 1].first == eligible[i].first) continue;
+    caps.push_back({group, cap_now(eligible[i].first, quota)});
+  }
+  if (lent) {
+    // Reclaiming: any priority, beyond what the quota allows now.
+    used.clear();
+    for (const auto& g : n.state.gpus) used.push_back(g.used_milli);
+    cpu = n.state.cpu_milli - n.state.cpu_used_milli;
+    memory = n.state.memory_mib - n.state.memory_used_mib;
+    for (const auto& [level, r] : eligible)
+      if (r->borrowed && r->req.tenant != tenant_name) release(*r);
+    caps.push_back({group, cap_now(std::numeric_limits<int>::min(), WaitCapacity::kAny)});
+  }
+}
+
+uint64_t ClusterScheduler::next_woken(int tenant, const QueueKey* after, TimeMs now) {
+  last_now_ = now;
+  // What each wake-up offers this tenant now (capacity shrinks as the pass places jobs and
+  // chooses victims), as (static group, capacity).
+  std::vector<std::pair<int, WaitCapacity>> caps;
+  for (int slot : wake_slots_) preemption_caps(tenant, slot, true, caps);
+  if (wake_quota_.count(tenant))
+    for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g) {
+      if (classes_.group_members(g) == 0) continue;
+      WaitCapacity cap;
+      cap.whole_gpus = classes_.group_by_free_gpus(g).empty()
+                           ? 0
+                           : -classes_.group_by_free_gpus(g).begin()->first;
+      cap.max_free_milli = classes_.group_by_free_milli(g).empty()
+                               ? 0
+                               : -classes_.group_by_free_milli(g).begin()->first;
+      cap.quota_milli = quota_headroom(tenant, classes_.group_example(g).gpu_model);
+      caps.push_back({g, cap});
+    }
+  for (const auto& [priority, seq] : wake_victims_) {
+    auto v = by_priority_.find({priority, seq});
+    if (v == by_priority_.end() || v->second->preempting) continue;
+    for (const auto& [slot, rp] : v->second->replicas) preemption_caps(tenant, slot, false, caps);
+  }
+  if (caps.empty()) return 0;
+
+  auto accept = [&](uint64_t handle) {
+    auto it = pending_by_seq_.find(handle);
+    return it != pending_by_seq_.end() && it->second->decided_pass != pass_;
+  };
+  uint64_t best = 0;
+  QueueKey best_key;
+  for (const auto& [signature, partition] : waiting_.partitions_of(tenant)) {
+    const std::string& fits = signature_bits_[signature];
+    for (const auto& [group, cap] : caps) {
+      if (group >= static_cast<int>(fits.size()) || fits[group] != '1') continue;
+      uint64_t h = waiting_.first_admitted(partition, after, cap, accept);
+      if (h == 0) continue;
+      QueueKey key = pending_by_seq_.at(h)->key();
+      if (best == 0 || key < best_key) best = h, best_key = key;
+    }
+  }
+  return best;
+}
+
+void ClusterScheduler::decide_woken(TimeMs now, Plan& plan, bool full,
+                                    std::vector<PendingJob*> reconsider) {
+  // Jobs decided whatever freed: new ones, and (after a release) the reservation's holder or,
+  // without one, each tenant's first job (the first that waits for resources reserves).
+  std::map<int, std::vector<PendingJob*>> by_tenant;
+  for (auto& [seq, job] : undecided_) by_tenant[job->tenant].push_back(job);
+  if (full && settings_.backfill && reconsider.empty() && !ends_.empty())
+    for (int tenant = 0; tenant < static_cast<int>(tenant_names_.size()); ++tenant) {
+      uint64_t first = 0;
+      QueueKey first_key;
+      for (const auto& [signature, partition] : waiting_.partitions_of(tenant)) {
+        QueueKey key;
+        uint64_t h = waiting_.first_after(partition, nullptr, &key);
+        if (h && (first == 0 || key < first_key)) first = h, first_key = key;
+      }
+      if (first) reconsider.push_back(pending_by_seq_.at(first));
+    }
+  for (PendingJob* job : reconsider) by_tenant[job->tenant].push_back(job);
+  // Kept by sequence number: a job placed in this pass is gone.
+  std::map<int, std::vector<uint64_t>> listed;  // tenant -> jobs, in queue order
+  for (auto& [tenant, jobs] : by_tenant) {
+    std::sort(jobs.begin(), jobs.end(),
+              [](const PendingJob* a, const PendingJob* b) { return a->key() < b->key(); });
+    jobs.erase(std::unique(jobs.begin(), jobs.end()), jobs.end());
+    for (const PendingJob* job : jobs) listed[tenant].push_back(job->seq);
+  }
+  bool wakes = settings_.wake_ups &&
+               (!wake_slots_.empty() || !wake_quota_.empty() || !wake_victims_.empty());
+  struct Cursor {
+    size_t listed = 0;     // next in `listed`
+    bool started = false;  // `key` holds the last decided job's key
+    int priority = 0;
+    int64_t created_at = 0;
+    std::string job_id;
+    QueueKey key() const { return {priority, created_at, &job_id}; }
+  };
+  std::map<int, Cursor> cursors;
+  using Entry = std::tuple<double, std::string, int>;  // share, tenant name, tenant
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> tenants;
+  for (int tenant = 0; tenant < static_cast<int>(tenant_names_.size()); ++tenant)
+    if (listed.count(tenant) || (wakes && !waiting_.partitions_of(tenant).empty()))
+      tenants.push({tenants_.dominant_share(tenant_names_[tenant]), tenant_names_[tenant], tenant});
+  while (!tenants.empty()) {
+    auto [share, name, tenant] = tenants.top();
+    tenants.pop();
+    Cursor& cursor = cursors[tenant];
+    // The tenant's next job: the first listed one not decided yet, or the first woken one
+    // after the last decided, whichever comes first in queue order.
+    PendingJob* next = nullptr;
+    if (auto it = listed.find(tenant); it != listed.end()) {
+      const auto& jobs = it->second;
+      for (; cursor.listed < jobs.size(); ++cursor.listed) {
+        auto job = pending_by_seq_.find(jobs[cursor.listed]);
+        if (job != pending_by_seq_.end() && job->second->decided_pass != pass_) {
+          next = job->second;
+          break;
+        }
+      }
+    }
+    if (wakes) {
+      QueueKey after = cursor.key();
+      uint64_t h = next_woken(tenant, cursor.started ? &after : nullptr, now);
+      if (h) {
+        PendingJob* woken = pending_by_seq_.at(h);
+        if (!next || woken->key() < next->key()) next = woken;
+      }
+    }
+    if (!next) continue;
+    QueueKey key = next->key();
+    if (!cursor.started || cursor.key() < key) {
+      cursor.started = true;
+      cursor.priority = key.priority;
+      cursor.created_at = key.created_at;
+      cursor.job_id = *key.job_id;
+    }
+    decide(*next, now, plan, full);  // `next` is gone if it was placed
+    tenants.push({tenants_.dominant_share(name), name, tenant});
+  }
+}
+
+}  // namespace gpucloud::sched

@@ -1,0 +1,142 @@
+#include "sched/wait_index.h"
+
+#include <algorithm>
+
+namespace gpucloud::sched {
+
+void WaitIndex::Block::summarise() {
+  min_whole = min_share = std::numeric_limits<int32_t>::max();
+  min_cpu = min_memory = min_quota = min_runtime = WaitCapacity::kAny;
+  for (const Entry& e : entries) {
+    if (e.need.share_milli > 0)
+      min_share = std::min(min_share, e.need.share_milli);
+    else
+      min_whole = std::min(min_whole, e.need.whole_gpus);
+    min_cpu = std::min(min_cpu, e.need.cpu_milli);
+    min_memory = std::min(min_memory, e.need.memory_mib);
+    min_quota = std::min(min_quota, e.need.quota_milli);
+    if (e.need.runtime_ms > 0) min_runtime = std::min(min_runtime, e.need.runtime_ms);
+  }
+}
+
+bool WaitIndex::Block::may_admit(const WaitCapacity& cap) const {
+  if (min_whole > cap.whole_gpus && min_share > cap.max_free_milli) return false;
+  if (min_cpu > cap.cpu_milli || min_memory > cap.memory_mib || min_quota > cap.quota_milli)
+    return false;
+  return cap.runtime_limit == WaitCapacity::kAny || min_runtime <= cap.runtime_limit;
+}
+
+size_t WaitIndex::block_for(const Partition& p, const QueueKey& key) {
+  auto it =
+      std::lower_bound(p.blocks.begin(), p.blocks.end(), key,
+                       [](const Block& b, const QueueKey& k) { return b.entries.back().key < k; });
+  return static_cast<size_t>(it - p.blocks.begin());
+}
+
+void WaitIndex::add(int tenant, int signature, const QueueKey& key, const WaitNeed& need,
+                    uint64_t handle) {
+  auto [it, fresh] =
+      partition_ids_.try_emplace({tenant, signature}, static_cast<int>(partitions_.size()));
+  if (fresh) partitions_.emplace_back();
+  by_tenant_[tenant][signature] = it->second;
+  Partition& p = partitions_[it->second];
+  // After every key: the last block (a new one when there is none).
+  size_t b = std::min(block_for(p, key), p.blocks.size() - (p.blocks.empty() ? 0 : 1));
+  if (p.blocks.empty()) p.blocks.emplace_back();
+  Block& block = p.blocks[b];
+  auto pos = std::upper_bound(block.entries.begin(), block.entries.end(), key,
+                              [](const QueueKey& k, const Entry& e) { return k < e.key; });
+  block.entries.insert(pos, Entry{key, need, handle});
+  ++size_;
+  if (block.entries.size() >= 2 * kBlock) {
+    Block upper;
+    upper.entries.assign(block.entries.begin() + kBlock, block.entries.end());
+    block.entries.resize(kBlock);
+    block.summarise();
+    upper.summarise();
+    p.blocks.insert(p.blocks.begin() + static_cast<long>(b) + 1, std::move(upper));
+    return;
+  }
+  // Adding can only lower the least needs.
+  if (need.share_milli > 0)
+    block.min_share = std::min(block.min_share, need.share_milli);
+  else
+    block.min_whole = std::min(block.min_whole, need.whole_gpus);
+  block.min_cpu = std::min(block.min_cpu, need.cpu_milli);
+  block.min_memory = std::min(block.min_memory, need.memory_mib);
+  block.min_quota = std::min(block.min_quota, need.quota_milli);
+  if (need.runtime_ms > 0) block.min_runtime = std::min(block.min_runtime, need.runtime_ms);
+}
+
+void WaitIndex::remove(int tenant, int signature, const QueueKey& key) {
+  auto id = partition_ids_.find({tenant, signature});
+  if (id == partition_ids_.end()) return;
+  Partition& p = partitions_[id->second];
+  size_t b = block_for(p, key);
+  if (b == p.blocks.size()) return;
+  Block& block = p.blocks[b];
+  auto pos = std::lower_bound(block.entries.begin(), block.entries.end(), key,
+                              [](const Entry& e, const QueueKey& k) { return e.key < k; });
+  if (pos == block.entries.end() || key < pos->key) return;
+  block.entries.erase(pos);
+  --size_;
+  if (block.entries.empty()) {
+    p.blocks.erase(p.blocks.begin() + static_cast<long>(b));
+    if (p.blocks.empty()) by_tenant_[tenant].erase(signature);
+    return;
+  }
+  // A small block takes in its successor while both fit one block (removals do not leave a
+  // partition of many nearly empty blocks).
+  if (block.entries.size() < kBlock / 4 && b + 1 < p.blocks.size() &&
+      block.entries.size() + p.blocks[b + 1].entries.size() <= kBlock) {
+    Block& next = p.blocks[b + 1];
+    block.entries.insert(block.entries.end(), next.entries.begin(), next.entries.end());
+    p.blocks.erase(p.blocks.begin() + static_cast<long>(b) + 1);
+  }
+  p.blocks[b].summarise();
+}
+
+void WaitIndex::clear() {
+  partitions_.clear();
+  partition_ids_.clear();
+  by_tenant_.clear();
+  size_ = 0;
+}
+
+const std::map<int, int>& WaitIndex::partitions_of(int tenant) const {
+  static const std::map<int, int> kNone;
+  auto it = by_tenant_.find(tenant);
+  return it == by_tenant_.end() ? kNone : it->second;
+}
+
+uint64_t WaitIndex::first_after(int partition, const QueueKey* after, QueueKey* key) const {
+  const Partition& p = partitions_[partition];
+  for (size_t b = after ? block_for(p, *after) : 0; b < p.blocks.size(); ++b)
+    for (const Entry& e : p.blocks[b].entries)
+      if (!after || *after < e.key) {
+        if (key) *key = e.key;
+        return e.handle;
+      }
+  return 0;
+}
+
+bool WaitIndex::consistent() const {
+  for (const Partition& p : partitions_) {
+    for (size_t b = 0; b < p.blocks.size(); ++b) {
+      const Block& block = p.blocks[b];
+      if (block.entries.empty()) return false;
+      Block copy = block;
+      copy.summarise();
+      if (copy.min_whole != block.min_whole || copy.min_share != block.min_share ||
+          copy.min_cpu != block.min_cpu || copy.min_memory != block.min_memory ||
+          copy.min_quota != block.min_quota || copy.min_runtime != block.min_runtime)
+        return false;
+      for (size_t i = 1; i < block.entries.size(); ++i)
+        if (!(block.entries[i - 1].key < block.entries[i].key)) return false;
+      if (b > 0 && !(p.blocks[b - 1].entries.back().key < block.entries.front().key)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace gpucloud::sched

@@ -1,0 +1,139 @@
+// WaitIndex: the pending jobs of each tenant, split by the set of node kinds they can run on
+// (their fit signature), in queue order, in blocks that record what their jobs need at least.
+// An event that frees capacity on a node asks, per tenant, for the first job in queue order
+// that may fit what the node now offers: blocks whose least needs do not fit are skipped whole,
+// so the answer costs the blocks of the tenant's partitions, not its jobs. The answer is a
+// candidate (needs are compared one dimension at a time, GPU topology and node labels beyond the
+// signature are not looked at); the scheduler decides it for real.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gpucloud::sched {
+
+/// Where a job stands in its tenant's queue: higher priority first, then older, then by id.
+struct QueueKey {
+  int priority = 0;
+  int64_t created_at = 0;
+  const std::string* job_id = nullptr;  // owned by the job, which outlives its index entry
+
+  bool operator<(const QueueKey& o) const {
+    if (priority != o.priority) return priority > o.priority;
+    if (created_at != o.created_at) return created_at < o.created_at;
+    return *job_id < *o.job_id;
+  }
+};
+
+/// What one replica of a waiting job needs, and what the whole job asks of its tenant's quota.
+struct WaitNeed {
+  int32_t whole_gpus = 0;   // whole GPUs (0: none, or a share)
+  int32_t share_milli = 0;  // 1..999 for a share, else 0
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int64_t quota_milli = 0;  // GPU milli of all replicas together
+  int64_t runtime_ms = 0;   // declared max_runtime; 0: none
+};
+
+/// What a node (or a group of nodes) offers a tenant's jobs. Large values mean "no limit".
+struct WaitCapacity {
+  static constexpr int64_t kAny = std::numeric_limits<int64_t>::max() / 4;
+  int32_t whole_gpus = 0;  // whole GPUs free
+  int32_t max_free_milli = 0;
+  int64_t cpu_milli = kAny;
+  int64_t memory_mib = kAny;
+  int64_t quota_milli = kAny;    // what the tenant's quota still allows on this GPU model
+  int64_t runtime_limit = kAny;  // below kAny: only jobs with 0 < runtime <= limit (reserved)
+  int min_priority = std::numeric_limits<int>::min();  // only jobs of a higher priority
+
+  /// Whether a job with this need may fit (one dimension at a time).
+  bool admits(const WaitNeed& n, int priority) const {
+    if (priority <= min_priority) return false;
+    if (n.share_milli > 0 ? n.share_milli > max_free_milli : n.whole_gpus > whole_gpus)
+      return false;
+    if (n.cpu_milli > cpu_milli || n.memory_mib > memory_mib || n.quota_milli > quota_milli)
+      return false;
+    return runtime_limit == kAny || (n.runtime_ms > 0 && n.runtime_ms <= runtime_limit);
+  }
+};
+
+/// The index. Entries are identified by the caller's handle (a job's sequence number).
+class WaitIndex {
+ public:
+  /// Adds a job to the partition (tenant, signature). The key's job_id must stay valid while
+  /// the job is in the index.
+  void add(int tenant, int signature, const QueueKey& key, const WaitNeed& need, uint64_t handle);
+  /// Removes a job added before (with the same tenant, signature and key).
+  void remove(int tenant, int signature, const QueueKey& key);
+  /// Removes every job.
+  void clear();
+
+  /// The partitions (signatures) of a tenant that hold jobs, as (signature, partition id).
+  const std::map<int, int>& partitions_of(int tenant) const;
+
+  /// The first job of the partition after `after` (nullptr: from the start) that the capacity
+  /// admits and `accept(handle)` accepts, as its handle; nullopt-like 0 when there is none.
+  /// Visits the blocks that may hold one, and in them the jobs in order.
+  template <typename Accept>
+  uint64_t first_admitted(int partition, const QueueKey* after, const WaitCapacity& cap,
+                          Accept&& accept) const;
+  /// The first job of the partition after `after`, with its key (0: none).
+  uint64_t first_after(int partition, const QueueKey* after, QueueKey* key = nullptr) const;
+
+  /// Jobs in the index.
+  size_t size() const { return size_; }
+
+  /// Checks the blocks' summaries against their entries (for tests); false on a mismatch.
+  bool consistent() const;
+
+ private:
+  static constexpr size_t kBlock = 64;
+  struct Entry {
+    QueueKey key;
+    WaitNeed need;
+    uint64_t handle = 0;
+  };
+  struct Block {
+    std::vector<Entry> entries;  // in queue order
+    // The least need of the block's jobs in each dimension (kAny-like when no job has it).
+    int32_t min_whole = std::numeric_limits<int32_t>::max();
+    int32_t min_share = std::numeric_limits<int32_t>::max();
+    int64_t min_cpu = WaitCapacity::kAny, min_memory = WaitCapacity::kAny;
+    int64_t min_quota = WaitCapacity::kAny, min_runtime = WaitCapacity::kAny;
+    void summarise();
+    bool may_admit(const WaitCapacity& cap) const;
+  };
+  struct Partition {
+    std::vector<Block> blocks;  // in queue order, none empty
+  };
+  // The block that holds (or would hold) the key.
+  static size_t block_for(const Partition& p, const QueueKey& key);
+
+  std::vector<Partition> partitions_;
+  std::map<std::pair<int, int>, int> partition_ids_;  // (tenant, signature) -> partition
+  std::map<int, std::map<int, int>> by_tenant_;       // tenant -> signature -> partition
+  size_t size_ = 0;
+};
+
+template <typename Accept>
+uint64_t WaitIndex::first_admitted(int partition, const QueueKey* after, const WaitCapacity& cap,
+                                   Accept&& accept) const {
+  const Partition& p = partitions_[partition];
+  size_t b = after ? block_for(p, *after) : 0;
+  for (; b < p.blocks.size(); ++b) {
+    const Block& block = p.blocks[b];
+    if (block.entries.front().key.priority <= cap.min_priority) return 0;  // lower from here on
+    if (!block.may_admit(cap)) continue;
+    for (const Entry& e : block.entries) {
+      if (after && !(*after < e.key)) continue;
+      if (e.key.priority <= cap.min_priority) return 0;
+      if (cap.admits(e.need, e.key.priority) && accept(e.handle)) return e.handle;
+    }
+  }
+  return 0;
+}
+
+}  // namespace gpucloud::sched
