@@ -334,6 +334,12 @@ int run_cli(int argc, char** argv) {
                          "write an SVG of queue length and GPU use over time to this file");
   replay_cmd->add_option("--prices", replay.prices,
                          "price catalog (CSV or YAML, $ per GPU-hour per model) for cost");
+  replay_cmd->add_flag("--progress", replay.progress,
+                       "print progress on stderr about once a second (default: only when stderr "
+                       "is a terminal and --json is not given)");
+  replay_cmd->add_option("--until", replay.until,
+                         "stop at this simulated time (e.g. 90m, 36h, 2d, or seconds) and "
+                         "report what was simulated so far");
   replay_cmd->callback([&] { code = cmd_sim_replay(replay); });
 
   // Secrets given as flags are copied for the parser, then blanked in argv, so that other

@@ -100,8 +100,10 @@ struct SimReplayOptions {
   std::string policy = "default";
   uint64_t seed = 42;
   bool json = false;
-  std::string plot;    // SVG path; empty: no plot
-  std::string prices;  // price catalog path; empty: no cost
+  std::string plot;       // SVG path; empty: no plot
+  std::string prices;     // price catalog path; empty: no cost
+  bool progress = false;  // a progress line on stderr even when it is not a terminal
+  std::string until;      // stop at this virtual time ("36h"); empty: run to the end
 };
 
 int cmd_run(const RunOptions& o);
