@@ -297,13 +297,23 @@ int run_cli(int argc, char** argv) {
 
   SimGenOptions gen;
   auto* gen_cmd = sim_cmd->add_subcommand(
-      "gen", "write a synthetic canonical trace to stdout: Poisson arrivals, sampled shapes");
+      "gen",
+      "write a synthetic canonical trace to stdout: Poisson or burst arrivals, sampled shapes");
   gen_cmd
       ->add_option("--trace-like", gen.trace_like,
                    "trace whose request shapes to sample (canonical CSV or Alibaba pod list)")
       ->required();
   gen_cmd->add_option("--jobs", gen.jobs, "number of jobs")->capture_default_str();
-  gen_cmd->add_option("--rate", gen.rate, "mean arrivals per second")->capture_default_str();
+  auto* gen_rate = gen_cmd->add_option("--rate", gen.rate, "mean arrivals per second (Poisson)")
+                       ->capture_default_str();
+  auto* gen_load = gen_cmd->add_option(
+      "--load", gen.load,
+      "choose the rate so that the offered GPU load on --cluster is this fraction (e.g. 0.9)");
+  gen_cmd->add_option("--cluster", gen.cluster, "the cluster --load refers to (as in sim replay)");
+  auto* gen_burst = gen_cmd->add_option(
+      "--burst-size", gen.burst_size, "jobs arriving together in each burst (instead of Poisson)");
+  gen_cmd->add_option("--burst-interval", gen.burst_interval,
+                      "time between bursts, e.g. 60s or 5m (or seconds)");
   gen_cmd->add_option("--seed", gen.seed, "random seed")->capture_default_str();
   gen_cmd
       ->add_option("--tenants", gen.tenants,
@@ -315,7 +325,12 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   gen_cmd->add_option("--duration-sigma", gen.duration_sigma, "sigma of ln(duration) (log-normal)")
       ->capture_default_str();
-  gen_cmd->callback([&] { code = cmd_sim_gen(gen); });
+  gen_cmd->callback([&] {
+    gen.rate_given = gen_rate->count() > 0;
+    gen.load_given = gen_load->count() > 0;
+    gen.burst_size_given = gen_burst->count() > 0;
+    code = cmd_sim_gen(gen);
+  });
 
   SimReplayOptions replay;
   auto* replay_cmd = sim_cmd->add_subcommand(
@@ -334,6 +349,12 @@ int run_cli(int argc, char** argv) {
                          "write an SVG of queue length and GPU use over time to this file");
   replay_cmd->add_option("--prices", replay.prices,
                          "price catalog (CSV or YAML, $ per GPU-hour per model) for cost");
+  replay_cmd->add_flag("--progress", replay.progress,
+                       "print progress on stderr about once a second (default: only when stderr "
+                       "is a terminal and --json is not given)");
+  replay_cmd->add_option("--until", replay.until,
+                         "stop at this simulated time (e.g. 90m, 36h, 2d, or seconds) and "
+                         "report what was simulated so far");
   replay_cmd->callback([&] { code = cmd_sim_replay(replay); });
 
   // Secrets given as flags are copied for the parser, then blanked in argv, so that other

@@ -1,5 +1,6 @@
 // `gpucloud sim replay`: replays a trace on a cluster through the production scheduler.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <iostream>
@@ -7,12 +8,24 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/interrupt_guard.h"
+#include "cli/replay_progress.h"
+#include "common/units.h"
 #include "sim/replay.h"
 #include "sim/replay_report.h"
 
 namespace gpucloud::cli {
 
 int cmd_sim_replay(const SimReplayOptions& o) {
+  int64_t until_ms = INT64_MAX;
+  if (!o.until.empty()) {
+    auto until = parse_duration_ms(o.until);
+    if (!until.ok()) {
+      fail(fmt::format("--until: {}", until.error().message));
+      return kExitUsage;
+    }
+    until_ms = *until;
+  }
   auto cluster = sim::load_cluster(o.cluster);
   if (!cluster.ok()) return fail(cluster.error().message);
   auto trace = sim::load_trace(o.trace);
@@ -25,8 +38,19 @@ int cmd_sim_replay(const SimReplayOptions& o) {
       return fail(s.error().message);
     prices = std::make_unique<sim::PriceCatalog>(std::move(*catalog));
   }
-  sim::ReplayOptions options{o.policy, o.seed};
-  auto result = sim::run_replay(*cluster, *trace, options);
+  sim::ReplayOptions options;
+  options.policy = o.policy;
+  options.seed = o.seed;
+  bool terminal = isatty(STDERR_FILENO) == 1;
+  if (o.progress || (terminal && !o.json))
+    options.progress = make_replay_progress_printer(terminal, o.progress);
+  options.until_ms = until_ms;
+  Result<sim::ReplayResult> result = invalid("not run");
+  {
+    InterruptGuard interrupt;  // Ctrl-C: stop and report so far
+    options.stop_requested = interrupt.stop_requested();
+    result = sim::run_replay(*cluster, *trace, options);
+  }
   if (!result.ok()) {
     fail(fmt::format("--policy: {}", result.error().message));
     return kExitUsage;

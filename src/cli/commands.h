@@ -92,6 +92,13 @@ struct SimGenOptions {
   int tenants = 0;
   double duration_median_s = 600;
   double duration_sigma = 1.9;
+  bool rate_given = false;  // --rate was given (it conflicts with --load and bursts)
+  double load = 0;          // --load: the offered GPU load on --cluster, as a fraction
+  bool load_given = false;
+  std::string cluster;     // --cluster: the cluster --load is a fraction of
+  int64_t burst_size = 0;  // --burst-size: jobs per burst; 0: Poisson arrivals
+  bool burst_size_given = false;
+  std::string burst_interval;  // --burst-interval: time between bursts ("60s")
 };
 
 /// `gpucloud sim replay`: a trace replayed through the scheduler (docs/sim.md, "sim replay").
@@ -100,8 +107,10 @@ struct SimReplayOptions {
   std::string policy = "default";
   uint64_t seed = 42;
   bool json = false;
-  std::string plot;    // SVG path; empty: no plot
-  std::string prices;  // price catalog path; empty: no cost
+  std::string plot;       // SVG path; empty: no plot
+  std::string prices;     // price catalog path; empty: no cost
+  bool progress = false;  // a progress line on stderr even when it is not a terminal
+  std::string until;      // stop at this virtual time ("36h"); empty: run to the end
 };
 
 int cmd_run(const RunOptions& o);

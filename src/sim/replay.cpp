@@ -74,8 +74,13 @@ std::string never_fit_message(const std::string& file, const TraceJob& j,
 class Replayer {
  public:
   Replayer(const SimCluster& cluster, const std::vector<TraceJob>& jobs, sched::Scheduler& s,
-           ReplayResult& out)
-      : jobs_(jobs), sched_(s), out_(out), frag_(cluster, jobs), state_(jobs.size()) {
+           const ReplayOptions& options, ReplayResult& out)
+      : jobs_(jobs),
+        sched_(s),
+        options_(options),
+        out_(out),
+        frag_(cluster, jobs),
+        state_(jobs.size()) {
     for (size_t i = 0; i < jobs.size(); ++i) index_[jobs[i].id] = i;
   }
 
@@ -85,17 +90,30 @@ class Replayer {
       int64_t t = INT64_MAX;
       if (next < order.size()) t = jobs_[order[next]].submit_ms;
       if (!ends_.empty()) t = std::min(t, std::get<0>(ends_.top()));
+      bool interrupted = options_.stop_requested != nullptr && options_.stop_requested->load();
+      if (interrupted || t > options_.until_ms) {
+        stop_early(interrupted ? now_ : options_.until_ms, interrupted ? "interrupted" : "--until",
+                   order.size() - next);
+        break;
+      }
+      now_ = t;
       while (!ends_.empty() && std::get<0>(ends_.top()) <= t) {
         auto [end, job, attempt] = ends_.top();
         ends_.pop();
         if (attempt != state_[job].attempt) continue;  // preempted meanwhile
         stop(job, t);
         out_.jobs[job].end_ms = t;
+        ++progress_.done;
       }
-      while (next < order.size() && jobs_[order[next]].submit_ms <= t) submit(order[next++], t);
+      while (next < order.size() && jobs_[order[next]].submit_ms <= t) {
+        submit(order[next++], t);
+        ++progress_.submitted;
+      }
       if (sched_.pending_count() > 0) schedule(t);
       record(t);
+      report_progress(t, false);
     }
+    report_progress(now_, true);
   }
 
  private:
@@ -152,14 +170,40 @@ class Replayer {
   void stop(size_t job, int64_t t) {
     JobState& s = state_[job];
     sched_.finish(jobs_[job].id);
+    charge(job, t);
+    for (const sched::ReplicaPlacement& r : s.placement.replicas) frag_.apply(r, -1);
+    s.placement = {};
+  }
+
+  /// Adds the GPU-hours of the job's current run, from its start to t.
+  void charge(size_t job, int64_t t) {
+    const JobState& s = state_[job];
     double hours = static_cast<double>(t - s.started_at) / 3'600'000.0;
     auto& by_model = out_.gpu_hours[jobs_[job].tenant];
-    for (const sched::ReplicaPlacement& r : s.placement.replicas) {
-      frag_.apply(r, -1);
+    for (const sched::ReplicaPlacement& r : s.placement.replicas)
       for (const GpuShare& g : r.gpus)
         by_model[frag_.gpu_model(r.node_id, g.index)] += hours * g.milli / 1000.0;
-    }
-    s.placement = {};
+  }
+
+  /// Ends the replay at `at` with jobs left: the running ones are charged up to then, the
+  /// timeline reaches `at`, and the result says what was left.
+  void stop_early(int64_t at, const char* reason, size_t not_arrived) {
+    for (size_t job = 0; job < state_.size(); ++job)
+      if (!state_[job].placement.replicas.empty()) charge(job, at);
+    if (!out_.timeline.empty() && out_.timeline.back().t_ms < at) record(at);
+    now_ = std::max(now_, at);
+    out_.stopped =
+        ReplayStop{at, reason, static_cast<int64_t>(sched_.running_count()),
+                   static_cast<int64_t>(sched_.pending_count()), static_cast<int64_t>(not_arrived)};
+  }
+
+  void report_progress(int64_t t, bool final) {
+    if (!options_.progress) return;
+    progress_.sim_ms = t;
+    progress_.queued = static_cast<int64_t>(sched_.pending_count());
+    progress_.running = static_cast<int64_t>(sched_.running_count());
+    progress_.final = final;
+    options_.progress(progress_);
   }
 
   void record(int64_t t) {
@@ -173,7 +217,10 @@ class Replayer {
 
   const std::vector<TraceJob>& jobs_;
   sched::Scheduler& sched_;
+  const ReplayOptions& options_;
   ReplayResult& out_;
+  ReplayProgress progress_;
+  int64_t now_ = 0;  // virtual time of the last instant processed
   FragTracker frag_;
   std::vector<JobState> state_;
   std::unordered_map<std::string, size_t> index_;
@@ -227,7 +274,7 @@ Result<ReplayResult> run_replay(const SimCluster& cluster, const Trace& trace,
     out.first_submit_ms = jobs[order.front()].submit_ms;
     out.last_submit_ms = jobs[order.back()].submit_ms;
   }
-  Replayer replayer(cluster, jobs, **scheduler, out);
+  Replayer replayer(cluster, jobs, **scheduler, options, out);
   replayer.run(order);
   return out;
 }

@@ -4,9 +4,13 @@
 // placed jobs run for their duration (stopped at max_runtime when that is shorter) and leave;
 // preempted jobs go back to the queue and later run their full duration again (no checkpoint).
 // Jobs that can never fit the cluster are found before the run and reported, not replayed.
+// A replay may be stopped early (a stop time, or a stop request): the result then says where,
+// and counts what was running, pending and yet to arrive at that time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "common/result.h"
@@ -16,10 +20,29 @@
 
 namespace gpucloud::sim {
 
+/// Where a replay stands, for progress reports.
+struct ReplayProgress {
+  int64_t sim_ms = 0;     // virtual time of the events just processed
+  int64_t submitted = 0;  // jobs that have arrived (a preempted job counts once)
+  int64_t done = 0;       // jobs that finished (or were stopped at max_runtime)
+  int64_t queued = 0;     // jobs pending now
+  int64_t running = 0;    // jobs running now
+  bool final = false;     // the last call: the replay is over
+};
+
 /// How to replay.
 struct ReplayOptions {
   std::string policy = "default";  // a name create_scheduler() knows
   uint64_t seed = 42;              // for policies that draw random numbers
+  // Called after every instant's events and once more, with final set, at the end. Called
+  // often: the caller rate-limits what it prints (the replay never reads the wall clock).
+  std::function<void(const ReplayProgress&)> progress;
+  // Stop at this virtual time (events at exactly this time still happen); the result is then
+  // partial (ReplayResult::stopped). INT64_MAX: run until the trace is done.
+  int64_t until_ms = INT64_MAX;
+  // When it reads true (e.g. set by a Ctrl-C handler, or from the progress callback), the replay
+  // stops before the next instant's events; the result is partial. Null: never.
+  const std::atomic<bool>* stop_requested = nullptr;
 };
 
 /// Replays the trace on the cluster. Error only for an unknown policy.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "common/units.h"
 #include "sim/svg_plot.h"
 
 namespace gpucloud::sim {
@@ -68,7 +69,25 @@ nlohmann::json dist_json(const Distribution& d) {
       {"mean", d.mean_s}, {"p50", d.p50_s}, {"p95", d.p95_s}, {"p99", d.p99_s}, {"max", d.max_s}};
 }
 
+nlohmann::json stop_json(const ReplayResult& r) {
+  if (!r.stopped) return nullptr;
+  const ReplayStop& s = *r.stopped;
+  return {{"at_s", static_cast<double>(s.at_ms) / 1000},
+          {"reason", s.reason},
+          {"running", s.running},
+          {"pending", s.pending},
+          {"not_arrived", s.not_arrived}};
+}
+
 }  // namespace
+
+std::string format_replay_stop(const ReplayStop& s) {
+  return fmt::format(
+      "partial: stopped at simulated time {} ({}): {} jobs running, {} pending, {} not yet "
+      "arrived; the figures below cover the time up to there, and delays and completion times "
+      "only the jobs that finished by then",
+      format_duration_ms(s.at_ms), s.reason, s.running, s.pending, s.not_arrived);
+}
 
 nlohmann::json replay_json(const ReplayResult& r, const PriceCatalog* prices) {
   Summary s = summarize(r, prices);
@@ -82,6 +101,8 @@ nlohmann::json replay_json(const ReplayResult& r, const PriceCatalog* prices) {
                        {"gpu_hours", t.gpu_hours},
                        {"usd", prices != nullptr ? nlohmann::json(t.usd) : nlohmann::json()}});
   return {{"policy", r.policy},
+          {"partial", r.stopped.has_value()},
+          {"stopped", stop_json(r)},
           {"cluster", {{"nodes", r.nodes}, {"gpus", r.gpus}}},
           {"jobs",
            {{"total", r.jobs.size() + r.never_fit.size()},
@@ -112,6 +133,7 @@ std::string format_replay_report(const ReplayResult& r, const PriceCatalog* pric
       "max_runtime, {} unfinished, {} never fit), {} preemptions, makespan {:.1f} h\n\n",
       r.policy, r.nodes, r.gpus, r.jobs.size() + r.never_fit.size(), s.completed, s.stopped,
       s.unfinished, r.never_fit.size(), r.preemptions, s.makespan_s / 3600);
+  if (r.stopped) out.insert(out.size() - 1, format_replay_stop(*r.stopped) + "\n");
   out +=
       fmt::format("{:<22} {:>12} {:>12} {:>12} {:>12}\n", "seconds", "mean", "p50", "p95", "p99");
   for (auto [name, d] :

@@ -13,7 +13,8 @@ namespace gpucloud::sim {
 /// How many never-fitting jobs the reports list by name.
 constexpr size_t kNeverFitExamples = 5;
 
-/// {"policy", "cluster":{"nodes","gpus"}, "jobs":{"total","completed",
+/// {"policy", "partial", "stopped":null or {"at_s","reason","running","pending","not_arrived"},
+/// "cluster":{"nodes","gpus"}, "jobs":{"total","completed",
 /// "stopped_at_max_runtime","unfinished","preemptions","never_fit"}, "queueing_delay_s" and
 /// "completion_time_s":{"mean","p50","p95","p99","max"}, "gpu_allocation_pct":
 /// {"time_weighted_mean","peak"}, "fragmentation":{"ratio_pct","milli_pct"} (time-weighted),
@@ -22,7 +23,11 @@ constexpr size_t kNeverFitExamples = 5;
 /// usd fields are null without a catalog.
 nlohmann::json replay_json(const ReplayResult& r, const PriceCatalog* prices);
 
-/// The same figures as readable text.
+/// The line that labels a partial report: where and why the replay stopped, what was left.
+std::string format_replay_stop(const ReplayStop& s);
+
+/// The same figures as readable text (with format_replay_stop's line after the first when the
+/// replay stopped early).
 std::string format_replay_report(const ReplayResult& r, const PriceCatalog* prices);
 
 /// Queue length and GPU allocation (and fragmented GPU) over virtual time, as SVG.

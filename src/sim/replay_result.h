@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,15 @@ struct NeverFitJob {
   std::string message;  // "file:line:column: ..."
 };
 
+/// Where and why a replay stopped before its trace ran out, and the jobs it left unfinished.
+struct ReplayStop {
+  int64_t at_ms = 0;
+  std::string reason;       // "--until" or "interrupted"
+  int64_t running = 0;      // jobs running at that time
+  int64_t pending = 0;      // jobs that had arrived and were waiting
+  int64_t not_arrived = 0;  // jobs due to arrive later
+};
+
 /// Everything a replay records.
 struct ReplayResult {
   std::string policy;
@@ -49,6 +59,8 @@ struct ReplayResult {
   int64_t schedule_calls = 0;
   // GPU-hours used per tenant and GPU model (a share counts its fraction; preempted runs count).
   std::map<std::string, std::map<std::string, double>> gpu_hours;
+  // Set when the replay stopped early: the figures cover virtual time up to stopped->at_ms only.
+  std::optional<ReplayStop> stopped;
 };
 
 /// Mean and nearest-rank percentiles of a sample, in seconds (all 0 for an empty sample).

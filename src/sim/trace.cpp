@@ -187,18 +187,23 @@ std::string priority_text(int priority) {
 }
 
 void write_canonical_trace(std::ostream& out, const std::vector<TraceJob>& jobs) {
+  write_canonical_header(out);
+  for (const TraceJob& j : jobs) write_canonical_row(out, j);
+}
+
+void write_canonical_header(std::ostream& out) {
   out << fmt::format("{}\n", fmt::join(canonical_trace_columns(), ","));
+}
+
+void write_canonical_row(std::ostream& out, const TraceJob& j) {
   auto secs = [](int64_t ms) {
     return ms % 1000 == 0 ? std::to_string(ms / 1000) : fmt::format("{:.3f}", ms / 1000.0);
   };
-  for (const TraceJob& j : jobs) {
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", j.id, j.tenant,
-                       secs(j.submit_ms), secs(j.duration_ms),
-                       j.max_runtime_ms > 0 ? secs(j.max_runtime_ms) : "", j.replicas, j.gpus,
-                       j.gpu_milli > 0 ? std::to_string(j.gpu_milli) : "", j.gpu_model, j.cpu_milli,
-                       j.memory_mib, priority_text(j.priority),
-                       j.capacity_class == CapacityClass::kAny ? "" : to_string(j.capacity_class));
-  }
+  out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", j.id, j.tenant, secs(j.submit_ms),
+                     secs(j.duration_ms), j.max_runtime_ms > 0 ? secs(j.max_runtime_ms) : "",
+                     j.replicas, j.gpus, j.gpu_milli > 0 ? std::to_string(j.gpu_milli) : "",
+                     j.gpu_model, j.cpu_milli, j.memory_mib, priority_text(j.priority),
+                     j.capacity_class == CapacityClass::kAny ? "" : to_string(j.capacity_class));
 }
 
 }  // namespace gpucloud::sim

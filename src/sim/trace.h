@@ -76,6 +76,10 @@ Result<Trace> load_trace(const std::string& path);
 /// Writes jobs as a canonical trace CSV (times in seconds with millisecond precision).
 void write_canonical_trace(std::ostream& out, const std::vector<TraceJob>& jobs);
 
+/// The header line of a canonical trace CSV, then rows one at a time (for streamed traces).
+void write_canonical_header(std::ostream& out);
+void write_canonical_row(std::ostream& out, const TraceJob& j);
+
 /// A priority as written in a trace: low, normal, high or a whole number.
 std::string priority_text(int priority);
 

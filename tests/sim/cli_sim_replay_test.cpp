@@ -89,4 +89,36 @@ TEST_F(CliSimReplayTest, BadInputFailsWithWhereAndWhat) {
   EXPECT_NE(prices.text.find("no price for GPU model 'T4'"), std::string::npos) << prices.text;
 }
 
+TEST_F(CliSimReplayTest, UntilGivesAPartialReportAndProgressGoesToStderr) {
+  std::string files = "--cluster " + path("cluster.csv") + " --trace " + path("trace.csv");
+  Output json = gpucloud::testing::run_gpucloud(
+      "sim replay " + files + " --json --until 30m --progress", "2>" + path("err.txt"));
+  ASSERT_EQ(json.status, 0) << json.text;
+  auto j = nlohmann::json::parse(json.text);  // stdout holds the JSON alone
+  EXPECT_EQ(j["partial"], true);
+  EXPECT_EQ(j["stopped"]["at_s"], 1800.0);
+  EXPECT_EQ(j["stopped"]["running"], 2);  // a (until 1 h) and b (until 31 min)
+  EXPECT_EQ(j["jobs"]["completed"], 0);
+  std::ifstream in(path("err.txt"));
+  std::string err((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(err.find("sim time 30m: 2 submitted, 0 done, 0 queued, 2 running"), std::string::npos)
+      << err;
+  Output text = run(files + " --until 1800");
+  ASSERT_EQ(text.status, 0) << text.text;
+  EXPECT_NE(text.text.find("partial: stopped at simulated time 30m (--until): 2 jobs running, 0 "
+                           "pending, 0 not yet arrived"),
+            std::string::npos)
+      << text.text;
+  EXPECT_EQ(text.text.find("sim time"), std::string::npos) << "no progress without a terminal";
+}
+
+TEST_F(CliSimReplayTest, ABadUntilIsAUsageError) {
+  std::string files = "--cluster " + path("cluster.csv") + " --trace " + path("trace.csv");
+  for (const char* bad : {"-5m", "soon", "3 weeks", "20y", "99999d"}) {
+    Output out = run(files + " --until '" + bad + "'");
+    EXPECT_EQ(out.status, 2) << bad;
+    EXPECT_NE(out.text.find("--until: duration '"), std::string::npos) << out.text;
+  }
+}
+
 }  // namespace
