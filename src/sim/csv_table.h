@@ -54,6 +54,8 @@ class CsvTable {
   std::string where(size_t r, int c) const;
   /// The name of column c, as the header writes it.
   const std::string& header(int c) const { return header_[static_cast<size_t>(c)]; }
+  /// All column names, in file order.
+  const std::vector<std::string>& headers() const { return header_; }
   /// The file name used in messages.
   const std::string& file() const { return file_; }
 
