@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,7 +66,9 @@ class CsvTable {
     std::vector<CsvField> fields;
   };
   std::string file_;
-  std::string text_;
+  // The file's text, which the fields view: shared and never moved, so that a copied or moved
+  // table (and a short text kept inline by std::string) still views valid memory.
+  std::shared_ptr<const std::string> text_;
   std::vector<std::string> header_;
   std::vector<Record> records_;
 };
