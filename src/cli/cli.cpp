@@ -357,6 +357,23 @@ int run_cli(int argc, char** argv) {
                          "report what was simulated so far");
   replay_cmd->callback([&] { code = cmd_sim_replay(replay); });
 
+  SimVariantOptions variant;
+  auto* variant_cmd = sim_cmd->add_subcommand(
+      "variant",
+      "write a variant of an Alibaba pod list as the FGD paper builds its traces (docs/sim.md)");
+  variant_cmd->add_option("--pods", variant.pods, "pod list CSV (Alibaba openb_pod_list_*.csv)")
+      ->required();
+  variant_cmd
+      ->add_option("--kind", variant.kind,
+                   "gpuspec | multigpu | gpushare (N % of GPU requests) or cpu (N % of pods)")
+      ->required();
+  variant_cmd->add_option("--percent", variant.percent, "N, within 0..100")->required();
+  variant_cmd->add_option("--seed", variant.seed, "random seed")->capture_default_str();
+  variant_cmd->add_option("--out", variant.out, "write here instead of stdout");
+  variant_cmd->add_option("--nodes", variant.nodes,
+                          "gpuspec: node list whose GPU models the limits are drawn from");
+  variant_cmd->callback([&] { code = cmd_sim_variant(variant); });
+
   // Secrets given as flags are copied for the parser, then blanked in argv, so that other
   // users do not read them in `ps` or /proc/PID/cmdline.
   std::vector<std::string> args(argv, argv + argc);

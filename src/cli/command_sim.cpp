@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "sim/fgd_report.h"
+#include "sim/published.h"
 #include "sim/svg_plot.h"
 
 namespace gpucloud::cli {
@@ -81,8 +82,9 @@ int cmd_sim_fgd(const SimFgdOptions& o) {
   if (!cluster.ok()) return fail(cluster.error().message);
   auto pods = sim::load_alibaba_pods(o.pods, *cluster);
   if (!pods.ok()) return fail(pods.error().message);
+  bool published_input = sim::is_published_input(*cluster, *pods);
   sim::FgdSetup setup = sim::FgdSetup::make(std::move(*cluster), std::move(*pods));
-  sim::FgdRunInfo info{*seeds, o.inflation, o.nodes, o.pods};
+  sim::FgdRunInfo info{*seeds, o.inflation, o.nodes, o.pods, published_input};
 
   std::vector<sim::PolicySummary> results;
   for (sched::Policy policy : *policies) {

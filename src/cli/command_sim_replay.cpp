@@ -30,6 +30,11 @@ int cmd_sim_replay(const SimReplayOptions& o) {
   if (!cluster.ok()) return fail(cluster.error().message);
   auto trace = sim::load_trace(o.trace);
   if (!trace.ok()) return fail(trace.error().message);
+  if (!trace->durations_known)
+    return fail(fmt::format(
+        "{}:1:1: missing column 'deletion_time': a replay needs each pod's duration (deletion_time "
+        "- scheduled_time); sim fgd and sim gen --trace-like take pod lists without times",
+        o.trace));
   std::unique_ptr<sim::PriceCatalog> prices;
   if (!o.prices.empty()) {
     auto catalog = sim::PriceCatalog::load(o.prices);

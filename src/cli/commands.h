@@ -113,6 +113,16 @@ struct SimReplayOptions {
   std::string until;      // stop at this virtual time ("36h"); empty: run to the end
 };
 
+/// `gpucloud sim variant`: a variant of an Alibaba pod list (docs/sim.md, "sim variant").
+struct SimVariantOptions {
+  std::string pods;
+  std::string kind;
+  double percent = -1;  // required
+  uint64_t seed = 42;
+  std::string out;    // empty: stdout
+  std::string nodes;  // node list for gpuspec's models; empty: the pod list's own gpu_spec values
+};
+
 int cmd_run(const RunOptions& o);
 int cmd_submit(const std::string& file, bool wait);
 int cmd_ps(bool all, bool json);
@@ -133,6 +143,7 @@ int cmd_node_action(const std::string& action, const std::string& node);
 int cmd_sim_fgd(const SimFgdOptions& o);
 int cmd_sim_gen(const SimGenOptions& o);
 int cmd_sim_replay(const SimReplayOptions& o);
+int cmd_sim_variant(const SimVariantOptions& o);
 
 /// Prints "error: message" to stderr and returns kExitError.
 int fail(const std::string& message);

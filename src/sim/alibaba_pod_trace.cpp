@@ -1,36 +1,52 @@
 // The Alibaba v2023 pod list read as a job trace (declared in sim/trace.h).
 #include <fmt/format.h>
 
+#include <optional>
 #include <unordered_map>
 
 #include "sim/trace.h"
 
 namespace gpucloud::sim {
 
+namespace {
+
+/// The index of a column the file may lack, or nothing.
+std::optional<int> optional_column(const CsvTable& t, std::string_view name) {
+  auto c = t.column(name);
+  return c.ok() ? std::optional<int>(*c) : std::nullopt;
+}
+
+}  // namespace
+
 Result<Trace> load_alibaba_pod_trace(const CsvTable& t) {
   std::vector<int> cols;
-  for (const char* name : {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec",
-                           "qos", "creation_time", "deletion_time", "scheduled_time"}) {
+  for (const char* name : {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"}) {
     auto c = t.column(name);
     if (!c.ok()) return c.error();
     cols.push_back(*c);
   }
-  enum { kName, kCpu, kMemory, kNum, kMilli, kSpec, kQos, kCreation, kDeletion, kScheduled };
+  enum { kName, kCpu, kMemory, kNum, kMilli };
+  // Columns that some files of the release lack (openb_pod_list_multigpu*.csv has only the five
+  // above); docs/sim.md lists what each defaults to.
+  std::optional<int> spec = optional_column(t, "gpu_spec"), qos = optional_column(t, "qos"),
+                     creation = optional_column(t, "creation_time"),
+                     deletion = optional_column(t, "deletion_time"),
+                     scheduled = optional_column(t, "scheduled_time");
   Trace trace{t.file(), {}};
+  trace.durations_known = deletion.has_value();
   trace.jobs.reserve(t.size());
   std::unordered_map<std::string, int> lines;  // name -> line: names are the jobs' ids
+  // A time cell: seconds, or `fallback` when the file has no such column.
+  auto seconds = [&](size_t r, std::optional<int> c, int64_t fallback) -> Result<int64_t> {
+    if (!c) return fallback;
+    return t.non_negative(r, *c, kMaxTraceSeconds);
+  };
   for (size_t r = 0; r < t.size(); ++r) {
-    int64_t v[10] = {};
-    for (int i : {kCpu, kMemory, kNum, kMilli, kCreation, kDeletion, kScheduled}) {
-      if (i == kScheduled && t.text(r, cols[kScheduled]).empty()) {
-        v[i] = -1;  // never scheduled
-        continue;
-      }
-      // The limits of a canonical trace, so that the trace `sim gen` writes from this one reads
-      // back: cpu_milli as a job spec's, times (seconds) as seconds_cell_ms's.
-      int64_t max = i == kCpu ? JobSpecLimits::kMaxCpuMilli
-                    : i == kCreation || i == kDeletion || i == kScheduled ? kMaxTraceSeconds
-                                                                          : kMaxCsvNumber;
+    int64_t v[5] = {};
+    for (int i : {kCpu, kMemory, kNum, kMilli}) {
+      // cpu_milli within a job spec's limit, so that the trace `sim gen` writes from this one
+      // reads back.
+      int64_t max = i == kCpu ? JobSpecLimits::kMaxCpuMilli : kMaxCsvNumber;
       auto n = t.non_negative(r, cols[static_cast<size_t>(i)], max);
       if (!n.ok()) return n.error();
       v[i] = *n;
@@ -46,30 +62,37 @@ Result<Trace> load_alibaba_pod_trace(const CsvTable& t) {
       return invalid(fmt::format(
           "{}column 'gpu_milli': {} with num_gpu {}; only single-GPU pods may share a GPU",
           t.where(r, cols[kMilli]), v[kMilli], v[kNum]));
-    int64_t start = v[kScheduled] >= 0 ? v[kScheduled] : v[kCreation];
-    int start_col = v[kScheduled] >= 0 ? cols[kScheduled] : cols[kCreation];
-    if (v[kDeletion] < start)
+    auto created = seconds(r, creation, 0);
+    if (!created.ok()) return created.error();
+    bool was_scheduled = scheduled && !t.text(r, *scheduled).empty();
+    auto start = was_scheduled ? seconds(r, scheduled, 0) : created;
+    if (!start.ok()) return start.error();
+    auto deleted = seconds(r, deletion, *start);  // no deletion_time: durations unknown (0)
+    if (!deleted.ok()) return deleted.error();
+    if (*deleted < *start)
       return invalid(fmt::format(
           "{}column 'deletion_time': {} is before {} {}; the duration would be negative",
-          t.where(r, cols[kDeletion]), v[kDeletion], t.header(start_col), start));
+          t.where(r, *deletion), *deleted, was_scheduled ? "scheduled_time" : "creation_time",
+          *start));
     TraceJob job;
     job.id = std::string(t.text(r, cols[kName]));
     if (auto [it, fresh] = lines.emplace(job.id, t.line(r)); !fresh)
       return invalid(
           fmt::format("{}column 'name': '{}' is also the name of line {}; names must be unique",
                       t.where(r, cols[kName]), job.id, it->second));
-    job.submit_ms = v[kCreation] * 1000;
-    job.duration_ms = (v[kDeletion] - start) * 1000;
+    job.submit_ms = *created * 1000;
+    job.duration_ms = (*deleted - *start) * 1000;
     job.gpus = static_cast<int>(v[kNum]);
     job.gpu_milli = v[kNum] == 1 && v[kMilli] < 1000 ? static_cast<int>(v[kMilli]) : 0;
-    job.gpu_model = std::string(t.text(r, cols[kSpec]));
+    job.gpu_model = spec ? std::string(t.text(r, *spec)) : std::string();
     job.cpu_milli = v[kCpu];
     job.memory_mib = v[kMemory];
-    job.capacity_class = t.text(r, cols[kQos]) == "BE" ? CapacityClass::kSpot : CapacityClass::kAny;
+    job.capacity_class =
+        qos && t.text(r, *qos) == "BE" ? CapacityClass::kSpot : CapacityClass::kAny;
     job.line = t.line(r);
-    job.cell_column = {t.position(r, cols[kNum]), t.position(r, cols[kSpec]),
-                       t.position(r, cols[kCpu]), t.position(r, cols[kMemory]),
-                       t.position(r, cols[kQos])};
+    auto position = [&](std::optional<int> c) { return c ? t.position(r, *c) : 0; };
+    job.cell_column = {t.position(r, cols[kNum]), position(spec), t.position(r, cols[kCpu]),
+                       t.position(r, cols[kMemory]), position(qos)};
     trace.jobs.push_back(std::move(job));
   }
   return trace;

@@ -56,6 +56,7 @@ Result<TraceCluster> load_alibaba_nodes(const std::string& path) {
 namespace {
 
 Result<uint64_t> model_mask(const CsvTable& t, size_t r, int c, const TraceCluster& cluster) {
+  if (c < 0) return uint64_t{0};  // no gpu_spec column: any model
   std::string_view spec = t.text(r, c);
   uint64_t mask = 0;
   while (!spec.empty()) {
@@ -75,9 +76,11 @@ Result<uint64_t> model_mask(const CsvTable& t, size_t r, int c, const TraceClust
 
 Result<std::vector<TracePod>> load_alibaba_pods(const CsvTable& t, const TraceCluster& cluster) {
   auto name = t.column("name"), cpu = t.column("cpu_milli"), mem = t.column("memory_mib"),
-       num = t.column("num_gpu"), milli = t.column("gpu_milli"), spec = t.column("gpu_spec");
-  for (const auto* c : {&name, &cpu, &mem, &num, &milli, &spec})
+       num = t.column("num_gpu"), milli = t.column("gpu_milli");
+  for (const auto* c : {&name, &cpu, &mem, &num, &milli})
     if (!c->ok()) return c->error();
+  auto spec_column = t.column("gpu_spec");  // optional: some files of the release lack it
+  int spec = spec_column.ok() ? *spec_column : -1;
   std::vector<TracePod> pods;
   pods.reserve(t.size());
   for (size_t r = 0; r < t.size(); ++r) {
@@ -92,12 +95,12 @@ Result<std::vector<TracePod>> load_alibaba_pods(const CsvTable& t, const TraceCl
       return invalid(fmt::format(
           "{}column 'gpu_milli': {} with num_gpu {}; only single-GPU pods may share a GPU",
           t.where(r, *milli), *g, *n));
-    auto mask = model_mask(t, r, *spec, cluster);
+    auto mask = model_mask(t, r, spec, cluster);
     if (!mask.ok()) return mask.error();
     TracePod pod;
     pod.name = std::string(t.text(r, *name));
     pod.request = {*c, *m, static_cast<int>(*n), *n > 0 ? static_cast<int>(*g) : 0, *mask};
-    pod.gpu_spec = std::string(t.text(r, *spec));
+    if (spec >= 0) pod.gpu_spec = std::string(t.text(r, spec));
     pod.line = t.line(r);
     pods.push_back(std::move(pod));
   }

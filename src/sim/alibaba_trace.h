@@ -37,6 +37,8 @@ Result<TraceCluster> load_alibaba_nodes(const std::string& path);
 
 /// Reads a pod list, resolving gpu_spec against the cluster's models (a spec naming no model
 /// of the cluster is an error). A GPU pod needs gpu_milli in 1..1000, and 1000 if num_gpu > 1.
+/// name, cpu_milli, memory_mib, num_gpu and gpu_milli are required (an error names the missing
+/// one); without a gpu_spec column every pod may use any model.
 Result<std::vector<TracePod>> load_alibaba_pods(const CsvTable& table, const TraceCluster& cluster);
 /// Reads a pod list from a file.
 Result<std::vector<TracePod>> load_alibaba_pods(const std::string& path,

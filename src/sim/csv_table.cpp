@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 namespace gpucloud::sim {
@@ -48,8 +49,8 @@ Result<CsvTable> CsvTable::parse(std::string text, std::string file, const CsvLi
                                                    file, text.size(), limits.max_bytes)};
   CsvTable t;
   t.file_ = std::move(file);
-  t.text_ = std::move(text);
-  std::string_view all = t.text_;
+  t.text_ = std::make_shared<const std::string>(std::move(text));
+  std::string_view all = *t.text_;
   int line_no = 0;
   bool have_header = false;
   size_t header_fields = 0;

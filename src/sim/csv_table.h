@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,8 @@ class CsvTable {
   std::string where(size_t r, int c) const;
   /// The name of column c, as the header writes it.
   const std::string& header(int c) const { return header_[static_cast<size_t>(c)]; }
+  /// All column names, in file order.
+  const std::vector<std::string>& headers() const { return header_; }
   /// The file name used in messages.
   const std::string& file() const { return file_; }
 
@@ -63,7 +66,9 @@ class CsvTable {
     std::vector<CsvField> fields;
   };
   std::string file_;
-  std::string text_;
+  // The file's text, which the fields view: shared and never moved, so that a copied or moved
+  // table (and a short text kept inline by std::string) still views valid memory.
+  std::shared_ptr<const std::string> text_;
   std::vector<std::string> header_;
   std::vector<Record> records_;
 };

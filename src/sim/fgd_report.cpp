@@ -43,14 +43,20 @@ std::string format_fgd_table(const FgdSetup& setup, const FgdRunInfo& info,
       "Unallocated GPU % at arrival load 95/100/130 %, median over seeds.\n"
       "  ours  = measured now by gpucloud\n"
       "  paper = published by Weng et al., ATC'23 (FGD), median of seeds 42-51\n"
-      "  diff  = ours - paper (ok: within the reproduction tolerance)\n\n";
+      "  diff  = ours - paper (ok: within the reproduction tolerance)\n";
+  if (!info.published_input)
+    out += fmt::format(
+        "  No published figures exist for this input: they were published for {} only, "
+        "recognised by content; paper and diff are empty.\n",
+        kPublishedInput);
+  out += "\n";
   out += fmt::format("{:<12} {:>20} {:>20} {:>20}  {:>23}  {:>7} {:>8}\n", "", "load 95 %",
                      "load 100 %", "load 130 %", "frag ratio % (ours)", "dropped", "");
   out += fmt::format("{:<12} {:>20} {:>20} {:>20}  {:>23}  {:>7} {:>8}\n", "policy",
                      "  ours  paper   diff", "  ours  paper   diff", "  ours  paper   diff",
                      "    0    95   100   130", "median", "seconds");
   for (const PolicySummary& r : results) {
-    auto paper = published_unallocated(r.policy);
+    auto paper = info.published_input ? published_unallocated(r.policy) : std::nullopt;
     double tol = reproduction_tolerance(r.policy);
     std::string line = fmt::format("{:<12}", sched::policy_name(r.policy));
     bool all_ok = paper.has_value();
@@ -93,7 +99,7 @@ nlohmann::json fgd_json(const FgdSetup& setup, const FgdRunInfo& info,
     j["frag_ratio_pct"] = by_load(r.frag_ratio_pct);
     j["frag_milli_pct"] = by_load(r.frag_milli_pct);
     j["seconds"] = r.seconds;
-    auto paper = published_unallocated(r.policy);
+    auto paper = info.published_input ? published_unallocated(r.policy) : std::nullopt;
     j["published_unallocated_pct"] = paper ? by_load(*paper) : nlohmann::json();
     j["dropped_median"] = r.median_dropped;
     out["results"].push_back(std::move(j));
@@ -102,6 +108,7 @@ nlohmann::json fgd_json(const FgdSetup& setup, const FgdRunInfo& info,
   for (size_t i = 0; i < setup.never_fit.size() && i < 5; ++i)
     never.push_back(pod_example(setup, setup.never_fit[i]));
   out["never_fit"] = {{"count", setup.never_fit.size()}, {"examples", never}};
+  out["published_input"] = info.published_input;
   out["seeds"] = info.seeds;
   out["inflation"] = info.inflation;
   return out;

@@ -164,11 +164,12 @@ Result<Trace> load_trace(const std::string& path) {
   auto table = CsvTable::read_file(path);
   if (!table.ok()) return table.error();
   if (table->column("submit_s").ok()) return load_canonical_trace(*table);
-  if (table->column("creation_time").ok()) return load_alibaba_pod_trace(*table);
+  if (table->column("num_gpu").ok() && table->column("gpu_milli").ok())
+    return load_alibaba_pod_trace(*table);
   return invalid(fmt::format(
       "{}:1:1: not a trace: a canonical trace has the columns {} (submit_s and duration_s "
-      "required); an Alibaba pod list has name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,"
-      "qos,creation_time,deletion_time,scheduled_time",
+      "required); an Alibaba pod list has name,cpu_milli,memory_mib,num_gpu,gpu_milli (required) "
+      "and gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time",
       path, fmt::join(canonical_trace_columns(), ",")));
 }
 

@@ -50,6 +50,9 @@ struct TraceJob {
 struct Trace {
   std::string file;
   std::vector<TraceJob> jobs;
+  // False for an Alibaba pod list without `deletion_time`: every duration_ms is then 0 and
+  // means "unknown" (sim replay refuses such a trace; sim gen and sim fgd need no durations).
+  bool durations_known = true;
 };
 
 /// "file:line:column: " of a job's cell, for messages (the gpus cell, or column 1, when the
@@ -66,11 +69,15 @@ Result<Trace> load_canonical_trace(const CsvTable& table);
 
 /// Reads the Alibaba v2023 pod list as a trace: submit = creation_time, duration =
 /// deletion_time − scheduled_time (creation_time when never scheduled), tenant `default`,
-/// qos BE → capacity class spot, gpu_spec → gpu_model.
+/// qos BE → capacity class spot, gpu_spec → gpu_model. Only name, cpu_milli, memory_mib,
+/// num_gpu and gpu_milli are required; without gpu_spec pods take any model, without qos class
+/// `any`, without creation_time they arrive at 0, without scheduled_time they start when
+/// created, and without deletion_time the durations are unknown (Trace::durations_known).
 Result<Trace> load_alibaba_pod_trace(const CsvTable& table);
 
-/// Reads a trace file: a header with `submit_s` is canonical, one with `creation_time` an
-/// Alibaba pod list; anything else is an error that says which headers are understood.
+/// Reads a trace file: a header with `submit_s` is canonical, one with `num_gpu` and
+/// `gpu_milli` an Alibaba pod list; anything else is an error that says which headers are
+/// understood.
 Result<Trace> load_trace(const std::string& path);
 
 /// Writes jobs as a canonical trace CSV (times in seconds with millisecond precision).

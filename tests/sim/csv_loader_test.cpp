@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "sim/alibaba_trace.h"
 
 namespace gpucloud::sim {
@@ -91,6 +93,30 @@ TEST(CsvLoaderTest, OtherBadInput) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().message,
             "/nonexistent/nodes.csv: cannot open the file; check the path");
+}
+
+}  // namespace
+}  // namespace gpucloud::sim
+
+namespace gpucloud::sim {
+namespace {
+
+// Fields view the table's text: a copy, or a move of a text short enough to be kept inside
+// std::string, must still read the same cells after the original is gone.
+TEST(CsvTableCopyTest, CopiesAndMovesKeepTheirCells) {
+  const std::string long_text = "name,cpu_milli\npod-with-a-long-name,12000\n";
+  std::optional<CsvTable> copy, moved;
+  {
+    auto original = CsvTable::parse(long_text, "t.csv");
+    auto short_one = CsvTable::parse("a,b\n1,22\n", "t.csv");
+    ASSERT_TRUE(original.ok() && short_one.ok());
+    copy = *original;
+    moved = std::move(*short_one);
+  }
+  std::string reuse(long_text.size(), 'x');  // likely takes the freed text's memory
+  EXPECT_EQ(copy->text(0, 0), "pod-with-a-long-name");
+  EXPECT_EQ(*copy->non_negative(0, 1), 12000);
+  EXPECT_EQ(moved->text(0, 1), "22");
 }
 
 }  // namespace
