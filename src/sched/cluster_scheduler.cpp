@@ -63,6 +63,7 @@ int ClusterScheduler::slot_of(const std::string& node_id) const {
 void ClusterScheduler::reindex(int slot) {
   if (slot_version_.size() < nodes_.size()) slot_version_.resize(nodes_.size());
   ++slot_version_[slot];
+  ++wake_version_;
   const Node& n = nodes_[slot];
   if (n.present)
     classes_.assign(slot, n.state, n.share_jobs, n.whole_jobs);
@@ -428,7 +429,8 @@ void ClusterScheduler::finish(const std::string& job_id) {
     note_freed(slot);
   }
   // Its tenant's quota, and what its cohort may lend, grew.
-  if (auto t = tenant_ids_.find(r.req.tenant); t != tenant_ids_.end())
+  if (auto t = tenant_ids_.find(r.req.tenant);
+      t != tenant_ids_.end() && tenants_.limited(r.req.tenant))
     quota_freed_.insert(t->second);
   if (const std::string& cohort = tenants_.cohort_of(r.req.tenant); !cohort.empty())
     for (const auto& [name, id] : tenant_ids_)
@@ -482,12 +484,14 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
 }
 
 void ClusterScheduler::set_reservation(Reservation r) {
+  ++wake_version_;
   reserved_slot_.assign(nodes_.size(), 0);
   for (int slot : r.slots) reserved_slot_[slot] = 1;
   reservation_ = std::move(r);
 }
 
 void ClusterScheduler::clear_reservation() {
+  ++wake_version_;
   if (reservation_)
     for (int slot : reservation_->slots) reserved_slot_[slot] = 0;
   reservation_.reset();
@@ -495,6 +499,7 @@ void ClusterScheduler::clear_reservation() {
 
 void ClusterScheduler::nominate(const std::string& job_id, int priority,
                                 const std::set<int>& slots) {
+  ++wake_version_;
   clear_nomination(job_id);
   if (nominees_by_slot_.size() < nodes_.size()) nominees_by_slot_.resize(nodes_.size());
   for (int slot : slots) nominees_by_slot_[slot].push_back({priority, job_id});
@@ -528,6 +533,7 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   quota_freed_.clear();
   wake_victims_.swap(new_running_);
   new_running_.clear();
+  wake_caps_.clear();
   // Jobs placed in the last pass (or started since) may be preempted from now on: the jobs
   // that may preempt them are decided again.
   bool full = release_epoch_ != pass_epoch_ || placed_last_pass_;

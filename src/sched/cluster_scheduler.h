@@ -208,7 +208,9 @@ class ClusterScheduler final : public Scheduler {
   int64_t quota_headroom(int tenant, const std::string& model);
   // The first job of the tenant after `after`, in queue order, that the wake-ups of this pass
   // may let start (0: none).
-  uint64_t next_woken(int tenant, const QueueKey* after, TimeMs now);
+  PendingJob* next_woken(int tenant, const QueueKey* after, TimeMs now);
+  // The capacities the wake-ups of this pass offer the tenant now, as (static group, capacity).
+  const std::vector<std::pair<int, WaitCapacity>>& wake_caps(int tenant, TimeMs now);
   // What the slot offers the tenant's jobs, as (static group, capacity): what is free (with
   // `free_too`), and per priority level what preempting would free.
   void preemption_caps(int tenant, int slot, bool free_too,
@@ -345,7 +347,15 @@ class ClusterScheduler final : public Scheduler {
   // Per pass: quota headroom per (tenant, GPU model), valid while tenants_.changes() is equal.
   std::map<std::pair<int, std::string>, int64_t> headroom_;
   uint64_t headroom_changes_ = 0;
-  TimeMs last_now_ = 0;         // the pass's time, for wake-up capacities
+  TimeMs last_now_ = 0;  // the pass's time, for wake-up capacities
+  // wake_caps() per tenant, valid while wake_version_ and tenants_.changes() are as they were.
+  struct WakeCaps {
+    bool valid = false;
+    uint64_t version = 0, changes = 0;
+    std::vector<std::pair<int, WaitCapacity>> caps;
+  };
+  std::unordered_map<int, WakeCaps> wake_caps_;
+  uint64_t wake_version_ = 0;   // bumps when a node's use, a hold or a victim changes
   uint64_t release_epoch_ = 1;  // bumps when capacity frees up or the rules change
   uint64_t pass_epoch_ = 0;     // release_epoch_ at the last full pass
   std::optional<Reservation> reservation_;

@@ -216,6 +216,7 @@ void ClusterScheduler::refresh_candidate(const VictimKey& key, VictimCandidates&
 }
 
 void ClusterScheduler::victim_chosen(const RunningJob& victim) {
+  ++wake_version_;  // what preempting would free there shrank
   // Candidates found in this victim epoch stay candidates until the next one (as if found now);
   // their bounds shrink at once.
   for (auto& [key, c] : victim_slots_)

@@ -29,13 +29,14 @@ WaitNeed ClusterScheduler::wait_need(const PendingJob& job) const {
   n.memory_mib = r.memory_mib;
   n.quota_milli = job_gpu_milli(r);
   n.runtime_ms = r.max_runtime_ms;
+  n.spot = r.preemptible();
   return n;
 }
 
 void ClusterScheduler::index_waiting(PendingJob& job) {
   if (waiting_groups_ != classes_.static_groups()) return;  // rebuilt before the next pass
   job.signature = fit_signature(shapes_[job.shape]);
-  waiting_.add(job.tenant, job.signature, job.key(), wait_need(job), job.seq);
+  waiting_.add(job.tenant, job.signature, job.key(), wait_need(job), &job);
 }
 
 void ClusterScheduler::unindex_waiting(PendingJob& job) {
@@ -147,10 +148,16 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
     caps.push_back({group, cap});
   }
   if (!settings_.preemption) return;
+  bool spot_at_level = false;  // the level holds a spot job of the level's priority + 1
   for (size_t i = 0; i < eligible.size(); ++i) {
-    release(*eligible[i].second);
+    const RunningJob& r = *eligible[i].second;
+    release(r);
+    spot_at_level |= r.req.preemptible();
     if (i + 1 < eligible.size() && eligible[i + 1].first == eligible[i].first) continue;
-    caps.push_back({group, cap_now(eligible[i].first, quota)});
+    WaitCapacity cap = cap_now(eligible[i].first, quota);
+    if (spot_at_level) cap.spot_excluded_priority = eligible[i].first + 1;
+    caps.push_back({group, cap});
+    spot_at_level = false;
   }
   if (lent) {
     // Reclaiming: any priority, beyond what the quota allows now.
@@ -164,11 +171,16 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
   }
 }
 
-uint64_t ClusterScheduler::next_woken(int tenant, const QueueKey* after, TimeMs now) {
+const std::vector<std::pair<int, WaitCapacity>>& ClusterScheduler::wake_caps(int tenant,
+                                                                             TimeMs now) {
+  WakeCaps& cached = wake_caps_[tenant];
+  if (cached.valid && cached.version == wake_version_ && cached.changes == tenants_.changes())
+    return cached.caps;
   last_now_ = now;
   // What each wake-up offers this tenant now (capacity shrinks as the pass places jobs and
   // chooses victims), as (static group, capacity).
-  std::vector<std::pair<int, WaitCapacity>> caps;
+  auto& caps = cached.caps;
+  caps.clear();
   for (int slot : wake_slots_) preemption_caps(tenant, slot, true, caps);
   if (wake_quota_.count(tenant))
     for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g) {
@@ -188,22 +200,40 @@ uint64_t ClusterScheduler::next_woken(int tenant, const QueueKey* after, TimeMs 
     if (v == by_priority_.end() || v->second->preempting) continue;
     for (const auto& [slot, rp] : v->second->replicas) preemption_caps(tenant, slot, false, caps);
   }
-  if (caps.empty()) return 0;
-
-  auto accept = [&](uint64_t handle) {
-    auto it = pending_by_seq_.find(handle);
-    return it != pending_by_seq_.end() && it->second->decided_pass != pass_;
+  // Nodes freed together are often alike: each capacity once.
+  auto fields = [](const std::pair<int, WaitCapacity>& c) {
+    const WaitCapacity& w = c.second;
+    return std::make_tuple(c.first, w.whole_gpus, w.max_free_milli, w.cpu_milli, w.memory_mib,
+                           w.quota_milli, w.runtime_limit, w.min_priority,
+                           w.spot_excluded_priority);
   };
-  uint64_t best = 0;
+  std::sort(caps.begin(), caps.end(),
+            [&](const auto& a, const auto& b) { return fields(a) < fields(b); });
+  caps.erase(std::unique(caps.begin(), caps.end(),
+                         [&](const auto& a, const auto& b) { return fields(a) == fields(b); }),
+             caps.end());
+  cached.valid = true;
+  cached.version = wake_version_;
+  cached.changes = tenants_.changes();
+  return caps;
+}
+
+ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const QueueKey* after,
+                                                           TimeMs now) {
+  const auto& caps = wake_caps(tenant, now);
+  if (caps.empty()) return nullptr;
+  auto accept = [&](void* owner) {
+    return static_cast<const PendingJob*>(owner)->decided_pass != pass_;
+  };
+  PendingJob* best = nullptr;
   QueueKey best_key;
   for (const auto& [signature, partition] : waiting_.partitions_of(tenant)) {
     const std::string& fits = signature_bits_[signature];
     for (const auto& [group, cap] : caps) {
       if (group >= static_cast<int>(fits.size()) || fits[group] != '1') continue;
-      uint64_t h = waiting_.first_admitted(partition, after, cap, accept);
-      if (h == 0) continue;
-      QueueKey key = pending_by_seq_.at(h)->key();
-      if (best == 0 || key < best_key) best = h, best_key = key;
+      auto* found = static_cast<PendingJob*>(
+          waiting_.first_admitted(partition, after, cap, accept, best ? &best_key : nullptr));
+      if (found) best = found, best_key = found->key();
     }
   }
   return best;
@@ -217,14 +247,15 @@ void ClusterScheduler::decide_woken(TimeMs now, Plan& plan, bool full,
   for (auto& [seq, job] : undecided_) by_tenant[job->tenant].push_back(job);
   if (full && settings_.backfill && reconsider.empty() && !ends_.empty())
     for (int tenant = 0; tenant < static_cast<int>(tenant_names_.size()); ++tenant) {
-      uint64_t first = 0;
+      PendingJob* first = nullptr;
       QueueKey first_key;
       for (const auto& [signature, partition] : waiting_.partitions_of(tenant)) {
         QueueKey key;
-        uint64_t h = waiting_.first_after(partition, nullptr, &key);
-        if (h && (first == 0 || key < first_key)) first = h, first_key = key;
+        void* found = waiting_.first_after(partition, nullptr, &key);
+        if (found && (!first || key < first_key))
+          first = static_cast<PendingJob*>(found), first_key = key;
       }
-      if (first) reconsider.push_back(pending_by_seq_.at(first));
+      if (first) reconsider.push_back(first);
     }
   for (PendingJob* job : reconsider) by_tenant[job->tenant].push_back(job);
   // Kept by sequence number: a job placed in this pass is gone.
@@ -270,11 +301,8 @@ void ClusterScheduler::decide_woken(TimeMs now, Plan& plan, bool full,
     }
     if (wakes) {
       QueueKey after = cursor.key();
-      uint64_t h = next_woken(tenant, cursor.started ? &after : nullptr, now);
-      if (h) {
-        PendingJob* woken = pending_by_seq_.at(h);
-        if (!next || woken->key() < next->key()) next = woken;
-      }
+      PendingJob* woken = next_woken(tenant, cursor.started ? &after : nullptr, now);
+      if (woken && (!next || woken->key() < next->key())) next = woken;
     }
     if (!next) continue;
     QueueKey key = next->key();

@@ -33,6 +33,8 @@ class TenantBook {
   bool within_nominal(const std::string& tenant, const std::string& gpu_model, int64_t milli) const;
   /// Whether the tenant currently uses more of the model than its nominal quota.
   bool borrowing(const std::string& tenant, const std::string& gpu_model) const;
+  /// Whether the tenant has a quota (false: nothing it uses is limited).
+  bool limited(const std::string& tenant) const { return spec(tenant) != nullptr; }
   /// The tenant's cohort, "" when it has none or no quota (it then lends and borrows nothing).
   const std::string& cohort_of(const std::string& tenant) const;
   /// How much of the model the cohort's members would use above the cohort's nominal quota if

@@ -34,7 +34,7 @@ size_t WaitIndex::block_for(const Partition& p, const QueueKey& key) {
 }
 
 void WaitIndex::add(int tenant, int signature, const QueueKey& key, const WaitNeed& need,
-                    uint64_t handle) {
+                    void* owner) {
   auto [it, fresh] =
       partition_ids_.try_emplace({tenant, signature}, static_cast<int>(partitions_.size()));
   if (fresh) partitions_.emplace_back();
@@ -46,7 +46,7 @@ void WaitIndex::add(int tenant, int signature, const QueueKey& key, const WaitNe
   Block& block = p.blocks[b];
   auto pos = std::upper_bound(block.entries.begin(), block.entries.end(), key,
                               [](const QueueKey& k, const Entry& e) { return k < e.key; });
-  block.entries.insert(pos, Entry{key, need, handle});
+  block.entries.insert(pos, Entry{key, need, owner});
   ++size_;
   if (block.entries.size() >= 2 * kBlock) {
     Block upper;
@@ -109,15 +109,15 @@ const std::map<int, int>& WaitIndex::partitions_of(int tenant) const {
   return it == by_tenant_.end() ? kNone : it->second;
 }
 
-uint64_t WaitIndex::first_after(int partition, const QueueKey* after, QueueKey* key) const {
+void* WaitIndex::first_after(int partition, const QueueKey* after, QueueKey* key) const {
   const Partition& p = partitions_[partition];
   for (size_t b = after ? block_for(p, *after) : 0; b < p.blocks.size(); ++b)
     for (const Entry& e : p.blocks[b].entries)
       if (!after || *after < e.key) {
         if (key) *key = e.key;
-        return e.handle;
+        return e.owner;
       }
-  return 0;
+  return nullptr;
 }
 
 bool WaitIndex::consistent() const {

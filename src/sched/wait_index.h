@@ -36,6 +36,8 @@ struct WaitNeed {
   int64_t memory_mib = 0;
   int64_t quota_milli = 0;  // GPU milli of all replicas together
   int64_t runtime_ms = 0;   // declared max_runtime; 0: none
+  bool spot = false;        // the job accepts being preempted (it preempts no spot job of its
+                            // own priority)
 };
 
 /// What a node (or a group of nodes) offers a tenant's jobs. Large values mean "no limit".
@@ -48,10 +50,13 @@ struct WaitCapacity {
   int64_t quota_milli = kAny;    // what the tenant's quota still allows on this GPU model
   int64_t runtime_limit = kAny;  // below kAny: only jobs with 0 < runtime <= limit (reserved)
   int min_priority = std::numeric_limits<int>::min();  // only jobs of a higher priority
+  // Spot jobs of this priority are not admitted (what is offered includes spot jobs of their
+  // own priority, which they may not preempt).
+  int spot_excluded_priority = std::numeric_limits<int>::min();
 
   /// Whether a job with this need may fit (one dimension at a time).
   bool admits(const WaitNeed& n, int priority) const {
-    if (priority <= min_priority) return false;
+    if (priority <= min_priority || (n.spot && priority == spot_excluded_priority)) return false;
     if (n.share_milli > 0 ? n.share_milli > max_free_milli : n.whole_gpus > whole_gpus)
       return false;
     if (n.cpu_milli > cpu_milli || n.memory_mib > memory_mib || n.quota_milli > quota_milli)
@@ -60,12 +65,12 @@ struct WaitCapacity {
   }
 };
 
-/// The index. Entries are identified by the caller's handle (a job's sequence number).
+/// The index. Each entry carries the caller's pointer to its job (`owner`), returned by queries.
 class WaitIndex {
  public:
   /// Adds a job to the partition (tenant, signature). The key's job_id must stay valid while
   /// the job is in the index.
-  void add(int tenant, int signature, const QueueKey& key, const WaitNeed& need, uint64_t handle);
+  void add(int tenant, int signature, const QueueKey& key, const WaitNeed& need, void* owner);
   /// Removes a job added before (with the same tenant, signature and key).
   void remove(int tenant, int signature, const QueueKey& key);
   /// Removes every job.
@@ -75,13 +80,14 @@ class WaitIndex {
   const std::map<int, int>& partitions_of(int tenant) const;
 
   /// The first job of the partition after `after` (nullptr: from the start) that the capacity
-  /// admits and `accept(handle)` accepts, as its handle; nullopt-like 0 when there is none.
-  /// Visits the blocks that may hold one, and in them the jobs in order.
+  /// admits and `accept(owner)` accepts, as its owner; nullptr when there is none. Visits the
+  /// blocks that may hold one, and in them the jobs in order.
+  /// With `before`, only jobs ahead of it count.
   template <typename Accept>
-  uint64_t first_admitted(int partition, const QueueKey* after, const WaitCapacity& cap,
-                          Accept&& accept) const;
-  /// The first job of the partition after `after`, with its key (0: none).
-  uint64_t first_after(int partition, const QueueKey* after, QueueKey* key = nullptr) const;
+  void* first_admitted(int partition, const QueueKey* after, const WaitCapacity& cap,
+                       Accept&& accept, const QueueKey* before = nullptr) const;
+  /// The first job of the partition after `after`, with its key (nullptr: none).
+  void* first_after(int partition, const QueueKey* after, QueueKey* key = nullptr) const;
 
   /// Jobs in the index.
   size_t size() const { return size_; }
@@ -94,7 +100,7 @@ class WaitIndex {
   struct Entry {
     QueueKey key;
     WaitNeed need;
-    uint64_t handle = 0;
+    void* owner = nullptr;
   };
   struct Block {
     std::vector<Entry> entries;  // in queue order
@@ -119,21 +125,24 @@ class WaitIndex {
 };
 
 template <typename Accept>
-uint64_t WaitIndex::first_admitted(int partition, const QueueKey* after, const WaitCapacity& cap,
-                                   Accept&& accept) const {
+void* WaitIndex::first_admitted(int partition, const QueueKey* after, const WaitCapacity& cap,
+                                Accept&& accept, const QueueKey* before) const {
   const Partition& p = partitions_[partition];
   size_t b = after ? block_for(p, *after) : 0;
   for (; b < p.blocks.size(); ++b) {
     const Block& block = p.blocks[b];
-    if (block.entries.front().key.priority <= cap.min_priority) return 0;  // lower from here on
+    if (before && !(block.entries.front().key < *before)) return nullptr;
+    if (block.entries.front().key.priority <= cap.min_priority)
+      return nullptr;  // lower from here on
     if (!block.may_admit(cap)) continue;
     for (const Entry& e : block.entries) {
       if (after && !(*after < e.key)) continue;
-      if (e.key.priority <= cap.min_priority) return 0;
-      if (cap.admits(e.need, e.key.priority) && accept(e.handle)) return e.handle;
+      if (before && !(e.key < *before)) return nullptr;
+      if (e.key.priority <= cap.min_priority) return nullptr;
+      if (cap.admits(e.need, e.key.priority) && accept(e.owner)) return e.owner;
     }
   }
-  return 0;
+  return nullptr;
 }
 
 }  // namespace gpucloud::sched
