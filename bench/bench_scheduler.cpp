@@ -79,296 +79,15 @@
 #include <vector>
 
 #include "sched/scheduler.h"
+#include "scheduler_events.h"
+#include "scheduler_workload.h"
 
 using namespace gpucloud;
+using namespace gpucloud::bench;
 using sched::JobRequest;
 using SteadyClock = std::chrono::steady_clock;
 
 namespace {
-
-double seconds_since(SteadyClock::time_point start) {
-  return std::chrono::duration<double>(SteadyClock::now() - start).count();
-}
-
-// Deterministic everywhere: mt19937_64's sequence is fixed by the standard; the distributions
-// are written here (the standard library's differ between implementations).
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : g_(seed) {}
-  double uniform() { return static_cast<double>(g_() >> 11) * 0x1.0p-53; }
-  int below(int n) { return static_cast<int>(g_() % static_cast<uint64_t>(n)); }
-  double normal() {
-    double u1 = std::max(uniform(), 1e-300), u2 = uniform();
-    return std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
-  }
-  // An index into `weights`, drawn in proportion to them.
-  template <typename T>
-  size_t pick(const std::vector<std::pair<T, double>>& weights) {
-    double total = 0;
-    for (const auto& w : weights) total += w.second;
-    double x = uniform() * total;
-    for (size_t i = 0; i < weights.size(); ++i) {
-      if (x < weights[i].second) return i;
-      x -= weights[i].second;
-    }
-    return weights.size() - 1;
-  }
-  template <typename T>
-  const T& choose(const std::vector<std::pair<T, double>>& weights) {
-    return weights[pick(weights)].first;
-  }
-
- private:
-  std::mt19937_64 g_;
-};
-
-constexpr int64_t kGiB = 1024;                // in MiB
-constexpr TimeMs kStart = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
-
-// ---- The cluster ------------------------------------------------------------------------------
-
-struct Cluster {
-  std::vector<sched::NodeState> nodes;
-  std::map<std::string, int> gpus_by_model;
-  int64_t gpus = 0;
-};
-
-Cluster make_cluster(int n) {
-  Cluster c;
-  c.nodes.reserve(n);
-  for (int i = 0; i < n; ++i) {
-    sched::NodeState node;
-    node.id = fmt::format("node-{:05d}", i);
-    node.name = node.id;
-    int type = i % 10;  // 0-3 A100, 4-6 H100, 7-9 L4
-    std::string model = type < 4 ? "A100" : type < 7 ? "H100" : "L4";
-    int64_t gpu_mem = model == "L4" ? 24 * kGiB : 80 * kGiB;
-    bool full_mesh = model == "H100" || (model == "A100" && (i / 10) % 2 == 0);
-    bool pairs = model == "A100" && !full_mesh;
-    node.cpu_milli = model == "H100" ? 192'000 : model == "A100" ? 128'000 : 96'000;
-    node.memory_mib = (model == "H100" ? 2048 : 1024) * kGiB;
-    for (int g = 0; g < 8; ++g) {
-      sched::GpuState gpu;
-      gpu.index = g;
-      gpu.uuid = fmt::format("GPU-{:05d}-{}", i, g);
-      gpu.model = model;
-      gpu.memory_mib = gpu_mem;
-      gpu.numa_node = g / 4;
-      gpu.nvlink_mask = full_mesh ? (0xFFu & ~(1u << g)) : pairs ? (1u << (g ^ 1)) : 0;
-      node.gpus.push_back(std::move(gpu));
-    }
-    node.labels["zone"] = fmt::format("z{}", (i / 10) % 10);
-    node.labels["capacity-class"] = (i / 10) % 5 == 2 ? "spot" : "on-demand";
-    c.gpus_by_model[model] += 8;
-    c.gpus += 8;
-    c.nodes.push_back(std::move(node));
-  }
-  return c;
-}
-
-std::vector<sched::TenantSpec> make_tenants(const Cluster& c) {
-  struct Def {
-    const char* name;
-    double weight;
-    const char* cohort;
-    double quota;   // fraction of each model's GPUs; 0: no quota
-    double borrow;  // borrowing limit as a fraction; < 0: no limit
-  };
-  const Def defs[] = {{"vision", 2, "ml", 0.20, -1},   {"nlp", 2, "ml", 0.20, 0.10},
-                      {"speech", 1, "ml", 0.10, 0.05}, {"recsys", 1, "prod", 0.15, -1},
-                      {"ads", 1, "prod", 0.10, 0.05},  {"research", 0.5, "", 0, 0},
-                      {"batch", 0.5, "", 0, 0},        {"infra", 1, "", 0, 0}};
-  std::vector<sched::TenantSpec> out;
-  for (const auto& d : defs) {
-    sched::TenantSpec t;
-    t.name = d.name;
-    t.weight = d.weight;
-    t.cohort = d.cohort;
-    t.has_quota = d.quota > 0;
-    if (t.has_quota)
-      for (const auto& [model, gpus] : c.gpus_by_model) {
-        t.quota[model] = static_cast<int>(std::lround(d.quota * gpus));
-        if (d.borrow >= 0)
-          t.borrowing_limit[model] = static_cast<int>(std::lround(d.borrow * gpus));
-      }
-    out.push_back(std::move(t));
-  }
-  return out;
-}
-
-// ---- The queue --------------------------------------------------------------------------------
-
-enum class Kind { kOneGpu, kShare, kMultiGpu, kGang };
-
-struct Job {
-  JobRequest req;
-  Kind kind = Kind::kOneGpu;
-  TimeMs duration = 0;  // how long it really runs once placed
-};
-
-struct Workload {
-  std::vector<Job> jobs;
-  double gpu_demand = 0;  // GPUs asked for by all jobs together
-  // Jobs held back from the initial submission, submitted one at a time as latency probes.
-  std::vector<int> probe_single, probe_gang, probe_preempt;
-};
-
-const char* kind_name(Kind k) {
-  switch (k) {
-    case Kind::kOneGpu:
-      return "1 GPU";
-    case Kind::kShare:
-      return "share";
-    case Kind::kMultiGpu:
-      return "2-8 GPUs";
-    case Kind::kGang:
-      return "gang";
-  }
-  return "?";
-}
-
-int job_index(const std::string& id) {
-  return std::atoi(id.c_str() + 1);
-}
-
-Workload make_workload(int count, uint64_t seed, int probes_single, int probes_other) {
-  Rng rng(seed);
-  const std::vector<std::pair<std::string, double>> tenants = {
-      {"vision", 0.18}, {"nlp", 0.20},      {"speech", 0.10}, {"recsys", 0.12},
-      {"ads", 0.08},    {"research", 0.12}, {"batch", 0.12},  {"infra", 0.08}};
-  const std::vector<std::pair<std::string, double>> whole_models = {
-      {"", 0.35}, {"A100|H100", 0.20}, {"H100", 0.15}, {"A100", 0.15}, {"L4", 0.15}};
-  const std::vector<std::pair<std::string, double>> share_models = {{"", 0.5}, {"L4", 0.5}};
-  const std::vector<std::pair<std::string, double>> gang_models = {
-      {"H100", 0.5}, {"A100|H100", 0.3}, {"A100", 0.2}};
-  const std::vector<std::pair<int, double>> milli = {{100, 0.3}, {250, 0.4}, {500, 0.3}};
-  const std::vector<std::pair<int, double>> multi = {
-      {2, 0.40}, {3, 0.05}, {4, 0.30}, {6, 0.05}, {8, 0.20}};
-  const std::vector<std::pair<int, double>> replicas = {
-      {2, 0.35}, {3, 0.10}, {4, 0.30}, {6, 0.10}, {8, 0.15}};
-  const std::vector<std::pair<int, double>> priorities = {{0, 0.20}, {100, 0.76}, {1000, 0.04}};
-  const std::vector<std::pair<int64_t, double>> cpus_per_gpu = {
-      {4000, 0.3}, {8000, 0.5}, {12000, 0.2}};
-  const std::vector<std::pair<int64_t, double>> mem_per_gpu = {
-      {32 * kGiB, 0.3}, {64 * kGiB, 0.5}, {96 * kGiB, 0.2}};
-
-  Workload w;
-  w.jobs.reserve(count);
-  for (int i = 0; i < count; ++i) {
-    Job job;
-    JobRequest& r = job.req;
-    r.job_id = fmt::format("j{:07d}", i);
-    r.tenant = rng.choose(tenants);
-    double k = rng.uniform();
-    job.kind = k < 0.60   ? Kind::kOneGpu
-               : k < 0.80 ? Kind::kShare
-               : k < 0.95 ? Kind::kMultiGpu
-                          : Kind::kGang;
-    int64_t cpu = rng.choose(cpus_per_gpu), mem = rng.choose(mem_per_gpu);
-    switch (job.kind) {
-      case Kind::kOneGpu:
-      case Kind::kMultiGpu:
-        r.gpus = job.kind == Kind::kOneGpu ? 1 : rng.choose(multi);
-        r.gpu_model = rng.choose(whole_models);
-        break;
-      case Kind::kShare:
-        r.gpus = 1;
-        r.gpu_milli = rng.choose(milli);
-        r.gpu_model = rng.choose(share_models);
-        if (rng.uniform() < 0.5) r.gpu_memory_mib = r.gpu_milli * 20 * kGiB / 1000;
-        break;
-      case Kind::kGang:
-        r.gpus = 8;
-        r.replicas = rng.choose(replicas);
-        r.gpu_model = rng.choose(gang_models);
-        break;
-    }
-    double gpus_each = r.gpu_milli > 0 ? r.gpu_milli / 1000.0 : r.gpus;
-    r.cpu_milli = std::max<int64_t>(1000, static_cast<int64_t>(cpu * gpus_each));
-    r.memory_mib = std::max<int64_t>(4 * kGiB, static_cast<int64_t>(mem * gpus_each));
-    r.priority = rng.choose(priorities);
-    if (job.kind == Kind::kGang) {
-      r.capacity_class = rng.uniform() < 0.1 ? CapacityClass::kOnDemand : CapacityClass::kAny;
-    } else {
-      double c = rng.uniform();
-      r.capacity_class = c < 0.10   ? CapacityClass::kSpot
-                         : c < 0.15 ? CapacityClass::kOnDemand
-                                    : CapacityClass::kAny;
-      if (r.capacity_class == CapacityClass::kSpot && r.priority == 1000) r.priority = 100;
-      // Spot capacity lies in zones z2 and z7 only: zone selectors go with capacity class any.
-      if (r.capacity_class == CapacityClass::kAny && rng.uniform() < 0.05)
-        r.node_selector["zone"] = fmt::format("z{}", rng.below(10));
-    }
-    r.created_at = kStart - count + i;
-    // Log-normal durations: median 20 min (gangs 60 min), clamped to 1 min .. 24 h.
-    double median_min = job.kind == Kind::kGang ? 60 : 20;
-    double minutes = std::clamp(median_min * std::exp(1.2 * rng.normal()), 1.0, 24.0 * 60);
-    job.duration = static_cast<TimeMs>(minutes * 60'000);
-    if (rng.uniform() < 0.85) {
-      // Declared max_runtime: the real duration plus up to 50 %, in whole minutes.
-      double declared = minutes * (1 + 0.5 * rng.uniform());
-      r.max_runtime_ms = static_cast<int64_t>(std::ceil(declared)) * 60'000;
-    }
-    w.gpu_demand += r.replicas * gpus_each;
-    w.jobs.push_back(std::move(job));
-  }
-  // Probes: evenly spaced over the queue's jobs of each category.
-  std::vector<int> single, gang, preempt;
-  for (int i = 0; i < count; ++i) {
-    const Job& j = w.jobs[i];
-    if (j.kind == Kind::kGang)
-      gang.push_back(i);
-    else if (j.req.priority == 1000)
-      preempt.push_back(i);
-    else
-      single.push_back(i);
-  }
-  auto spread = [](const std::vector<int>& from, int want, std::vector<int>& to) {
-    want = std::min<int>(want, static_cast<int>(from.size()) / 4);
-    for (int k = 0; k < want; ++k) to.push_back(from[from.size() * k / want]);
-  };
-  spread(single, probes_single, w.probe_single);
-  spread(gang, probes_other, w.probe_gang);
-  spread(preempt, probes_other, w.probe_preempt);
-  // Preemption probes ask for a whole node (8 GPUs), so that leftover bits cannot take them, for
-  // tenant infra (no quota), so that a quota does not stop them before preemption is tried.
-  for (int i : w.probe_preempt) {
-    JobRequest& r = w.jobs[i].req;
-    r.tenant = "infra";
-    w.gpu_demand += 8 - r.replicas * (r.gpu_milli > 0 ? r.gpu_milli / 1000.0 : r.gpus);
-    w.jobs[i].kind = Kind::kMultiGpu;
-    r.gpus = 8;
-    r.gpu_milli = 0;
-    r.gpu_memory_mib = 0;
-    r.cpu_milli = 8 * 8000;
-    r.memory_mib = 8 * 64 * kGiB;
-    r.capacity_class = CapacityClass::kAny;
-    r.node_selector.clear();
-  }
-  return w;
-}
-
-// ---- One run ----------------------------------------------------------------------------------
-
-struct Percentiles {
-  size_t count = 0;
-  double p50 = 0, p99 = 0, max = 0;
-};
-
-Percentiles percentiles(std::vector<double> v) {
-  Percentiles p;
-  p.count = v.size();
-  if (v.empty()) return p;
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) {
-    size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
-    return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
-  };
-  p.p50 = at(0.50);
-  p.p99 = at(0.99);
-  p.max = v.back();
-  return p;
-}
 
 struct ProbeStats {
   std::vector<double> us;
@@ -410,6 +129,11 @@ struct Options {
   bool scaling = false;
   bool baseline = true;  // also run first-fit
   TimeMs tick_ms = 60'000;
+  bool events = true;        // the headline: event-to-plan latency
+  bool events_only = false;  // ... and nothing else
+  bool reference = true;     // ... also without wake-ups, at the two smallest queues
+  int events_per_kind = 300;
+  std::vector<size_t> event_pending = {1000, 10000, 100000};
   double time_limit_s = 75;  // no pass starts later in a run (probes have their own budget)
   uint64_t seed = 42;
 };
@@ -729,7 +453,9 @@ void print_run(const RunResult& r) {
 
 constexpr const char* kUsage =
     "usage: bench_scheduler [--nodes N] [--jobs J] [--policy NAME] [--quick] [--scaling] "
-    "[--no-baseline] [--tick-ms MS] [--time-limit S] [--seed S]\n";
+    "[--no-baseline] [--tick-ms MS] [--time-limit S] [--seed S]\n"
+    "                       [--events-only | --no-events] [--events N] "
+    "[--event-pending N,N,...] [--no-reference]\n";
 
 [[noreturn]] void usage(const std::string& problem) {
   fmt::print(stderr, "bench_scheduler: {}\n{}", problem, kUsage);
@@ -771,7 +497,28 @@ Options parse(int argc, char** argv) {
       o.time_limit_s = static_cast<double>(number(1)), limit_set = true;
     else if (a == "--seed")
       o.seed = static_cast<uint64_t>(number(0));
-    else if (a == "--help" || a == "-h")
+    else if (a == "--events-only")
+      o.events_only = true;
+    else if (a == "--no-events")
+      o.events = false;
+    else if (a == "--no-reference")
+      o.reference = false;
+    else if (a == "--events")
+      o.events_per_kind = static_cast<int>(number(1));
+    else if (a == "--event-pending") {
+      o.event_pending.clear();
+      std::string list = value();
+      for (size_t at = 0; at <= list.size();) {
+        size_t comma = std::min(list.find(',', at), list.size());
+        std::string item = list.substr(at, comma - at);
+        char* end = nullptr;
+        long long n = std::strtoll(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || n < 1)
+          usage(fmt::format("--event-pending: '{}' is not a whole number >= 1", item));
+        o.event_pending.push_back(static_cast<size_t>(n));
+        at = comma + 1;
+      }
+    } else if (a == "--help" || a == "-h")
       fmt::print("{}", kUsage), std::exit(0);
     else
       usage(fmt::format("unknown argument '{}'", a));
@@ -780,14 +527,98 @@ Options parse(int argc, char** argv) {
     if (!nodes_set) o.nodes = 200;
     if (!jobs_set) o.jobs = 2000;
     if (!limit_set) o.time_limit_s = 20;
+    o.events_per_kind = std::min(o.events_per_kind, 50);
+    o.event_pending = {100, 1000};
   }
+  if (o.events_only && !o.events) usage("--events-only and --no-events exclude each other");
   return o;
 }
 
 }  // namespace
 
+// The headline: event-to-plan latency per queue length, with and without wake-ups.
+nlohmann::ordered_json event_headline(const Options& opt) {
+  auto figures_of = [](const Percentiles& p) {
+    return nlohmann::ordered_json{{"p50_us", std::round(p.p50 * 10) / 10},
+                                  {"p99_us", std::round(p.p99 * 10) / 10},
+                                  {"max_us", std::round(p.max * 10) / 10}};
+  };
+  fmt::print(
+      "-- headline: time from one event to its plan, {} nodes x 8 GPUs full, policy default, "
+      "{} events of each kind\n",
+      opt.nodes, opt.events_per_kind);
+  fmt::print("   {:>9}  {:<12} {:>10} {:>10} {:>10}  {:>7} {:>9}\n", "pending", "event", "p50 us",
+             "p99 us", "max us", "placed", "preempted");
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  std::map<std::pair<bool, size_t>, Percentiles> pooled;
+  for (bool wake_ups : {true, false}) {
+    if (!wake_ups && !opt.reference) break;
+    if (!wake_ups)
+      fmt::print("   reference: every pass after a release decides every pending job\n");
+    for (size_t i = 0; i < opt.event_pending.size(); ++i) {
+      // Without wake-ups a pass costs the queue: the two smallest queues, fewer events.
+      if (!wake_ups && i >= 2) break;
+      EventOptions eo;
+      eo.nodes = opt.nodes;
+      eo.pending = opt.event_pending[i];
+      eo.events_per_kind = wake_ups ? opt.events_per_kind : std::max(opt.events_per_kind / 10, 5);
+      eo.wake_ups = wake_ups;
+      eo.seed = opt.seed;
+      EventRun r = measure_events(eo);
+      for (const auto& k : r.kinds)
+        fmt::print("   {:>9}  {:<12} {:>10.1f} {:>10.1f} {:>10.1f}  {:>7} {:>9}\n", eo.pending,
+                   k.kind, k.us.p50, k.us.p99, k.us.max, k.placed, k.preempted);
+      fmt::print(
+          "   {:>9}  {:<12} {:>10.1f} {:>10.1f} {:>10.1f}   (queue {}-{}, {} running, setup "
+          "{:.1f} s)\n",
+          eo.pending, "all", r.all_us.p50, r.all_us.p99, r.all_us.max, r.pending_min, r.pending_max,
+          r.running, r.setup_s);
+      fflush(stdout);
+      pooled[{wake_ups, eo.pending}] = r.all_us;
+      nlohmann::ordered_json row = {
+          {"wake_ups", wake_ups},         {"pending", eo.pending},
+          {"pending_min", r.pending_min}, {"pending_max", r.pending_max},
+          {"running", r.running},         {"events_per_kind", eo.events_per_kind},
+          {"all", figures_of(r.all_us)}};
+      for (const auto& k : r.kinds) {
+        auto f = figures_of(k.us);
+        f["placed"] = k.placed;
+        f["preempted"] = k.preempted;
+        row[k.kind] = f;
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  nlohmann::ordered_json out = {{"runs", rows}};
+  size_t smallest = opt.event_pending.front(), largest = opt.event_pending.back();
+  if (pooled.count({true, smallest}) && pooled.count({true, largest}) && smallest != largest) {
+    const Percentiles &a = pooled[{true, smallest}], &b = pooled[{true, largest}];
+    double p50 = b.p50 / a.p50, p99 = b.p99 / a.p99;
+    fmt::print("   cost at {} pending / at {} pending: p50 {:.2f}x, p99 {:.2f}x\n", largest,
+               smallest, p50, p99);
+    out["ratio_largest_to_smallest"] = {{"p50", std::round(p50 * 100) / 100},
+                                        {"p99", std::round(p99 * 100) / 100}};
+  }
+  for (size_t pending : opt.event_pending)
+    if (pooled.count({false, pending}) && pooled.count({true, pending})) {
+      const Percentiles &ref = pooled[{false, pending}], &wake = pooled[{true, pending}];
+      fmt::print("   reference / wake-ups at {} pending: p50 {:.1f}x, p99 {:.1f}x\n", pending,
+                 ref.p50 / wake.p50, ref.p99 / wake.p99);
+      out["speedup_vs_reference"][std::to_string(pending)] = {
+          {"p50", std::round(ref.p50 / wake.p50 * 10) / 10},
+          {"p99", std::round(ref.p99 / wake.p99 * 10) / 10}};
+    }
+  return out;
+}
+
 int main(int argc, char** argv) {
   Options opt = parse(argc, argv);
+  nlohmann::ordered_json headline;
+  if (opt.events) headline = event_headline(opt);
+  if (opt.events_only) {
+    fmt::print("{}\n", nlohmann::ordered_json{{"nodes", opt.nodes}, {"events", headline}}.dump());
+    return 0;
+  }
   const int probes_single = opt.quick ? 200 : 1000, probes_other = opt.quick ? 50 : 200;
 
   Cluster cluster = make_cluster(opt.nodes);
@@ -818,6 +649,7 @@ int main(int argc, char** argv) {
   fflush(stdout);
 
   nlohmann::ordered_json out = {{"nodes", opt.nodes}, {"jobs", opt.jobs}, {"policy", opt.policy}};
+  if (opt.events) out["events"] = headline;
   out.update(figures(main_run));
   out["first_fit"] = opt.baseline ? figures(first_fit) : nlohmann::ordered_json();
 

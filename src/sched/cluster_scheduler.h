@@ -198,6 +198,8 @@ class ClusterScheduler final : public Scheduler {
 
   // cluster_scheduler_wake.cpp: the waiting jobs' index and what wakes them.
   WaitNeed wait_need(const PendingJob& job) const;
+  // Whether decide() would give the job the reason a job of its WaitKey got in this pass.
+  bool waits_now(const PendingJob& job, TimeMs now) const;
   void index_waiting(PendingJob& job);
   void unindex_waiting(PendingJob& job);
   // Indexes every pending job again (the static groups, and so the fit signatures, changed).
@@ -211,6 +213,8 @@ class ClusterScheduler final : public Scheduler {
   PendingJob* next_woken(int tenant, const QueueKey* after, TimeMs now);
   // The capacities the wake-ups of this pass offer the tenant now, as (static group, capacity).
   const std::vector<std::pair<int, WaitCapacity>>& wake_caps(int tenant, TimeMs now);
+  // What the static group offers a tenant whose quota grew (its free GPUs, at most).
+  void quota_caps(int tenant, int group, std::vector<std::pair<int, WaitCapacity>>& caps);
   // What the slot offers the tenant's jobs, as (static group, capacity): what is free (with
   // `free_too`), and per priority level what preempting would free.
   void preemption_caps(int tenant, int slot, bool free_too,

@@ -20,6 +20,17 @@ int64_t job_gpu_milli(const JobRequest& r) {
 
 }  // namespace
 
+bool ClusterScheduler::waits_now(const PendingJob& job, TimeMs now) const {
+  // As decide() would find: a job of the same request, priority and tenant waits in this pass
+  // (for the same reservation), and nothing was freed since.
+  if (!job.victims.empty() || nominated_slots_.count(job.req.job_id)) return false;
+  bool ends_before = reservation_ && job.req.max_runtime_ms > 0 && reservation_->start != kNever &&
+                     now + job.req.max_runtime_ms <= reservation_->start;
+  auto it = waits_.find({job.shape, job.req.replicas, job.req.priority, ends_before, job.tenant});
+  return it != waits_.end() && it->second.now == now &&
+         it->second.reservation == (reservation_ ? reservation_->job_id : std::string());
+}
+
 WaitNeed ClusterScheduler::wait_need(const PendingJob& job) const {
   const JobRequest& r = job.req;
   WaitNeed n;
@@ -137,14 +148,19 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
           if (n.state.gpus[p].index == share.index) used[p] -= share.milli;
     }
   };
+  // Held for a reservation (only jobs that end before it) or for preemptors (only jobs of a
+  // higher priority): what is free there. (Choosing victims looks at neither.)
+  int64_t runtime_limit = WaitCapacity::kAny;
+  if (reservation_ && slot < static_cast<int>(reserved_slot_.size()) && reserved_slot_[slot])
+    runtime_limit =
+        reservation_->start == kNever ? 0 : std::max<TimeMs>(0, reservation_->start - last_now_);
+  int held_for = std::numeric_limits<int>::min();
+  if (slot < static_cast<int>(nominees_by_slot_.size()))
+    for (const auto& [priority, id] : nominees_by_slot_[slot])
+      held_for = std::max(held_for, priority);
   if (free_too) {
-    WaitCapacity cap = cap_now(std::numeric_limits<int>::min(), quota);
-    if (reservation_ && slot < static_cast<int>(reserved_slot_.size()) && reserved_slot_[slot])
-      cap.runtime_limit =
-          reservation_->start == kNever ? 0 : std::max<TimeMs>(0, reservation_->start - last_now_);
-    if (slot < static_cast<int>(nominees_by_slot_.size()))
-      for (const auto& [priority, id] : nominees_by_slot_[slot])
-        cap.min_priority = std::max(cap.min_priority, priority);
+    WaitCapacity cap = cap_now(held_for, quota);
+    cap.runtime_limit = runtime_limit;
     caps.push_back({group, cap});
   }
   if (!settings_.preemption) return;
@@ -167,7 +183,62 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
     memory = n.state.memory_mib - n.state.memory_used_mib;
     for (const auto& [level, r] : eligible)
       if (r->borrowed && r->req.tenant != tenant_name) release(*r);
-    caps.push_back({group, cap_now(std::numeric_limits<int>::min(), WaitCapacity::kAny)});
+    // Only jobs the quota holds back now, within the tenant's nominal quota (what it lent).
+    WaitCapacity cap = cap_now(std::numeric_limits<int>::min(),
+                               tenants_.nominal_headroom(tenant_name, classes_.get(c).gpu_model));
+    cap.quota_blocked_above = quota;
+    caps.push_back({group, cap});
+  }
+}
+
+void ClusterScheduler::quota_caps(int tenant, int group,
+                                  std::vector<std::pair<int, WaitCapacity>>& caps) {
+  // Quota limits GPUs only: the classes with a GPU (or part of one) free, on a node not held for
+  // a reservation or a preemptor; each class's own capacity while they are few (a full
+  // cluster), else each dimension at its most over them.
+  constexpr size_t kMaxClasses = 16;
+  const int64_t quota = quota_headroom(tenant, classes_.group_example(group).gpu_model);
+  if (quota == 0) return;
+  auto usable = [&](int class_id) {
+    for (int slot : classes_.get(class_id).members) {
+      bool reserved =
+          reservation_ && slot < static_cast<int>(reserved_slot_.size()) && reserved_slot_[slot];
+      bool held =
+          slot < static_cast<int>(nominees_by_slot_.size()) && !nominees_by_slot_[slot].empty();
+      if (!reserved && !held) return true;
+    }
+    return false;
+  };
+  std::vector<int> found;
+  for (const auto& [neg_free, id] : classes_.group_by_free_gpus(group)) {
+    if (neg_free == 0) break;
+    if (usable(id)) found.push_back(id);
+  }
+  for (const auto& [neg_milli, id] : classes_.group_by_free_milli(group)) {
+    if (neg_milli == 0) break;
+    if (classes_.summary(id).free_gpus == 0 && usable(id)) found.push_back(id);
+  }
+  WaitCapacity merged;
+  for (size_t i = 0; i < found.size(); ++i) {
+    const ClassSummary& c = classes_.summary(found[i]);
+    WaitCapacity cap;
+    cap.whole_gpus = c.free_gpus;
+    cap.max_free_milli = c.max_free_milli;
+    cap.cpu_milli = c.cpu_free_milli;
+    cap.memory_mib = c.memory_free_mib;
+    cap.quota_milli = quota;
+    if (found.size() <= kMaxClasses) {
+      caps.push_back({group, cap});
+      continue;
+    }
+    merged.whole_gpus = std::max(merged.whole_gpus, cap.whole_gpus);
+    merged.max_free_milli = std::max(merged.max_free_milli, cap.max_free_milli);
+    merged.cpu_milli = i ? std::max(merged.cpu_milli, cap.cpu_milli) : cap.cpu_milli;
+    merged.memory_mib = i ? std::max(merged.memory_mib, cap.memory_mib) : cap.memory_mib;
+  }
+  if (found.size() > kMaxClasses) {
+    merged.quota_milli = quota;
+    caps.push_back({group, merged});
   }
 }
 
@@ -183,18 +254,8 @@ const std::vector<std::pair<int, WaitCapacity>>& ClusterScheduler::wake_caps(int
   caps.clear();
   for (int slot : wake_slots_) preemption_caps(tenant, slot, true, caps);
   if (wake_quota_.count(tenant))
-    for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g) {
-      if (classes_.group_members(g) == 0) continue;
-      WaitCapacity cap;
-      cap.whole_gpus = classes_.group_by_free_gpus(g).empty()
-                           ? 0
-                           : -classes_.group_by_free_gpus(g).begin()->first;
-      cap.max_free_milli = classes_.group_by_free_milli(g).empty()
-                               ? 0
-                               : -classes_.group_by_free_milli(g).begin()->first;
-      cap.quota_milli = quota_headroom(tenant, classes_.group_example(g).gpu_model);
-      caps.push_back({g, cap});
-    }
+    for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
+      if (classes_.group_members(g) > 0) quota_caps(tenant, g, caps);
   for (const auto& [priority, seq] : wake_victims_) {
     auto v = by_priority_.find({priority, seq});
     if (v == by_priority_.end() || v->second->preempting) continue;
@@ -204,8 +265,8 @@ const std::vector<std::pair<int, WaitCapacity>>& ClusterScheduler::wake_caps(int
   auto fields = [](const std::pair<int, WaitCapacity>& c) {
     const WaitCapacity& w = c.second;
     return std::make_tuple(c.first, w.whole_gpus, w.max_free_milli, w.cpu_milli, w.memory_mib,
-                           w.quota_milli, w.runtime_limit, w.min_priority,
-                           w.spot_excluded_priority);
+                           w.quota_milli, w.runtime_limit, w.min_priority, w.spot_excluded_priority,
+                           w.quota_blocked_above);
   };
   std::sort(caps.begin(), caps.end(),
             [&](const auto& a, const auto& b) { return fields(a) < fields(b); });
@@ -223,7 +284,8 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
   const auto& caps = wake_caps(tenant, now);
   if (caps.empty()) return nullptr;
   auto accept = [&](void* owner) {
-    return static_cast<const PendingJob*>(owner)->decided_pass != pass_;
+    const PendingJob& job = *static_cast<const PendingJob*>(owner);
+    return job.decided_pass != pass_ && !waits_now(job, now);
   };
   PendingJob* best = nullptr;
   QueueKey best_key;

@@ -69,6 +69,12 @@ bool TenantBook::within_nominal(const std::string& tenant, const std::string& mo
   return !s || used(tenant, model) + milli <= nominal(*s, model);
 }
 
+int64_t TenantBook::nominal_headroom(const std::string& tenant, const std::string& model) const {
+  const TenantSpec* s = spec(tenant);
+  if (!s) return std::numeric_limits<int64_t>::max() / 4;
+  return std::max<int64_t>(0, nominal(*s, model) - used(tenant, model));
+}
+
 bool TenantBook::borrowing(const std::string& tenant, const std::string& model) const {
   const TenantSpec* s = spec(tenant);
   return s && used(tenant, model) > nominal(*s, model);

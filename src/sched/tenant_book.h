@@ -31,6 +31,9 @@ class TenantBook {
   /// Whether taking `milli` more of the model keeps the tenant within its nominal quota
   /// (a lender reclaiming what it lent may preempt borrowers).
   bool within_nominal(const std::string& tenant, const std::string& gpu_model, int64_t milli) const;
+  /// How much more of the model the tenant may take within its nominal quota, in milli (a
+  /// large value without a quota; 0 at or above it).
+  int64_t nominal_headroom(const std::string& tenant, const std::string& gpu_model) const;
   /// Whether the tenant currently uses more of the model than its nominal quota.
   bool borrowing(const std::string& tenant, const std::string& gpu_model) const;
   /// Whether the tenant has a quota (false: nothing it uses is limited).

@@ -47,8 +47,9 @@ struct WaitCapacity {
   int32_t max_free_milli = 0;
   int64_t cpu_milli = kAny;
   int64_t memory_mib = kAny;
-  int64_t quota_milli = kAny;    // what the tenant's quota still allows on this GPU model
-  int64_t runtime_limit = kAny;  // below kAny: only jobs with 0 < runtime <= limit (reserved)
+  int64_t quota_milli = kAny;        // what the tenant's quota still allows on this GPU model
+  int64_t quota_blocked_above = -1;  // >= 0: only jobs asking for more than this (reclaiming)
+  int64_t runtime_limit = kAny;      // below kAny: only jobs with 0 < runtime <= limit (reserved)
   int min_priority = std::numeric_limits<int>::min();  // only jobs of a higher priority
   // Spot jobs of this priority are not admitted (what is offered includes spot jobs of their
   // own priority, which they may not preempt).
@@ -61,6 +62,7 @@ struct WaitCapacity {
       return false;
     if (n.cpu_milli > cpu_milli || n.memory_mib > memory_mib || n.quota_milli > quota_milli)
       return false;
+    if (quota_blocked_above >= 0 && n.quota_milli <= quota_blocked_above) return false;
     return runtime_limit == kAny || (n.runtime_ms > 0 && n.runtime_ms <= runtime_limit);
   }
 };

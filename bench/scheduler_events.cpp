@@ -1,0 +1,180 @@
+#include "scheduler_events.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <unordered_map>
+
+#include "sched/scheduler.h"
+
+namespace gpucloud::bench {
+namespace {
+
+// Jobs of the benchmark's mix, drawn in blocks as the run needs them, submitted in order.
+class JobSource {
+ public:
+  explicit JobSource(uint64_t seed) : seed_(seed) {}
+  JobRequest next(TimeMs created_at) {
+    if (index_ == block_.jobs.size()) {
+      block_ = make_workload(kBlock, seed_ + blocks_, 0, 0, static_cast<int>(blocks_ * kBlock));
+      ++blocks_;
+      index_ = 0;
+    }
+    JobRequest r = block_.jobs[index_++].req;
+    r.created_at = created_at;
+    return r;
+  }
+
+ private:
+  static constexpr int kBlock = 10000;
+  uint64_t seed_;
+  uint64_t blocks_ = 0;
+  Workload block_;
+  size_t index_ = 0;
+};
+
+// The caller's side: what runs and what waits, as the plans said.
+class Harness {
+ public:
+  Harness(sched::Scheduler& s, uint64_t seed) : s_(s), jobs_(seed) {}
+
+  JobRequest draw(TimeMs now) { return jobs_.next(now); }
+  void submit_new(TimeMs now) { submit(jobs_.next(now)); }
+  void submit(const JobRequest& r) {
+    if (!s_.submit(r).ok()) std::abort();
+    requests_[r.job_id] = r;
+  }
+  // Applies a plan: placements run; victims stop now and wait again (their age kept).
+  void apply(const sched::Plan& plan, int* placed = nullptr, int* preempted = nullptr) {
+    for (const auto& p : plan.placements) add_running(p.job_id);
+    for (const auto& p : plan.preemptions) {
+      s_.finish(p.job_id);
+      remove_running(p.job_id);
+      submit(requests_.at(p.job_id));
+    }
+    if (placed) *placed += static_cast<int>(plan.placements.size());
+    if (preempted) *preempted += static_cast<int>(plan.preemptions.size());
+  }
+  // Passes until nothing more is placed or preempted (at most `rounds`).
+  void settle(TimeMs now, int rounds) {
+    for (int i = 0; i < rounds; ++i) {
+      sched::Plan plan = s_.schedule(now);
+      apply(plan);
+      if (plan.placements.empty() && plan.preemptions.empty()) return;
+    }
+  }
+  // A running job, drawn uniformly.
+  std::string pick_running(Rng& rng) const {
+    return running_[static_cast<size_t>(rng.below(static_cast<int>(running_.size())))];
+  }
+  void finished(const std::string& id) {
+    remove_running(id);
+    requests_.erase(id);
+  }
+  size_t running() const { return running_.size(); }
+
+ private:
+  void add_running(const std::string& id) {
+    position_[id] = running_.size();
+    running_.push_back(id);
+  }
+  void remove_running(const std::string& id) {
+    auto it = position_.find(id);
+    if (it == position_.end()) return;
+    size_t at = it->second;
+    position_[running_.back()] = at;
+    std::swap(running_[at], running_.back());
+    running_.pop_back();
+    position_.erase(id);
+  }
+
+  sched::Scheduler& s_;
+  JobSource jobs_;
+  std::unordered_map<std::string, JobRequest> requests_;  // running and pending
+  std::vector<std::string> running_;
+  std::unordered_map<std::string, size_t> position_;
+};
+
+}  // namespace
+
+EventRun measure_events(const EventOptions& o) {
+  EventRun run;
+  run.options = o;
+  auto start = SteadyClock::now();
+  sched::PolicySettings settings;
+  settings.policy = "default";
+  settings.seed = o.seed;
+  settings.wake_ups = o.wake_ups;
+  auto created = sched::create_scheduler(settings);
+  if (!created.ok()) std::abort();
+  sched::Scheduler& s = **created;
+  Cluster cluster = make_cluster(o.nodes);
+  s.set_tenants(make_tenants(cluster));
+  for (const auto& node : cluster.nodes) s.upsert_node(node);
+
+  // Fill: jobs asking for 1.1× the cluster's GPUs, placed and settled; then the queue.
+  Harness h(s, o.seed);
+  TimeMs now = kStart;
+  double demand = 0;
+  while (demand < 1.1 * static_cast<double>(cluster.gpus)) {
+    JobRequest r = h.draw(now);
+    demand += r.replicas * (r.gpu_milli > 0 ? r.gpu_milli / 1000.0 : r.gpus);
+    h.submit(r);
+  }
+  h.settle(now, 20);
+  while (s.pending_count() < o.pending) h.submit_new(now);
+  h.settle(now, 20);
+  run.setup_s = seconds_since(start);
+  run.pending_min = run.pending_max = s.pending_count();
+
+  const char* kinds[] = {"finish", "node joins", "submit"};
+  std::vector<std::vector<double>> us(3);
+  run.kinds.resize(3);
+  for (int k = 0; k < 3; ++k) run.kinds[k].kind = kinds[k];
+  Rng rng(o.seed * 7 + 1);
+  int next_node = o.nodes;
+  std::vector<double> all;
+  for (int e = 0; e < 3 * o.events_per_kind; ++e) {
+    int k = e % 3;
+    now += 1000;
+    sched::Plan plan;
+    SteadyClock::time_point t;
+    if (k == 0) {
+      std::string id = h.pick_running(rng);
+      t = SteadyClock::now();
+      s.finish(id);
+      plan = s.schedule(now);
+      double elapsed = seconds_since(t) * 1e6;
+      us[k].push_back(elapsed);
+      h.finished(id);
+    } else if (k == 1) {
+      sched::NodeState node = make_node(next_node++);
+      t = SteadyClock::now();
+      s.upsert_node(node);
+      plan = s.schedule(now);
+      us[k].push_back(seconds_since(t) * 1e6);
+    } else {
+      // The job is drawn before the clock starts: only submit() and the pass are timed.
+      JobRequest r = h.draw(now);
+      t = SteadyClock::now();
+      h.submit(r);
+      plan = s.schedule(now);
+      us[k].push_back(seconds_since(t) * 1e6);
+    }
+    all.push_back(us[k].back());
+    h.apply(plan, &run.kinds[k].placed, &run.kinds[k].preempted);
+    run.pending_min = std::min(run.pending_min, s.pending_count());
+    run.pending_max = std::max(run.pending_max, s.pending_count());
+    // Untimed: the victims' preemptors start, the queue is refilled and decided.
+    h.settle(now, 5);
+    while (s.pending_count() < o.pending) h.submit_new(now);
+    h.settle(now, 5);
+  }
+  for (int k = 0; k < 3; ++k) run.kinds[k].us = percentiles(us[k]);
+  run.all_us = percentiles(all);
+  run.running = h.running();
+  return run;
+}
+
+}  // namespace gpucloud::bench
