@@ -127,6 +127,7 @@ void ClusterScheduler::upsert_node(const NodeState& incoming) {
   n.present = true;
   reindex(slot);
   note_freed(slot);
+  drop_reservation_on(slot);
   drop_victim_candidates();
   capacity_dirty_ = true;  // totals, normalisers and zones: once, before the next pass
   ++release_epoch_;
@@ -137,6 +138,7 @@ void ClusterScheduler::remove_node(const std::string& node_id) {
   if (slot < 0 || !nodes_[slot].present) return;
   nodes_[slot].present = false;
   reindex(slot);
+  drop_reservation_on(slot);
   drop_victim_candidates();
   capacity_dirty_ = true;
   ++release_epoch_;
@@ -414,8 +416,6 @@ void ClusterScheduler::finish(const std::string& job_id) {
     // The nodes it reserved or held for its preemption are free for others again.
     if (nominated_slots_.count(job_id) || (reservation_ && reservation_->job_id == job_id))
       ++release_epoch_;
-    if (reservation_ && reservation_->job_id == job_id)
-      for (int slot : reservation_->slots) note_freed(slot);
     clear_nomination(job_id);
     return;
   }
@@ -444,6 +444,11 @@ void ClusterScheduler::finish(const std::string& job_id) {
 bool ClusterScheduler::erase_pending(const std::string& job_id) {
   auto it = pending_.find(job_id);
   if (it == pending_.end()) return false;
+  if (reservation_ && reservation_->job_id == job_id) {
+    // Its nodes are free for others again.
+    for (int slot : reservation_->slots) note_freed(slot);
+    clear_reservation();
+  }
   undecided_.erase(it->second.seq);
   pending_by_seq_.erase(it->second.seq);
   unindex_waiting(it->second);
@@ -488,6 +493,13 @@ void ClusterScheduler::set_reservation(Reservation r) {
   reserved_slot_.assign(nodes_.size(), 0);
   for (int slot : r.slots) reserved_slot_[slot] = 1;
   reservation_ = std::move(r);
+}
+
+void ClusterScheduler::drop_reservation_on(int slot) {
+  if (!reservation_ || slot >= static_cast<int>(reserved_slot_.size()) || !reserved_slot_[slot])
+    return;
+  for (int s : reservation_->slots) note_freed(s);
+  clear_reservation();
 }
 
 void ClusterScheduler::clear_reservation() {
@@ -540,15 +552,18 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   std::vector<PendingJob*> reconsider;
   if (full) {
     pass_epoch_ = release_epoch_;
-    // The reservation is made again in this pass: its nodes are free for the jobs decided
-    // before its holder (decided again).
-    if (reservation_) {
-      if (auto it = pending_.find(reservation_->job_id); it != pending_.end())
+    if (!settings_.wake_ups || decide_all_) {
+      clear_reservation();  // made again in this pass, by the first job that waits
+    } else if (reservation_) {
+      // Kept until its holder starts or leaves the queue, or one of its nodes changes. The
+      // holder is decided again when one of its nodes freed something (it is woken like any
+      // other job where it fits elsewhere).
+      bool freed = std::any_of(
+          reservation_->slots.begin(), reservation_->slots.end(),
+          [&](int slot) { return std::count(wake_slots_.begin(), wake_slots_.end(), slot); });
+      if (auto it = pending_.find(reservation_->job_id); it != pending_.end() && freed)
         reconsider.push_back(&it->second);
-      for (int slot : reservation_->slots)
-        if (!std::count(wake_slots_.begin(), wake_slots_.end(), slot)) wake_slots_.push_back(slot);
     }
-    clear_reservation();
     failed_shapes_.clear();
     failed_reserves_.clear();
     resource_reasons_.clear();

@@ -227,6 +227,8 @@ class ClusterScheduler final : public Scheduler {
   bool erase_pending(const std::string& job_id);
   void set_reservation(Reservation r);
   void clear_reservation();
+  // The node changed or left: a reservation holding it is made again.
+  void drop_reservation_on(int slot);
   // Holds the nodes for a preemptor until it starts (or leaves the queue).
   void nominate(const std::string& job_id, int priority, const std::set<int>& slots);
   void clear_nomination(const std::string& job_id);
@@ -359,9 +361,11 @@ class ClusterScheduler final : public Scheduler {
     std::vector<std::pair<int, WaitCapacity>> caps;
   };
   std::unordered_map<int, WakeCaps> wake_caps_;
-  uint64_t wake_version_ = 0;   // bumps when a node's use, a hold or a victim changes
-  uint64_t release_epoch_ = 1;  // bumps when capacity frees up or the rules change
-  uint64_t pass_epoch_ = 0;     // release_epoch_ at the last full pass
+  // The tenants' first jobs when they were last decided again for want of a reservation.
+  std::vector<uint64_t> heads_tried_;  // by seq
+  uint64_t wake_version_ = 0;          // bumps when a node's use, a hold or a victim changes
+  uint64_t release_epoch_ = 1;         // bumps when capacity frees up or the rules change
+  uint64_t pass_epoch_ = 0;            // release_epoch_ at the last full pass
   std::optional<Reservation> reservation_;
   std::unordered_map<int, std::string> failed_shapes_;  // shape -> reason, valid this epoch
   std::set<std::pair<int, int>> failed_reserves_;       // (shape, replicas) without a start

@@ -307,7 +307,10 @@ void ClusterScheduler::decide_woken(TimeMs now, Plan& plan, bool full,
   // without one, each tenant's first job (the first that waits for resources reserves).
   std::map<int, std::vector<PendingJob*>> by_tenant;
   for (auto& [seq, job] : undecided_) by_tenant[job->tenant].push_back(job);
-  if (full && settings_.backfill && reconsider.empty() && !ends_.empty())
+  if (full && settings_.backfill && !reservation_ && !ends_.empty()) {
+    // Without a reservation, the first job that waits for resources makes one: the tenants'
+    // first jobs are decided again (once while they stay the first).
+    std::vector<PendingJob*> heads;
     for (int tenant = 0; tenant < static_cast<int>(tenant_names_.size()); ++tenant) {
       PendingJob* first = nullptr;
       QueueKey first_key;
@@ -317,8 +320,13 @@ void ClusterScheduler::decide_woken(TimeMs now, Plan& plan, bool full,
         if (found && (!first || key < first_key))
           first = static_cast<PendingJob*>(found), first_key = key;
       }
-      if (first) reconsider.push_back(first);
+      if (first) heads.push_back(first);
     }
+    std::vector<uint64_t> seqs;
+    for (const PendingJob* head : heads) seqs.push_back(head->seq);
+    if (seqs != heads_tried_) reconsider.insert(reconsider.end(), heads.begin(), heads.end());
+    heads_tried_ = std::move(seqs);
+  }
   for (PendingJob* job : reconsider) by_tenant[job->tenant].push_back(job);
   // Kept by sequence number: a job placed in this pass is gone.
   std::map<int, std::vector<uint64_t>> listed;  // tenant -> jobs, in queue order
