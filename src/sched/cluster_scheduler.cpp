@@ -64,6 +64,7 @@ void ClusterScheduler::reindex(int slot) {
   if (slot_version_.size() < nodes_.size()) slot_version_.resize(nodes_.size());
   ++slot_version_[slot];
   ++wake_version_;
+  mark_source_dirty(slot);
   const Node& n = nodes_[slot];
   if (n.present)
     classes_.assign(slot, n.state, n.share_jobs, n.whole_jobs);
@@ -491,7 +492,10 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
 void ClusterScheduler::set_reservation(Reservation r) {
   ++wake_version_;
   reserved_slot_.assign(nodes_.size(), 0);
-  for (int slot : r.slots) reserved_slot_[slot] = 1;
+  for (int slot : r.slots) {
+    reserved_slot_[slot] = 1;
+    mark_source_dirty(slot);
+  }
   reservation_ = std::move(r);
 }
 
@@ -505,7 +509,10 @@ void ClusterScheduler::drop_reservation_on(int slot) {
 void ClusterScheduler::clear_reservation() {
   ++wake_version_;
   if (reservation_)
-    for (int slot : reservation_->slots) reserved_slot_[slot] = 0;
+    for (int slot : reservation_->slots) {
+      reserved_slot_[slot] = 0;
+      mark_source_dirty(slot);
+    }
   reservation_.reset();
 }
 
@@ -514,14 +521,19 @@ void ClusterScheduler::nominate(const std::string& job_id, int priority,
   ++wake_version_;
   clear_nomination(job_id);
   if (nominees_by_slot_.size() < nodes_.size()) nominees_by_slot_.resize(nodes_.size());
-  for (int slot : slots) nominees_by_slot_[slot].push_back({priority, job_id});
+  for (int slot : slots) {
+    nominees_by_slot_[slot].push_back({priority, job_id});
+    mark_source_dirty(slot);
+  }
   nominated_slots_[job_id].assign(slots.begin(), slots.end());
 }
 
 void ClusterScheduler::clear_nomination(const std::string& job_id) {
   auto it = nominated_slots_.find(job_id);
   if (it == nominated_slots_.end()) return;
+  ++wake_version_;
   for (int slot : it->second) {
+    mark_source_dirty(slot);
     std::erase_if(nominees_by_slot_[slot], [&](const auto& n) { return n.second == job_id; });
     note_freed(slot);
   }
@@ -546,6 +558,8 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   wake_victims_.swap(new_running_);
   new_running_.clear();
   wake_caps_.clear();
+  start_wake_sources();
+  shared_valid_ = false;
   // Jobs placed in the last pass (or started since) may be preempted from now on: the jobs
   // that may preempt them are decided again.
   bool full = release_epoch_ != pass_epoch_ || placed_last_pass_;

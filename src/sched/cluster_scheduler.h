@@ -215,6 +215,16 @@ class ClusterScheduler final : public Scheduler {
   const std::vector<std::pair<int, WaitCapacity>>& wake_caps(int tenant, TimeMs now);
   // What the static group offers a tenant whose quota grew (its free GPUs, at most).
   void quota_caps(int tenant, int group, std::vector<std::pair<int, WaitCapacity>>& caps);
+  // A wake-up capacity as a key: (static group, WaitCapacity's fields in order).
+  using WakeCapKey =
+      std::tuple<int, int32_t, int32_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t>;
+  // The nodes whose capacity wakes jobs in this pass (freed ones, and those of new possible
+  // victims), and what they offer any tenant, kept up to date as the pass changes them.
+  void start_wake_sources();
+  void refresh_wake_sources();
+  void mark_source_dirty(int slot) {
+    if (sources_.count(slot)) dirty_sources_.push_back(slot);
+  }
   // What the slot offers the tenant's jobs, as (static group, capacity): what is free (with
   // `free_too`), and per priority level what preempting would free.
   void preemption_caps(int tenant, int slot, bool free_too,
@@ -361,6 +371,14 @@ class ClusterScheduler final : public Scheduler {
     std::vector<std::pair<int, WaitCapacity>> caps;
   };
   std::unordered_map<int, WakeCaps> wake_caps_;
+  std::map<int, bool> sources_;                            // slot -> what is free counts too
+  std::vector<int> dirty_sources_;                         // sources whose node changed in the pass
+  bool all_sources_dirty_ = false;                         // a hold changed: every source
+  std::map<WakeCapKey, int> shared_caps_;                  // capacities of the sources, with counts
+  std::map<int, std::vector<WakeCapKey>> source_caps_;     // slot -> its part of shared_caps_
+  std::vector<std::pair<int, WaitCapacity>> shared_list_;  // shared_caps_ as a list
+  uint64_t shared_version_ = 0;
+  bool shared_valid_ = false;
   // The tenants' first jobs when they were last decided again for want of a reservation.
   std::vector<uint64_t> heads_tried_;  // by seq
   uint64_t wake_version_ = 0;          // bumps when a node's use, a hold or a victim changes

@@ -116,6 +116,7 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
         for (const auto& [slot, rp] : r.replicas) {
           where.insert(slot);
           ++slot_version_[slot];  // its victim options change (victims_on)
+          mark_source_dirty(slot);
         }
         std::string why = fmt::format(
             "preempted for job {} (priority {}{})", short_id(job.req.job_id), job.req.priority,

@@ -106,12 +106,15 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
   if (c < 0 || !nodes_[slot].present) return;
   const Node& n = nodes_[slot];
   const int group = classes_.summary(c).static_group;
-  const int64_t quota = quota_headroom(tenant, classes_.get(c).gpu_model);
+  // tenant < 0: for any tenant (no quota applied, no reclaiming).
+  const int64_t quota =
+      tenant < 0 ? WaitCapacity::kAny : quota_headroom(tenant, classes_.get(c).gpu_model);
   // What the node would offer were the jobs a pending job may preempt gone: per priority level
   // of its running jobs, all jobs up to that level (a spot job a level lower: jobs of its own
   // priority may preempt it), for jobs of a higher priority.
-  const std::string& tenant_name = tenant_names_[tenant];
-  const std::string& cohort = tenants_.cohort_of(tenant_name);
+  static const std::string kNone;
+  const std::string& tenant_name = tenant < 0 ? kNone : tenant_names_[tenant];
+  const std::string& cohort = tenant < 0 ? kNone : tenants_.cohort_of(tenant_name);
   std::vector<std::pair<int, const RunningJob*>> eligible;  // level, job
   bool lent = false;  // some job here borrows quota the tenant's cohort lends
   for (const auto& [seq, r] : n.jobs) {
@@ -242,37 +245,102 @@ void ClusterScheduler::quota_caps(int tenant, int group,
   }
 }
 
+namespace {
+
+// ClusterScheduler::WakeCapKey.
+using CapKey =
+    std::tuple<int, int32_t, int32_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t>;
+
+CapKey cap_key(int group, const WaitCapacity& w) {
+  return {group,
+          w.whole_gpus,
+          w.max_free_milli,
+          w.cpu_milli,
+          w.memory_mib,
+          w.quota_milli,
+          w.runtime_limit,
+          w.min_priority,
+          w.spot_excluded_priority,
+          w.quota_blocked_above};
+}
+
+std::pair<int, WaitCapacity> cap_of(const CapKey& k) {
+  WaitCapacity w;
+  int group = std::get<0>(k);
+  std::tie(std::ignore, w.whole_gpus, w.max_free_milli, w.cpu_milli, w.memory_mib, w.quota_milli,
+           w.runtime_limit, w.min_priority, w.spot_excluded_priority, w.quota_blocked_above) = k;
+  return {group, w};
+}
+
+}  // namespace
+
+void ClusterScheduler::start_wake_sources() {
+  shared_caps_.clear();
+  source_caps_.clear();
+  sources_.clear();
+  for (int slot : wake_slots_) sources_[slot] = true;
+  for (const auto& [priority, seq] : wake_victims_) {
+    auto v = by_priority_.find({priority, seq});
+    if (v == by_priority_.end()) continue;
+    for (const auto& [slot, rp] : v->second->replicas) sources_.try_emplace(slot, false);
+  }
+  all_sources_dirty_ = true;
+}
+
+void ClusterScheduler::refresh_wake_sources() {
+  auto refresh = [&](int slot, bool free_too) {
+    auto& mine = source_caps_[slot];
+    for (const auto& k : mine)
+      if (auto it = shared_caps_.find(k); it != shared_caps_.end() && --it->second == 0)
+        shared_caps_.erase(it);
+    mine.clear();
+    std::vector<std::pair<int, WaitCapacity>> caps;
+    preemption_caps(-1, slot, free_too, caps);
+    for (const auto& [group, cap] : caps) {
+      mine.push_back(cap_key(group, cap));
+      ++shared_caps_[mine.back()];
+    }
+  };
+  if (all_sources_dirty_) {
+    for (const auto& [slot, free_too] : sources_) refresh(slot, free_too);
+    all_sources_dirty_ = false;
+  } else {
+    for (int slot : dirty_sources_)
+      if (auto it = sources_.find(slot); it != sources_.end()) refresh(slot, it->second);
+  }
+  dirty_sources_.clear();
+}
+
 const std::vector<std::pair<int, WaitCapacity>>& ClusterScheduler::wake_caps(int tenant,
                                                                              TimeMs now) {
+  last_now_ = now;
+  refresh_wake_sources();
+  // Shared by every tenant (their quota is applied per query): what the wake-ups' nodes offer.
+  if (shared_version_ != wake_version_ || !shared_valid_) {
+    shared_list_.clear();
+    for (const auto& [k, count] : shared_caps_) shared_list_.push_back(cap_of(k));
+    shared_version_ = wake_version_;
+    shared_valid_ = true;
+  }
+  // The tenant's own: its quota grew, or it may reclaim what its cohort lent.
   WakeCaps& cached = wake_caps_[tenant];
   if (cached.valid && cached.version == wake_version_ && cached.changes == tenants_.changes())
     return cached.caps;
-  last_now_ = now;
-  // What each wake-up offers this tenant now (capacity shrinks as the pass places jobs and
-  // chooses victims), as (static group, capacity).
   auto& caps = cached.caps;
   caps.clear();
-  for (int slot : wake_slots_) preemption_caps(tenant, slot, true, caps);
   if (wake_quota_.count(tenant))
     for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
       if (classes_.group_members(g) > 0) quota_caps(tenant, g, caps);
-  for (const auto& [priority, seq] : wake_victims_) {
-    auto v = by_priority_.find({priority, seq});
-    if (v == by_priority_.end() || v->second->preempting) continue;
-    for (const auto& [slot, rp] : v->second->replicas) preemption_caps(tenant, slot, false, caps);
-  }
-  // Nodes freed together are often alike: each capacity once.
-  auto fields = [](const std::pair<int, WaitCapacity>& c) {
-    const WaitCapacity& w = c.second;
-    return std::make_tuple(c.first, w.whole_gpus, w.max_free_milli, w.cpu_milli, w.memory_mib,
-                           w.quota_milli, w.runtime_limit, w.min_priority, w.spot_excluded_priority,
-                           w.quota_blocked_above);
-  };
-  std::sort(caps.begin(), caps.end(),
-            [&](const auto& a, const auto& b) { return fields(a) < fields(b); });
-  caps.erase(std::unique(caps.begin(), caps.end(),
-                         [&](const auto& a, const auto& b) { return fields(a) == fields(b); }),
-             caps.end());
+  if (!tenants_.cohort_of(tenant_names_[tenant]).empty())
+    for (const auto& [slot, free_too] : sources_) {
+      bool borrowed = false;
+      for (const auto& [seq, r] : nodes_[slot].jobs) borrowed |= r->borrowed;
+      if (!borrowed) continue;
+      std::vector<std::pair<int, WaitCapacity>> own;
+      preemption_caps(tenant, slot, false, own);
+      for (const auto& cap : own)
+        if (cap.second.quota_blocked_above >= 0) caps.push_back(cap);
+    }
   cached.valid = true;
   cached.version = wake_version_;
   cached.changes = tenants_.changes();
@@ -281,8 +349,8 @@ const std::vector<std::pair<int, WaitCapacity>>& ClusterScheduler::wake_caps(int
 
 ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const QueueKey* after,
                                                            TimeMs now) {
-  const auto& caps = wake_caps(tenant, now);
-  if (caps.empty()) return nullptr;
+  const auto& own = wake_caps(tenant, now);
+  if (own.empty() && shared_list_.empty()) return nullptr;
   auto accept = [&](void* owner) {
     const PendingJob& job = *static_cast<const PendingJob*>(owner);
     return job.decided_pass != pass_ && !waits_now(job, now);
@@ -291,7 +359,18 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
   QueueKey best_key;
   for (const auto& [signature, partition] : waiting_.partitions_of(tenant)) {
     const std::string& fits = signature_bits_[signature];
-    for (const auto& [group, cap] : caps) {
+    auto query = [&](int group, const WaitCapacity& cap) {
+      if (group >= static_cast<int>(fits.size()) || fits[group] != '1') return;
+      auto* found = static_cast<PendingJob*>(
+          waiting_.first_admitted(partition, after, cap, accept, best ? &best_key : nullptr));
+      if (found) best = found, best_key = found->key();
+    };
+    for (const auto& [group, shared] : shared_list_) {
+      WaitCapacity cap = shared;
+      cap.quota_milli = quota_headroom(tenant, classes_.group_example(group).gpu_model);
+      query(group, cap);
+    }
+    for (const auto& [group, cap] : own) {
       if (group >= static_cast<int>(fits.size()) || fits[group] != '1') continue;
       auto* found = static_cast<PendingJob*>(
           waiting_.first_admitted(partition, after, cap, accept, best ? &best_key : nullptr));
