@@ -193,12 +193,9 @@ void Server::run_scheduler() {
   schedule_pending_ = false;
   // Nothing to decide without a pending job: the scheduler is brought up to date (changed
   // nodes, started and ended jobs) at the next pass that has one. Polls and registrations of
-  // an idle cluster thus cost no pass.
-  bool any_pending = std::any_of(jobs_.begin(), jobs_.end(), [](const auto& entry) {
-    const Job& job = entry.second;
-    return job.state == JobState::kPending && job.replicas.empty() && !job.cancel_requested;
-  });
-  if (!any_pending) return;
+  // an idle cluster thus cost no pass. The scheduler knows every pending job but those changed
+  // since the last sync (a deep queue is not walked here on every event).
+  if (!sched_full_sync_ && sched_dirty_jobs_.empty() && scheduler_->pending_count() == 0) return;
   sync_scheduler();
   size_t pending = scheduler_->pending_count();
   if (pending == 0) return;
