@@ -351,29 +351,39 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
                                                            TimeMs now) {
   const auto& own = wake_caps(tenant, now);
   if (own.empty() && shared_list_.empty()) return nullptr;
+  // Refusals hold for the rest of the pass (a job decided, or of a WaitKey that waits, stays so),
+  // and partitions are per tenant: blocks refused whole are skipped by later queries.
   auto accept = [&](void* owner) {
-    const PendingJob& job = *static_cast<const PendingJob*>(owner);
-    return job.decided_pass != pass_ && !waits_now(job, now);
+    PendingJob& job = *static_cast<PendingJob*>(owner);
+    if (job.refused_pass == pass_ || job.decided_pass == pass_) return false;
+    if (!waits_now(job, now)) return true;
+    job.refused_pass = pass_;
+    return false;
   };
+  // The tenant's quota on each shared capacity's GPU model, asked once per call.
+  std::vector<int64_t> headroom;
+  headroom.reserve(shared_list_.size());
+  for (const auto& [group, shared] : shared_list_)
+    headroom.push_back(quota_headroom(tenant, classes_.group_example(group).gpu_model));
   PendingJob* best = nullptr;
   QueueKey best_key;
   for (const auto& [signature, partition] : waiting_.partitions_of(tenant)) {
     const std::string& fits = signature_bits_[signature];
     auto query = [&](int group, const WaitCapacity& cap) {
       if (group >= static_cast<int>(fits.size()) || fits[group] != '1') return;
-      auto* found = static_cast<PendingJob*>(
-          waiting_.first_admitted(partition, after, cap, accept, best ? &best_key : nullptr));
+      auto* found = static_cast<PendingJob*>(waiting_.first_admitted(
+          partition, after, cap, accept, best ? &best_key : nullptr, pass_));
       if (found) best = found, best_key = found->key();
     };
-    for (const auto& [group, shared] : shared_list_) {
-      WaitCapacity cap = shared;
-      cap.quota_milli = quota_headroom(tenant, classes_.group_example(group).gpu_model);
-      query(group, cap);
+    for (size_t i = 0; i < shared_list_.size(); ++i) {
+      WaitCapacity cap = shared_list_[i].second;
+      cap.quota_milli = headroom[i];
+      query(shared_list_[i].first, cap);
     }
     for (const auto& [group, cap] : own) {
       if (group >= static_cast<int>(fits.size()) || fits[group] != '1') continue;
-      auto* found = static_cast<PendingJob*>(
-          waiting_.first_admitted(partition, after, cap, accept, best ? &best_key : nullptr));
+      auto* found = static_cast<PendingJob*>(waiting_.first_admitted(
+          partition, after, cap, accept, best ? &best_key : nullptr, pass_));
       if (found) best = found, best_key = found->key();
     }
   }
