@@ -90,7 +90,6 @@ class ClusterScheduler final : public Scheduler {
     std::vector<std::string> victims;  // preempted for this job and still running
     int signature = -1;                // its partition in waiting_ (-1: not indexed)
     uint64_t decided_pass = 0;         // the last pass that decided it
-    uint64_t refused_pass = 0;         // a pass in which its WaitKey waits (not woken in it)
     QueueKey key() const { return {req.priority, req.created_at, &req.job_id}; }
   };
   struct RunningJob {

@@ -351,14 +351,9 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
                                                            TimeMs now) {
   const auto& own = wake_caps(tenant, now);
   if (own.empty() && shared_list_.empty()) return nullptr;
-  // Refusals hold for the rest of the pass (a job decided, or of a WaitKey that waits, stays so),
-  // and partitions are per tenant: blocks refused whole are skipped by later queries.
   auto accept = [&](void* owner) {
-    PendingJob& job = *static_cast<PendingJob*>(owner);
-    if (job.refused_pass == pass_ || job.decided_pass == pass_) return false;
-    if (!waits_now(job, now)) return true;
-    job.refused_pass = pass_;
-    return false;
+    const PendingJob& job = *static_cast<const PendingJob*>(owner);
+    return job.decided_pass != pass_ && !waits_now(job, now);
   };
   // The tenant's quota on each shared capacity's GPU model, asked once per call.
   std::vector<int64_t> headroom;
@@ -371,8 +366,8 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
     const std::string& fits = signature_bits_[signature];
     auto query = [&](int group, const WaitCapacity& cap) {
       if (group >= static_cast<int>(fits.size()) || fits[group] != '1') return;
-      auto* found = static_cast<PendingJob*>(waiting_.first_admitted(
-          partition, after, cap, accept, best ? &best_key : nullptr, pass_));
+      auto* found = static_cast<PendingJob*>(
+          waiting_.first_admitted(partition, after, cap, accept, best ? &best_key : nullptr));
       if (found) best = found, best_key = found->key();
     };
     for (size_t i = 0; i < shared_list_.size(); ++i) {
@@ -382,8 +377,8 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
     }
     for (const auto& [group, cap] : own) {
       if (group >= static_cast<int>(fits.size()) || fits[group] != '1') continue;
-      auto* found = static_cast<PendingJob*>(waiting_.first_admitted(
-          partition, after, cap, accept, best ? &best_key : nullptr, pass_));
+      auto* found = static_cast<PendingJob*>(
+          waiting_.first_admitted(partition, after, cap, accept, best ? &best_key : nullptr));
       if (found) best = found, best_key = found->key();
     }
   }

@@ -20,25 +20,11 @@ struct QueueKey {
   int priority = 0;
   int64_t created_at = 0;
   const std::string* job_id = nullptr;  // owned by the job, which outlives its index entry
-  uint64_t id_prefix = 0;               // the id's first 8 bytes, big-endian (id_prefix_of)
-
-  QueueKey() = default;
-  QueueKey(int p, int64_t created, const std::string* id)
-      : priority(p), created_at(created), job_id(id), id_prefix(id_prefix_of(*id)) {}
 
   bool operator<(const QueueKey& o) const {
     if (priority != o.priority) return priority > o.priority;
     if (created_at != o.created_at) return created_at < o.created_at;
-    // Ids of jobs submitted in the same millisecond mostly differ in their first 8 bytes.
-    if (id_prefix != o.id_prefix) return id_prefix < o.id_prefix;
     return *job_id < *o.job_id;
-  }
-  /// Orders as the strings do (bytes compared unsigned, a shorter id padded with zeros).
-  static uint64_t id_prefix_of(const std::string& id) {
-    uint64_t v = 0;
-    for (size_t i = 0; i < 8; ++i)
-      v = v << 8 | (i < id.size() ? static_cast<unsigned char>(id[i]) : 0u);
-    return v;
   }
 };
 
@@ -98,12 +84,10 @@ class WaitIndex {
   /// The first job of the partition after `after` (nullptr: from the start) that the capacity
   /// admits and `accept(owner)` accepts, as its owner; nullptr when there is none. Visits the
   /// blocks that may hold one, and in them the jobs in order.
-  /// With `before`, only jobs ahead of it count. `stamp` (non-zero): `accept` answers the same
-  /// for every query with this stamp, so a block whose every job it refused (or that lies
-  /// before `after`) is skipped by later queries with the stamp.
+  /// With `before`, only jobs ahead of it count.
   template <typename Accept>
   void* first_admitted(int partition, const QueueKey* after, const WaitCapacity& cap,
-                       Accept&& accept, const QueueKey* before = nullptr, uint64_t stamp = 0) const;
+                       Accept&& accept, const QueueKey* before = nullptr) const;
   /// The first job of the partition after `after`, with its key (nullptr: none).
   void* first_after(int partition, const QueueKey* after, QueueKey* key = nullptr) const;
 
@@ -127,7 +111,6 @@ class WaitIndex {
     int32_t min_share = std::numeric_limits<int32_t>::max();
     int64_t min_cpu = WaitCapacity::kAny, min_memory = WaitCapacity::kAny;
     int64_t min_quota = WaitCapacity::kAny, min_runtime = WaitCapacity::kAny;
-    mutable uint64_t refused_stamp = 0;  // every job refused by queries with this stamp
     void summarise();
     bool may_admit(const WaitCapacity& cap) const;
   };
@@ -145,7 +128,7 @@ class WaitIndex {
 
 template <typename Accept>
 void* WaitIndex::first_admitted(int partition, const QueueKey* after, const WaitCapacity& cap,
-                                Accept&& accept, const QueueKey* before, uint64_t stamp) const {
+                                Accept&& accept, const QueueKey* before) const {
   const Partition& p = partitions_[partition];
   size_t b = after ? block_for(p, *after) : 0;
   for (; b < p.blocks.size(); ++b) {
@@ -153,18 +136,13 @@ void* WaitIndex::first_admitted(int partition, const QueueKey* after, const Wait
     if (before && !(block.entries.front().key < *before)) return nullptr;
     if (block.entries.front().key.priority <= cap.min_priority)
       return nullptr;  // lower from here on
-    if (stamp && block.refused_stamp == stamp) continue;
     if (!block.may_admit(cap)) continue;
-    bool all_refused = stamp != 0;
     for (const Entry& e : block.entries) {
       if (after && !(*after < e.key)) continue;
       if (before && !(e.key < *before)) return nullptr;
       if (e.key.priority <= cap.min_priority) return nullptr;
-      if (!accept(e.owner)) continue;
-      all_refused = false;
-      if (cap.admits(e.need, e.key.priority)) return e.owner;
+      if (cap.admits(e.need, e.key.priority) && accept(e.owner)) return e.owner;
     }
-    if (all_refused) block.refused_stamp = stamp;
   }
   return nullptr;
 }
