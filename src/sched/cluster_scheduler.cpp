@@ -558,7 +558,7 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   wake_victims_.swap(new_running_);
   new_running_.clear();
   wake_caps_.clear();
-  start_wake_sources();
+  sources_started_ = false;  // found at the first wake-up query of the pass
   shared_valid_ = false;
   // Jobs placed in the last pass (or started since) may be preempted from now on: the jobs
   // that may preempt them are decided again.

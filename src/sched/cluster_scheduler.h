@@ -223,7 +223,7 @@ class ClusterScheduler final : public Scheduler {
   void start_wake_sources();
   void refresh_wake_sources();
   void mark_source_dirty(int slot) {
-    if (sources_.count(slot)) dirty_sources_.push_back(slot);
+    if (sources_started_ && sources_.count(slot)) dirty_sources_.push_back(slot);
   }
   // What the slot offers the tenant's jobs, as (static group, capacity): what is free (with
   // `free_too`), and per priority level what preempting would free.
@@ -371,9 +371,11 @@ class ClusterScheduler final : public Scheduler {
     std::vector<std::pair<int, WaitCapacity>> caps;
   };
   std::unordered_map<int, WakeCaps> wake_caps_;
-  std::map<int, bool> sources_;                            // slot -> what is free counts too
-  std::vector<int> dirty_sources_;                         // sources whose node changed in the pass
-  bool all_sources_dirty_ = false;                         // a hold changed: every source
+  std::map<int, bool> sources_;     // slot -> what is free counts too
+  std::vector<int> dirty_sources_;  // sources whose node changed in the pass
+  bool all_sources_dirty_ = false;
+  bool sources_started_ =
+      false;  // sources_ is this pass's                         // a hold changed: every source
   std::map<WakeCapKey, int> shared_caps_;                  // capacities of the sources, with counts
   std::map<int, std::vector<WakeCapKey>> source_caps_;     // slot -> its part of shared_caps_
   std::vector<std::pair<int, WaitCapacity>> shared_list_;  // shared_caps_ as a list

@@ -285,6 +285,7 @@ void ClusterScheduler::start_wake_sources() {
     for (const auto& [slot, rp] : v->second->replicas) sources_.try_emplace(slot, false);
   }
   all_sources_dirty_ = true;
+  sources_started_ = true;
 }
 
 void ClusterScheduler::refresh_wake_sources() {
@@ -314,6 +315,7 @@ void ClusterScheduler::refresh_wake_sources() {
 const std::vector<std::pair<int, WaitCapacity>>& ClusterScheduler::wake_caps(int tenant,
                                                                              TimeMs now) {
   last_now_ = now;
+  if (!sources_started_) start_wake_sources();
   refresh_wake_sources();
   // Shared by every tenant (their quota is applied per query): what the wake-ups' nodes offer.
   if (shared_version_ != wake_version_ || !shared_valid_) {
@@ -420,7 +422,8 @@ void ClusterScheduler::decide_woken(TimeMs now, Plan& plan, bool full,
     jobs.erase(std::unique(jobs.begin(), jobs.end()), jobs.end());
     for (const PendingJob* job : jobs) listed[tenant].push_back(job->seq);
   }
-  bool wakes = settings_.wake_ups &&
+  // Nothing to wake when every waiting job is new (an idle cluster's submissions).
+  bool wakes = settings_.wake_ups && waiting_.size() > undecided_.size() &&
                (!wake_slots_.empty() || !wake_quota_.empty() || !wake_victims_.empty());
   struct Cursor {
     size_t listed = 0;     // next in `listed`
