@@ -1,0 +1,136 @@
+// WaitIndex against a plain list: after random adds and removes, every query answers what a walk
+// of all jobs in queue order answers, and the blocks' summaries match their jobs.
+#include "sched/wait_index.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <list>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace gpucloud::sched {
+namespace {
+
+struct Job {
+  int tenant = 0, signature = 0;
+  int priority = 0;
+  int64_t created_at = 0;
+  std::string id;
+  WaitNeed need;
+  bool refused = false;  // what the query's accept() says no to
+  QueueKey key() const { return {priority, created_at, &id}; }
+};
+
+WaitNeed random_need(std::mt19937& rng) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  WaitNeed n;
+  if (pick(4) == 0)
+    n.share_milli = 100 * (1 + pick(9));
+  else
+    n.whole_gpus = pick(9);
+  n.cpu_milli = 1000 * (1 + pick(64));
+  n.memory_mib = 1024 * (1 + pick(512));
+  n.quota_milli = n.share_milli > 0 ? n.share_milli : n.whole_gpus * 1000;
+  n.runtime_ms = pick(3) == 0 ? 0 : 60'000 * (1 + pick(120));
+  n.spot = pick(5) == 0;
+  return n;
+}
+
+WaitCapacity random_capacity(std::mt19937& rng) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  WaitCapacity c;
+  c.whole_gpus = pick(9);
+  c.max_free_milli = 100 * pick(11);
+  c.cpu_milli = 1000 * pick(70);
+  c.memory_mib = 1024 * pick(600);
+  if (pick(3) == 0) c.quota_milli = 1000 * pick(10);
+  if (pick(4) == 0) c.runtime_limit = 60'000 * pick(100);
+  if (pick(3) == 0) c.min_priority = pick(3) * 100 - 1;
+  if (pick(5) == 0) c.spot_excluded_priority = pick(3) * 100;
+  if (pick(6) == 0) c.quota_blocked_above = 1000 * pick(4);
+  return c;
+}
+
+TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
+  std::mt19937 rng(11);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  std::list<Job> jobs;  // stable addresses: the index keeps pointers to them
+  WaitIndex index;
+  int next_id = 0, found = 0, queries = 0;
+  for (int round = 0; round < 4000; ++round) {
+    if (jobs.empty() || pick(3) != 0) {
+      Job j;
+      j.tenant = pick(3);
+      j.signature = pick(4);
+      j.priority = 100 * pick(3);
+      j.created_at = pick(50);  // many equal times: ids decide
+      j.id = "job-" + std::to_string(next_id++ * 7919 % 100003);
+      j.need = random_need(rng);
+      jobs.push_back(j);
+      index.add(j.tenant, j.signature, jobs.back().key(), j.need, &jobs.back());
+    } else {
+      auto it = std::next(jobs.begin(), pick(static_cast<int>(jobs.size())));
+      index.remove(it->tenant, it->signature, it->key());
+      jobs.erase(it);
+    }
+    ASSERT_EQ(index.size(), jobs.size());
+    if (round % 50 == 0) {
+      ASSERT_TRUE(index.consistent()) << "round " << round;
+    }
+    for (auto& j : jobs) j.refused = pick(8) == 0;
+    // A query per partition, from the start or after a random job of it.
+    for (int tenant = 0; tenant < 3; ++tenant)
+      for (const auto& [signature, partition] : index.partitions_of(tenant)) {
+        std::vector<const Job*> part;
+        for (const auto& j : jobs)
+          if (j.tenant == tenant && j.signature == signature) part.push_back(&j);
+        std::sort(part.begin(), part.end(),
+                  [](const Job* a, const Job* b) { return a->key() < b->key(); });
+        WaitCapacity cap = random_capacity(rng);
+        const Job* after =
+            pick(2) && !part.empty() ? part[pick(static_cast<int>(part.size()))] : nullptr;
+        QueueKey after_key = after ? after->key() : QueueKey{};
+        const Job* expected = nullptr;
+        for (const Job* j : part) {
+          if (after && !(after_key < j->key())) continue;
+          if (j->refused || !cap.admits(j->need, j->priority)) continue;
+          expected = j;
+          break;
+        }
+        auto accept = [](void* owner) { return !static_cast<Job*>(owner)->refused; };
+        void* got = index.first_admitted(partition, after ? &after_key : nullptr, cap, accept);
+        ++queries;
+        found += expected != nullptr;
+        ASSERT_EQ(got, static_cast<const void*>(expected))
+            << "round " << round << " tenant " << tenant << " signature " << signature;
+        QueueKey first_key;
+        void* first = index.first_after(partition, nullptr, &first_key);
+        ASSERT_EQ(first, static_cast<const void*>(part.front()));
+      }
+  }
+  // The generator must give queries that find something and queries that do not.
+  EXPECT_GT(found, queries / 10);
+  EXPECT_LT(found, queries - queries / 10);
+}
+
+TEST(WaitIndex, SpotJobsAreNotAdmittedForSpotVictimsOfTheirOwnPriority) {
+  WaitCapacity cap;
+  cap.whole_gpus = 8;
+  cap.max_free_milli = 1000;
+  cap.min_priority = 99;
+  cap.spot_excluded_priority = 100;
+  WaitNeed spot;
+  spot.whole_gpus = 1;
+  spot.spot = true;
+  WaitNeed firm = spot;
+  firm.spot = false;
+  EXPECT_FALSE(cap.admits(spot, 100));
+  EXPECT_TRUE(cap.admits(firm, 100));
+  EXPECT_TRUE(cap.admits(spot, 1000));  // a higher priority preempts spot jobs all the same
+  EXPECT_FALSE(cap.admits(firm, 99));   // not above the victims' level
+}
+
+}  // namespace
+}  // namespace gpucloud::sched
