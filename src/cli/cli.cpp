@@ -342,6 +342,11 @@ int run_cli(int argc, char** argv) {
   replay_cmd->add_option("--trace", replay.trace, "trace: canonical CSV or an Alibaba pod list")
       ->required();
   replay_cmd->add_option("--policy", replay.policy, "placement policy")->capture_default_str();
+  replay_cmd
+      ->add_option("--queue-policy", replay.queue_policy,
+                   "order of a tenant's jobs of one priority: fifo (oldest first) or sjf "
+                   "(shortest declared max_runtime first)")
+      ->capture_default_str();
   replay_cmd->add_option("--seed", replay.seed, "seed for policies that draw random numbers")
       ->capture_default_str();
   replay_cmd->add_flag("--json", replay.json, "print one JSON object instead of the report");

@@ -46,6 +46,7 @@ int cmd_sim_replay(const SimReplayOptions& o) {
   sim::ReplayOptions options;
   options.policy = o.policy;
   options.seed = o.seed;
+  options.queue_policy = o.queue_policy;
   bool terminal = isatty(STDERR_FILENO) == 1;
   if (o.progress || (terminal && !o.json))
     options.progress = make_replay_progress_printer(terminal, o.progress);
@@ -57,7 +58,10 @@ int cmd_sim_replay(const SimReplayOptions& o) {
     result = sim::run_replay(*cluster, *trace, options);
   }
   if (!result.ok()) {
-    fail(fmt::format("--policy: {}", result.error().message));
+    fail(fmt::format(
+        "{}: {}",
+        result.error().message.starts_with("unknown queue policy") ? "--queue-policy" : "--policy",
+        result.error().message));
     return kExitUsage;
   }
   if (!o.plot.empty()) {

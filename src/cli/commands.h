@@ -105,6 +105,7 @@ struct SimGenOptions {
 struct SimReplayOptions {
   std::string cluster, trace;
   std::string policy = "default";
+  std::string queue_policy = "fifo";  // PolicySettings::queue_policy
   uint64_t seed = 42;
   bool json = false;
   std::string plot;       // SVG path; empty: no plot

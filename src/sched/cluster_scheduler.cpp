@@ -348,6 +348,9 @@ Status ClusterScheduler::submit(const JobRequest& job) {
   if (fresh) tenant_names_.push_back(job.tenant);
   p.tenant = tenant->second;
   p.seq = next_seq_++;
+  // sjf: shortest declared runtime first; jobs that declare none after every job that does.
+  if (settings_.queue_policy == "sjf")
+    p.rank = job.max_runtime_ms > 0 ? job.max_runtime_ms : std::numeric_limits<int64_t>::max();
   PendingJob& added = pending_.emplace(job.job_id, std::move(p)).first->second;
   undecided_.emplace(added.seq, &added);
   pending_by_seq_.emplace(added.seq, &added);
@@ -568,6 +571,11 @@ Plan ClusterScheduler::schedule(TimeMs now) {
     pass_epoch_ = release_epoch_;
     if (!settings_.wake_ups || decide_all_) {
       clear_reservation();  // made again in this pass, by the first job that waits
+    } else if (reservation_ && reservation_->start <= now) {
+      // Its start has come: the holder competes for its nodes in queue order like any job.
+      for (int slot : reservation_->slots)
+        if (!std::count(wake_slots_.begin(), wake_slots_.end(), slot)) wake_slots_.push_back(slot);
+      clear_reservation();
     } else if (reservation_) {
       // Kept until its holder starts or leaves the queue, or one of its nodes changes. The
       // holder is decided again when one of its nodes freed something (it is woken like any

@@ -90,7 +90,8 @@ class ClusterScheduler final : public Scheduler {
     std::vector<std::string> victims;  // preempted for this job and still running
     int signature = -1;                // its partition in waiting_ (-1: not indexed)
     uint64_t decided_pass = 0;         // the last pass that decided it
-    QueueKey key() const { return {req.priority, req.created_at, &req.job_id}; }
+    int64_t rank = 0;                  // QueueKey::rank under the queue policy
+    QueueKey key() const { return {req.priority, rank, req.created_at, &req.job_id}; }
   };
   struct RunningJob {
     JobRequest req;

@@ -429,9 +429,10 @@ void ClusterScheduler::decide_woken(TimeMs now, Plan& plan, bool full,
     size_t listed = 0;     // next in `listed`
     bool started = false;  // `key` holds the last decided job's key
     int priority = 0;
+    int64_t rank = 0;
     int64_t created_at = 0;
     std::string job_id;
-    QueueKey key() const { return {priority, created_at, &job_id}; }
+    QueueKey key() const { return {priority, rank, created_at, &job_id}; }
   };
   std::map<int, Cursor> cursors;
   using Entry = std::tuple<double, std::string, int>;  // share, tenant name, tenant
@@ -466,6 +467,7 @@ void ClusterScheduler::decide_woken(TimeMs now, Plan& plan, bool full,
     if (!cursor.started || cursor.key() < key) {
       cursor.started = true;
       cursor.priority = key.priority;
+      cursor.rank = key.rank;
       cursor.created_at = key.created_at;
       cursor.job_id = *key.job_id;
     }

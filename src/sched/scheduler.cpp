@@ -15,6 +15,9 @@ const std::vector<std::string>& scheduler_policy_names() {
 }
 
 Result<std::unique_ptr<Scheduler>> create_scheduler(const PolicySettings& settings) {
+  if (settings.queue_policy != "fifo" && settings.queue_policy != "sjf")
+    return invalid(
+        fmt::format("unknown queue policy '{}'; known: fifo, sjf", settings.queue_policy));
   if (auto policy = parse_placement_policy(settings.policy))
     return std::unique_ptr<Scheduler>(new ClusterScheduler(*policy, settings));
   std::string names;

@@ -108,6 +108,9 @@ struct PolicySettings {
   // freed). False: every pass after something was freed decides every pending job (slower with
   // deep queues; a reference for tests).
   bool wake_ups = true;
+  // The order of a tenant's jobs of one priority: "fifo" (oldest first) or "sjf" (shortest
+  // declared max_runtime first; jobs without one after those with one, oldest first).
+  std::string queue_policy = "fifo";
 };
 
 /// Where one replica goes.

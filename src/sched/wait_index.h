@@ -15,14 +15,17 @@
 
 namespace gpucloud::sched {
 
-/// Where a job stands in its tenant's queue: higher priority first, then older, then by id.
+/// Where a job stands in its tenant's queue: higher priority first, then the queue policy's rank
+/// (0 for all under fifo; the declared runtime under sjf), then older, then by id.
 struct QueueKey {
   int priority = 0;
+  int64_t rank = 0;
   int64_t created_at = 0;
   const std::string* job_id = nullptr;  // owned by the job, which outlives its index entry
 
   bool operator<(const QueueKey& o) const {
     if (priority != o.priority) return priority > o.priority;
+    if (rank != o.rank) return rank < o.rank;
     if (created_at != o.created_at) return created_at < o.created_at;
     return *job_id < *o.job_id;
   }

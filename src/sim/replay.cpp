@@ -235,6 +235,7 @@ Result<ReplayResult> run_replay(const SimCluster& cluster, const Trace& trace,
   sched::PolicySettings settings;
   settings.policy = options.policy;
   settings.seed = options.seed;
+  settings.queue_policy = options.queue_policy;
   auto scheduler = sched::create_scheduler(settings);
   if (!scheduler.ok()) return scheduler.error();
   ReplayResult out;

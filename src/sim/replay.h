@@ -32,8 +32,9 @@ struct ReplayProgress {
 
 /// How to replay.
 struct ReplayOptions {
-  std::string policy = "default";  // a name create_scheduler() knows
-  uint64_t seed = 42;              // for policies that draw random numbers
+  std::string policy = "default";     // a name create_scheduler() knows
+  uint64_t seed = 42;                 // for policies that draw random numbers
+  std::string queue_policy = "fifo";  // fifo or sjf (PolicySettings::queue_policy)
   // Called after every instant's events and once more, with final set, at the end. Called
   // often: the caller rate-limits what it prints (the replay never reads the wall clock).
   std::function<void(const ReplayProgress&)> progress;

@@ -263,3 +263,50 @@ TEST(ClusterScheduler, CpuOnlyJobsNeedNoGpu) {
 
 }  // namespace
 }  // namespace gpucloud::sched
+
+namespace gpucloud::sched {
+namespace {
+
+// One GPU, held by a running job; three jobs wait: the oldest declares no runtime, then a long
+// one, then a short one. When the GPU frees, the queue policy says which starts.
+std::string first_started(const std::string& queue_policy) {
+  PolicySettings settings;
+  settings.queue_policy = queue_policy;
+  auto created = create_scheduler(settings);
+  EXPECT_TRUE(created.ok());
+  Scheduler& s = **created;
+  s.upsert_node(gpu_node("n0", 1));
+  JobRequest running = job("running", 1);
+  EXPECT_TRUE(s.submit(running).ok());
+  EXPECT_EQ(s.schedule(0).placements.size(), 1u);
+  JobRequest unknown = job("no-runtime", 1), long_job = job("long", 1), short_job = job("short", 1);
+  unknown.created_at = 1;
+  long_job.created_at = 2;
+  long_job.max_runtime_ms = 10 * 3'600'000;
+  short_job.created_at = 3;
+  short_job.max_runtime_ms = 3'600'000;
+  for (const auto& j : {unknown, long_job, short_job}) EXPECT_TRUE(s.submit(j).ok());
+  EXPECT_TRUE(s.schedule(10).placements.empty());
+  s.finish("running");
+  Plan plan = s.schedule(20);
+  return plan.placements.size() == 1 ? plan.placements[0].job_id : "";
+}
+
+TEST(QueuePolicy, FifoStartsTheOldestJob) {
+  EXPECT_EQ(first_started("fifo"), "no-runtime");
+}
+
+TEST(QueuePolicy, SjfStartsTheShortestDeclaredRuntimeFirst) {
+  EXPECT_EQ(first_started("sjf"), "short");
+}
+
+TEST(QueuePolicy, AnUnknownQueuePolicyIsRefusedWithTheKnownOnes) {
+  PolicySettings settings;
+  settings.queue_policy = "lifo";
+  auto created = create_scheduler(settings);
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.error().message, "unknown queue policy 'lifo'; known: fifo, sjf");
+}
+
+}  // namespace
+}  // namespace gpucloud::sched

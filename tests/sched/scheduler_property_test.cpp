@@ -214,6 +214,7 @@ struct Options {
   // The twin decides every pending job after each release (no wake-ups): the same placements
   // and preemptions? (Reasons of jobs not decided again may differ.)
   bool reference = false;
+  std::string queue_policy = "fifo";
   int steps = 18;
 };
 
@@ -230,6 +231,7 @@ class Harness {
     settings.seed = seed;
     settings.backfill = o_.backfill;
     settings.preemption = o_.preemption;
+    settings.queue_policy = o_.queue_policy;
     for (auto* s : {&a_, &b_}) {
       if (s == &b_ && !o_.twin) break;
       settings.wake_ups = !(s == &b_ && o_.reference);
@@ -846,6 +848,18 @@ TEST_P(SchedulerProperties, WakeUpsPlaceAndPreemptAsDecidingEveryJob) {
   EXPECT_GT(s.placements, 600);
   EXPECT_GT(s.preemptions, 40);
   EXPECT_GT(s.borrowed, 15);
+}
+
+TEST_P(SchedulerProperties, WakeUpsPlaceAndPreemptAsDecidingEveryJobUnderSjf) {
+  if (GetParam() == "random")
+    GTEST_SKIP() << "draws a number per decision: fewer decisions, others";
+  Options o;
+  o.backfill = false;
+  o.reference = true;
+  o.queue_policy = "sjf";
+  Stats s = run(o, 40);
+  EXPECT_GT(s.placements, 300);
+  EXPECT_GT(s.preemptions, 20);
 }
 
 TEST_P(SchedulerProperties, WorkConservingWithoutQuotaBackfillOrPreemption) {

@@ -16,11 +16,12 @@ namespace {
 struct Job {
   int tenant = 0, signature = 0;
   int priority = 0;
+  int64_t rank = 0;
   int64_t created_at = 0;
   std::string id;
   WaitNeed need;
   bool refused = false;  // what the query's accept() says no to
-  QueueKey key() const { return {priority, created_at, &id}; }
+  QueueKey key() const { return {priority, rank, created_at, &id}; }
 };
 
 WaitNeed random_need(std::mt19937& rng) {
@@ -65,7 +66,8 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
       j.tenant = pick(3);
       j.signature = pick(4);
       j.priority = 100 * pick(3);
-      j.created_at = pick(50);  // many equal times: ids decide
+      j.rank = pick(3) == 0 ? 0 : pick(4);  // ranks of a queue policy, often equal
+      j.created_at = pick(50);              // many equal times: ids decide
       j.id = "job-" + std::to_string(next_id++ * 7919 % 100003);
       j.need = random_need(rng);
       jobs.push_back(j);

@@ -121,4 +121,29 @@ TEST_F(CliSimReplayTest, ABadUntilIsAUsageError) {
   }
 }
 
+TEST_F(CliSimReplayTest, QueuePolicySjfRunsTheShortJobFirstAndAnUnknownOneIsAUsageError) {
+  // One GPU; a 2-hour job holds it; then a 1-hour and a 10-minute job wait, the longer older.
+  write("one.csv",
+        "name,gpus,gpu_model,gpu_memory_mib,cpu_milli,memory_mib,labels\n"
+        "n1,1,A100,81920,32000,262144,\n");
+  write("queue.csv",
+        "id,tenant,submit_s,duration_s,max_runtime_s,gpus\n"
+        "first,t,0,7200,7200,1\nlong,t,10,3600,3600,1\nshort,t,20,600,600,1\n");
+  std::string files = "--cluster " + path("one.csv") + " --trace " + path("queue.csv");
+  auto mean_wait = [&](const std::string& policy) {
+    Output out = run(files + " --json --queue-policy " + policy);
+    EXPECT_EQ(out.status, 0) << out.text;
+    auto report = nlohmann::json::parse(out.text.substr(out.text.find('{')));
+    return report["queueing_delay_s"]["mean"].get<double>();
+  };
+  // fifo: long waits 7190 s, short 10780 s; sjf: short 7180 s, long 7790 s.
+  EXPECT_NEAR(mean_wait("fifo"), (0 + 7190 + 10780) / 3.0, 1);
+  EXPECT_NEAR(mean_wait("sjf"), (0 + 7180 + 7790) / 3.0, 1);
+  Output bad = run(files + " --queue-policy lifo");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.text.find("--queue-policy: unknown queue policy 'lifo'; known: fifo, sjf"),
+            std::string::npos)
+      << bad.text;
+}
+
 }  // namespace
