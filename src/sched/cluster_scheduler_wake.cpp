@@ -377,12 +377,7 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
       cap.quota_milli = headroom[i];
       query(shared_list_[i].first, cap);
     }
-    for (const auto& [group, cap] : own) {
-      if (group >= static_cast<int>(fits.size()) || fits[group] != '1') continue;
-      auto* found = static_cast<PendingJob*>(
-          waiting_.first_admitted(partition, after, cap, accept, best ? &best_key : nullptr));
-      if (found) best = found, best_key = found->key();
-    }
+    for (const auto& [group, cap] : own) query(group, cap);
   }
   return best;
 }
