@@ -170,7 +170,12 @@ TEST_F(DevJobUsers, AJobReachesNothingOfThePlatformOrOfAnotherTenant) {
   std::string a = submit(kAlice, {"--", "sh", "-c", script});
   json done = cluster_->wait_done(a);
   EXPECT_EQ(done["state"], "succeeded") << done.dump();
-  std::string out = as(kAlice, {"logs", a}).out;
+  // The log may reach the server a little after the job is done: wait for its last line.
+  std::string out;
+  EXPECT_TRUE(wait_until([&] {
+    out = as(kAlice, {"logs", a}).out;
+    return out.find("NoNewPrivs:") != std::string::npos;
+  })) << out;
 
   EXPECT_EQ(out.find("LEAK"), std::string::npos) << out;
   for (const std::string& secret :
