@@ -23,8 +23,11 @@ Status validate(const JobRequest& r) {
     return invalid_request(fmt::format("gpu_milli: {} is outside 0..999", r.gpu_milli));
   if (r.gpu_milli > 0 && r.gpus != 1)
     return invalid_request("gpu_milli: a GPU share asks for exactly one GPU (gpus = 1)");
-  if (r.cpu_milli < 0 || r.memory_mib < 0 || r.gpu_memory_mib < 0 || r.max_runtime_ms < 0)
-    return invalid_request("cpu_milli, memory_mib, gpu_memory_mib, max_runtime_ms: negative");
+  if (r.cpu_milli < 0 || r.memory_mib < 0 || r.gpu_memory_mib < 0 || r.max_runtime_ms < 0 ||
+      r.expected_runtime_ms < 0 || r.attained_gpu_ms < 0)
+    return invalid_request(
+        "cpu_milli, memory_mib, gpu_memory_mib, max_runtime_ms, expected_runtime_ms, "
+        "attained_gpu_ms: negative");
   return {};
 }
 
@@ -43,6 +46,10 @@ ClusterScheduler::ClusterScheduler(PlacementPolicy policy, PolicySettings settin
       settings_(std::move(settings)),
       scorer_(policy, ScoreNormalizers{}),
       rng_(settings_.seed) {
+  las_ = settings_.queue_policy == "las";
+  if (las_)
+    for (double t : settings_.las_thresholds_gpu_s)
+      las_thresholds_.push_back(static_cast<int64_t>(t * 1000));
   if (!settings_.profile.empty()) {
     WorkloadProfile profile;
     for (const auto& p : settings_.profile)
@@ -284,10 +291,10 @@ void ClusterScheduler::rank_class(Ranking& ranking, int c) {
   ranking.ranked.insert({scorer_.score(nc, s.req, s.pod), c});
 }
 
-const ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job) {
+ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job) {
   job.seq = next_running_seq_++;
   std::string id = job.req.job_id;
-  const RunningJob& r = running_.emplace(std::move(id), std::move(job)).first->second;
+  RunningJob& r = running_.emplace(std::move(id), std::move(job)).first->second;
   for (const auto& [slot, rp] : r.replicas) {
     nodes_[slot].jobs.emplace(r.seq, &r);
     // A job placed in this pass may not be preempted in it, and within the pass the victim
@@ -339,6 +346,9 @@ void ClusterScheduler::maybe_refresh_profile() {
 
 Status ClusterScheduler::submit(const JobRequest& job) {
   if (auto st = validate(job); !st.ok()) return st;
+  if (las_ && std::abs(job.priority) > kMaxLasPriority)
+    return invalid_request(fmt::format("priority: {} is outside ±{}, which queue policy las needs",
+                                       job.priority, kMaxLasPriority));
   if (pending_.count(job.job_id) || running_.count(job.job_id))
     return invalid_request(fmt::format("job {} is already known to the scheduler", job.job_id));
   PendingJob p;
@@ -348,9 +358,13 @@ Status ClusterScheduler::submit(const JobRequest& job) {
   if (fresh) tenant_names_.push_back(job.tenant);
   p.tenant = tenant->second;
   p.seq = next_seq_++;
+  p.base_priority = job.priority;
   // sjf: shortest declared runtime first; jobs that declare none after every job that does.
   if (settings_.queue_policy == "sjf")
-    p.rank = job.max_runtime_ms > 0 ? job.max_runtime_ms : std::numeric_limits<int64_t>::max();
+    p.rank = job.expected_runtime_ms > 0 ? job.expected_runtime_ms
+             : job.max_runtime_ms > 0    ? job.max_runtime_ms
+                                         : std::numeric_limits<int64_t>::max();
+  if (las_) las_enqueue(p);
   PendingJob& added = pending_.emplace(job.job_id, std::move(p)).first->second;
   undecided_.emplace(added.seq, &added);
   pending_by_seq_.emplace(added.seq, &added);
@@ -382,6 +396,9 @@ void ClusterScheduler::apply_replica(int slot, const JobRequest& req, const Repl
 
 Status ClusterScheduler::start(const JobRequest& job, const Placement& where, TimeMs started_at) {
   if (auto st = validate(job); !st.ok()) return st;
+  if (las_ && std::abs(job.priority) > kMaxLasPriority)
+    return invalid_request(fmt::format("priority: {} is outside ±{}, which queue policy las needs",
+                                       job.priority, kMaxLasPriority));
   if (running_.count(job.job_id))
     return invalid_request(fmt::format("job {} is already running", job.job_id));
   for (const auto& rp : where.replicas)
@@ -392,7 +409,13 @@ Status ClusterScheduler::start(const JobRequest& job, const Placement& where, Ti
   clear_nomination(job.job_id);
   RunningJob r;
   r.req = job;
+  r.base_priority = job.priority;
   r.started_at = started_at;
+  if (las_) {
+    auto d = las_discount_.find(job.job_id);
+    r.las_level = las_level_of(job.attained_gpu_ms - (d == las_discount_.end() ? 0 : d->second));
+    r.req.priority = las_priority(job.priority, r.las_level);
+  }
   for (const auto& rp : where.replicas) {
     int slot = slot_of(rp.node_id);
     const auto& gpus = nodes_[slot].state.gpus;
@@ -410,13 +433,14 @@ Status ClusterScheduler::start(const JobRequest& job, const Placement& where, Ti
     r.expected_end = started_at + job.max_runtime_ms;
     ends_.insert({r.expected_end, job.job_id});
   }
-  add_running(std::move(r));
+  las_track_running(add_running(std::move(r)));
   placed_last_pass_ = true;  // a new possible victim
   return {};
 }
 
 void ClusterScheduler::finish(const std::string& job_id) {
   if (erase_pending(job_id)) {
+    las_discount_.erase(job_id);
     // The nodes it reserved or held for its preemption are free for others again.
     if (nominated_slots_.count(job_id) || (reservation_ && reservation_->job_id == job_id))
       ++release_epoch_;
@@ -440,6 +464,8 @@ void ClusterScheduler::finish(const std::string& job_id) {
     for (const auto& [name, id] : tenant_ids_)
       if (tenants_.cohort_of(name) == cohort) quota_freed_.insert(id);
   if (r.expected_end != kNever) ends_.erase({r.expected_end, job_id});
+  las_untrack_running(r);
+  if (!r.preempting) las_discount_.erase(job_id);  // it leaves for good
   index_running(r, false);
   running_.erase(it);
   ++release_epoch_;
@@ -455,6 +481,7 @@ bool ClusterScheduler::erase_pending(const std::string& job_id) {
   }
   undecided_.erase(it->second.seq);
   pending_by_seq_.erase(it->second.seq);
+  if (it->second.starve_at != kNever) las_starving_.erase({it->second.starve_at, it->second.seq});
   unindex_waiting(it->second);
   pending_.erase(it);
   return true;
@@ -470,6 +497,8 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
   // The replicas are applied already (place() tries them on the live state); record the job.
   RunningJob r;
   r.req = job.req;
+  r.base_priority = job.base_priority;
+  r.las_level = job.las_level;
   r.started_at = now;
   r.placed_pass = pass_;
   for (auto& rp : placement.replicas) {
@@ -488,7 +517,7 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
   clear_nomination(job.req.job_id);
   placed_last_pass_ = true;
   std::string id = job.req.job_id;
-  add_running(std::move(r));
+  las_track_running(add_running(std::move(r)));
   erase_pending(id);  // `job` is gone from here on
 }
 
@@ -551,6 +580,7 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   maybe_refresh_profile();
   ++pass_;
   Plan plan;
+  if (las_) las_step(now);
   if (waiting_groups_ != classes_.static_groups()) rebuild_waiting();
   // What wakes jobs in this pass; what this pass frees or starts wakes jobs in the next.
   wake_slots_.swap(freed_slots_);

@@ -45,6 +45,7 @@ class ClusterScheduler final : public Scheduler {
   Status start(const JobRequest& job, const Placement& where, TimeMs started_at) override;
   void finish(const std::string& job_id) override;
   Plan schedule(TimeMs now) override;
+  std::optional<TimeMs> next_timed_decision() const override;
   size_t pending_count() const override { return pending_.size(); }
   size_t running_count() const override { return running_.size(); }
   std::vector<TenantUsage> tenant_usage() const override { return tenants_.usage(); }
@@ -91,6 +92,9 @@ class ClusterScheduler final : public Scheduler {
     int signature = -1;                // its partition in waiting_ (-1: not indexed)
     uint64_t decided_pass = 0;         // the last pass that decided it
     int64_t rank = 0;                  // QueueKey::rank under the queue policy
+    int base_priority = 0;             // the caller's priority (req.priority is las-adjusted)
+    int las_level = 0;                 // las: 0 = least service; else 0
+    TimeMs starve_at = kNever;         // las: when the starvation guard promotes it
     QueueKey key() const { return {req.priority, rank, req.created_at, &req.job_id}; }
   };
   struct RunningJob {
@@ -103,6 +107,9 @@ class ClusterScheduler final : public Scheduler {
     bool preempting = false;   // chosen as a victim, not finished yet
     uint64_t placed_pass = 0;  // the pass that placed it (0: started by the caller)
     uint64_t seq = 0;          // start order: the key of the indexes below
+    int base_priority = 0;     // the caller's priority (req.priority is las-adjusted)
+    int las_level = 0;
+    TimeMs las_crossing = kNever;  // las: when it reaches the next level's threshold
   };
   // Nodes where running jobs may be preemptible for jobs of one (priority, spot, cohort), with
   // what each would have free at most if all of those jobs stopped (upper bounds while kept).
@@ -184,7 +191,7 @@ class ClusterScheduler final : public Scheduler {
   // An id for the set of static groups the shape could fit: equal ids, equal sets.
   int fit_signature(Shape& shape);
   // Adds the job to running_ and the indexes of running jobs; returns it there.
-  const RunningJob& add_running(RunningJob job);
+  RunningJob& add_running(RunningJob job);
   void index_running(const RunningJob& job, bool add);
   void maybe_refresh_profile();
   void update_capacity();
@@ -243,6 +250,22 @@ class ClusterScheduler final : public Scheduler {
   // Holds the nodes for a preemptor until it starts (or leaves the queue).
   void nominate(const std::string& job_id, int priority, const std::set<int>& slots);
   void clear_nomination(const std::string& job_id);
+
+  // cluster_scheduler_las.cpp: queue policy las (least attained service).
+  // The level of a job that received this much service (GPU-ms) since its last promotion.
+  int las_level_of(int64_t service_gpu_ms) const;
+  // The priority the scheduler works with: levels are steps below the caller's priority.
+  int las_priority(int base_priority, int level) const;
+  // Sets a job's level and working priority from its service so far (at submit).
+  void las_enqueue(PendingJob& job);
+  // A job started: its level, working priority and the time of its next level crossing.
+  void las_track_running(RunningJob& r);
+  void las_untrack_running(const RunningJob& r);
+  // At the start of a pass: running jobs whose service crossed a threshold drop a level (and
+  // become possible victims of jobs of higher levels); starving jobs go back to level 0.
+  void las_step(TimeMs now);
+  // "priority 100" or, under las, "priority 100, service level 1 of 3".
+  std::string priority_text(int base_priority, int level) const;
 
   // cluster_scheduler_place.cpp: placing one job.
   bool node_usable(int slot, Filter& f) const;
@@ -422,6 +445,14 @@ class ClusterScheduler final : public Scheduler {
   };
   std::map<std::tuple<int, int64_t, int, bool, std::string>, VictimMemos> victim_memo_;
   std::vector<uint64_t> slot_version_;  // by slot
+  // las (empty otherwise): thresholds in GPU-ms; crossings of running jobs (time, job id);
+  // starvation promotions of pending ones (time, seq); service that no longer counts for
+  // levels, per job promoted against starvation (kept while it is preempted and requeued).
+  bool las_ = false;
+  std::vector<int64_t> las_thresholds_;
+  std::set<std::pair<TimeMs, std::string>> las_crossings_;
+  std::set<std::pair<TimeMs, uint64_t>> las_starving_;
+  std::unordered_map<std::string, int64_t> las_discount_;
   uint64_t pass_ = 0;
   bool placed_last_pass_ = false;  // a job was placed or started since the last pass began
   bool capacity_dirty_ = false;    // nodes changed since update_capacity()

@@ -118,11 +118,12 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
           ++slot_version_[slot];  // its victim options change (victims_on)
           mark_source_dirty(slot);
         }
-        std::string why = fmt::format(
-            "preempted for job {} (priority {}{})", short_id(job.req.job_id), job.req.priority,
-            r.borrowed && r.req.tenant != job.req.tenant
-                ? fmt::format(", reclaiming quota lent to tenant {}", r.req.tenant)
-                : "");
+        std::string why =
+            fmt::format("preempted for job {} ({}{})", short_id(job.req.job_id),
+                        priority_text(job.base_priority, job.las_level),
+                        r.borrowed && r.req.tenant != job.req.tenant
+                            ? fmt::format(", reclaiming quota lent to tenant {}", r.req.tenant)
+                            : "");
         plan.preemptions.push_back({v, std::move(why)});
       }
       nominate(job.req.job_id, job.req.priority, where);

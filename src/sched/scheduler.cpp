@@ -15,14 +15,35 @@ const std::vector<std::string>& scheduler_policy_names() {
 }
 
 Result<std::unique_ptr<Scheduler>> create_scheduler(const PolicySettings& settings) {
-  if (settings.queue_policy != "fifo" && settings.queue_policy != "sjf")
-    return invalid(
-        fmt::format("unknown queue policy '{}'; known: fifo, sjf", settings.queue_policy));
+  if (auto st = validate_queue_settings(settings); !st.ok()) return st.error();
   if (auto policy = parse_placement_policy(settings.policy))
     return std::unique_ptr<Scheduler>(new ClusterScheduler(*policy, settings));
   std::string names;
   for (const auto& name : scheduler_policy_names()) names += (names.empty() ? "" : ", ") + name;
   return invalid(fmt::format("unknown scheduling policy '{}'; known: {}", settings.policy, names));
+}
+
+Status validate_queue_settings(const PolicySettings& settings) {
+  const std::string& q = settings.queue_policy;
+  if (q != "fifo" && q != "sjf" && q != "las")
+    return invalid(fmt::format("unknown queue policy '{}'; known: fifo, sjf, las", q));
+  const auto& t = settings.las_thresholds_gpu_s;
+  if (t.size() > kMaxLasThresholds)
+    return invalid(fmt::format("las thresholds: {} given, at most {} (levels are coarse steps)",
+                               t.size(), kMaxLasThresholds));
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (!(t[i] > 0 && t[i] <= kMaxLasThresholdGpuS))
+      return invalid(fmt::format("las thresholds: {} is not a number of GPU-seconds in (0, {:g}]",
+                                 t[i], kMaxLasThresholdGpuS));
+    if (i > 0 && t[i] <= t[i - 1])
+      return invalid(fmt::format(
+          "las thresholds: {} follows {}; give them in ascending order, e.g. 3600,36000", t[i],
+          t[i - 1]));
+  }
+  if (settings.las_starvation_ms < 0)
+    return invalid(fmt::format("las starvation limit: {} ms is negative; 0 turns the guard off",
+                               settings.las_starvation_ms));
+  return {};
 }
 
 Status check_satisfiable(const JobRequest& req, const std::vector<NodeState>& nodes) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -49,6 +50,10 @@ class Scheduler {
   /// Decides, at time `now`, placements for pending jobs, preemptions, and a reason for every
   /// job left pending.
   virtual Plan schedule(TimeMs now) = 0;
+  /// The earliest time at which a pass may decide something that no event causes (under queue
+  /// policy las: a running job drops a level, a waiting job is promoted against starvation);
+  /// the caller should call schedule() then. Empty: nothing is due without an event.
+  virtual std::optional<TimeMs> next_timed_decision() const { return std::nullopt; }
 
   /// Jobs waiting, and jobs running (including those being preempted).
   virtual size_t pending_count() const = 0;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/result.h"
 #include "model/job.h"
 #include "model/job_spec.h"
 
@@ -58,6 +59,12 @@ struct JobRequest {
   int priority = 100;          // higher first; the value of the job's priority class
   TimeMs created_at = 0;       // orders jobs of one tenant and priority (older first)
   int64_t max_runtime_ms = 0;  // 0: unknown (backfill cannot plan around it)
+  // The user's estimate of the run time (0: none); queue policy sjf orders by it, then by
+  // max_runtime_ms. Unlike max_runtime_ms it stops nothing and plans no backfill.
+  int64_t expected_runtime_ms = 0;
+  // GPU time the job received in its earlier attempts, in GPU-milliseconds (a share counts its
+  // fraction: 500 milli for 2 s is 1,000). Queue policy las orders and preempts by it.
+  int64_t attained_gpu_ms = 0;
 
   /// The request part of a job spec; `priority` is the value of the spec's priority class.
   static JobRequest from_spec(const std::string& job_id, const JobSpec& spec, TimeMs created_at,
@@ -95,6 +102,12 @@ struct ProfileShape {
   double freq = 0;
 };
 
+/// Limits of the las settings: levels (thresholds + 1) and the largest threshold.
+constexpr size_t kMaxLasThresholds = 7;
+constexpr double kMaxLasThresholdGpuS = 1e12;
+/// Under las, priorities must lie within ±this (levels are steps between priority values).
+constexpr int kMaxLasPriority = 100'000'000;
+
 /// Policy settings that every scheduler takes.
 struct PolicySettings {
   std::string policy = "default";
@@ -108,10 +121,23 @@ struct PolicySettings {
   // freed). False: every pass after something was freed decides every pending job (slower with
   // deep queues; a reference for tests).
   bool wake_ups = true;
-  // The order of a tenant's jobs of one priority: "fifo" (oldest first) or "sjf" (shortest
-  // declared max_runtime first; jobs without one after those with one, oldest first).
+  // The order of a tenant's jobs of one priority: "fifo" (oldest first), "sjf" (shortest
+  // declared runtime first: expected_runtime_ms, else max_runtime_ms; jobs that declare none
+  // after those that do, oldest first) or "las" (least attained service, below).
   std::string queue_policy = "fifo";
+  // las: the GPU-seconds of attained service at which a job drops from one level to the next
+  // (ascending; N thresholds make N + 1 levels). Levels are steps within a priority class: a
+  // job of a higher level goes first and may preempt running jobs of lower levels, as a higher
+  // priority class would (docs/scheduler.md, "Queue policies").
+  std::vector<double> las_thresholds_gpu_s = {3600, 36000};
+  // las starvation guard: a job pending this long since it last entered the queue goes back
+  // to the first level (its service so far no longer counts for levels). 0: no guard.
+  int64_t las_starvation_ms = 4 * 3600 * 1000;
 };
+
+/// Checks a policy's settings that a user may give (queue policy, las levels); the message
+/// names the setting and what is accepted.
+Status validate_queue_settings(const PolicySettings& settings);
 
 /// Where one replica goes.
 struct ReplicaPlacement {

@@ -300,12 +300,144 @@ TEST(QueuePolicy, SjfStartsTheShortestDeclaredRuntimeFirst) {
   EXPECT_EQ(first_started("sjf"), "short");
 }
 
+TEST(QueuePolicy, SjfPrefersTheExpectedRuntimeToTheLimit) {
+  PolicySettings settings;
+  settings.queue_policy = "sjf";
+  auto s = create_scheduler(settings).value();
+  s->upsert_node(gpu_node("n0", 1));
+  ASSERT_TRUE(s->submit(job("running", 1)).ok());
+  s->schedule(0);
+  JobRequest limited = job("limited", 1), estimated = job("estimated", 1);
+  limited.max_runtime_ms = 3'600'000;  // may run an hour, says nothing more
+  estimated.max_runtime_ms = 10 * 3'600'000;
+  estimated.expected_runtime_ms = 600'000;  // expects ten minutes
+  estimated.created_at = 1;
+  ASSERT_TRUE(s->submit(limited).ok());
+  ASSERT_TRUE(s->submit(estimated).ok());
+  s->schedule(10);
+  s->finish("running");
+  Plan plan = s->schedule(20);
+  ASSERT_EQ(plan.placements.size(), 1u);
+  EXPECT_EQ(plan.placements[0].job_id, "estimated");
+}
+
 TEST(QueuePolicy, AnUnknownQueuePolicyIsRefusedWithTheKnownOnes) {
   PolicySettings settings;
   settings.queue_policy = "lifo";
   auto created = create_scheduler(settings);
   ASSERT_FALSE(created.ok());
-  EXPECT_EQ(created.error().message, "unknown queue policy 'lifo'; known: fifo, sjf");
+  EXPECT_EQ(created.error().message, "unknown queue policy 'lifo'; known: fifo, sjf, las");
+}
+
+TEST(QueuePolicy, LasThresholdsMustAscendAndBePositive) {
+  PolicySettings settings;
+  settings.queue_policy = "las";
+  settings.las_thresholds_gpu_s = {3600, 600};
+  ASSERT_FALSE(create_scheduler(settings).ok());
+  EXPECT_THAT(create_scheduler(settings).error().message, HasSubstr("ascending"));
+  settings.las_thresholds_gpu_s = {-1};
+  EXPECT_THAT(create_scheduler(settings).error().message, HasSubstr("-1"));
+  settings.las_thresholds_gpu_s = std::vector<double>(kMaxLasThresholds + 1, 1);
+  EXPECT_THAT(create_scheduler(settings).error().message, HasSubstr("at most"));
+  settings.las_thresholds_gpu_s = {60};
+  settings.las_starvation_ms = -5;
+  EXPECT_THAT(create_scheduler(settings).error().message, HasSubstr("negative"));
+}
+
+constexpr TimeMs kHour = 3'600'000;
+
+std::unique_ptr<Scheduler> las_scheduler(int64_t starvation_ms = 0) {
+  PolicySettings settings;
+  settings.queue_policy = "las";
+  settings.las_thresholds_gpu_s = {3600, 36000};  // levels: < 1, < 10, >= 10 GPU-hours
+  settings.las_starvation_ms = starvation_ms;
+  auto s = create_scheduler(settings).value();
+  s->upsert_node(gpu_node("n0", 1));
+  return s;
+}
+
+TEST(QueuePolicy, LasStartsTheJobWithTheLeastServiceFirst) {
+  auto s = las_scheduler();
+  ASSERT_TRUE(s->submit(job("running", 1)).ok());
+  s->schedule(0);
+  JobRequest resumed = job("resumed", 1), fresh = job("fresh", 1);
+  resumed.attained_gpu_ms = 2 * kHour;  // ran two GPU-hours before it was preempted
+  fresh.created_at = 5;                 // newer
+  ASSERT_TRUE(s->submit(resumed).ok());
+  ASSERT_TRUE(s->submit(fresh).ok());
+  s->schedule(10);
+  s->finish("running");
+  Plan plan = s->schedule(20);
+  ASSERT_EQ(plan.placements.size(), 1u);
+  EXPECT_EQ(plan.placements[0].job_id, "fresh");
+}
+
+TEST(QueuePolicy, LasPreemptsAJobThatDropsALevelWhileAFresherJobWaits) {
+  auto s = las_scheduler();
+  ASSERT_TRUE(s->submit(job("long", 1)).ok());
+  s->schedule(0);
+  JobRequest fresh = job("fresh", 1);
+  fresh.created_at = 1000;
+  ASSERT_TRUE(s->submit(fresh).ok());
+  Plan plan = s->schedule(1000);
+  EXPECT_TRUE(plan.preemptions.empty()) << "both are at the first level: first come, first served";
+  // One GPU for one hour: "long" reaches the first threshold then.
+  ASSERT_EQ(s->next_timed_decision(), std::optional<TimeMs>(kHour));
+  plan = s->schedule(kHour - 1);
+  EXPECT_TRUE(plan.preemptions.empty());
+  plan = s->schedule(kHour);
+  ASSERT_EQ(plan.preemptions.size(), 1u);
+  EXPECT_EQ(plan.preemptions[0].job_id, "long");
+  EXPECT_THAT(plan.preemptions[0].reason, HasSubstr("priority 100, service level 1 of 3"));
+  // The caller stops it and queues it again with the service it received.
+  s->finish("long");
+  JobRequest again = job("long", 1);
+  again.attained_gpu_ms = kHour;
+  ASSERT_TRUE(s->submit(again).ok());
+  plan = s->schedule(kHour + 100);
+  ASSERT_EQ(plan.placements.size(), 1u);
+  EXPECT_EQ(plan.placements[0].job_id, "fresh");
+  EXPECT_EQ(s->next_timed_decision(), std::optional<TimeMs>(2 * kHour + 100));
+}
+
+TEST(QueuePolicy, LasKeepsALevelTwoJobRunningWhenNobodyWaits) {
+  auto s = las_scheduler();
+  ASSERT_TRUE(s->submit(job("long", 1)).ok());
+  s->schedule(0);
+  Plan plan = s->schedule(kHour);
+  EXPECT_TRUE(plan.preemptions.empty());
+  EXPECT_EQ(s->next_timed_decision(), std::optional<TimeMs>(10 * kHour));
+}
+
+TEST(QueuePolicy, LasStarvationGuardPutsALongWaitingJobBeforeNewerFirstLevelJobs) {
+  auto s = las_scheduler(/*starvation_ms=*/2 * kHour);
+  ASSERT_TRUE(s->submit(job("first", 1)).ok());
+  s->schedule(0);
+  JobRequest resumed = job("resumed", 1);
+  resumed.attained_gpu_ms = 5 * kHour;  // level 2
+  ASSERT_TRUE(s->submit(resumed).ok());
+  s->schedule(0);
+  EXPECT_EQ(s->next_timed_decision(), std::optional<TimeMs>(kHour)) << "first's crossing";
+  JobRequest later = job("later", 1);
+  later.created_at = 100;
+  ASSERT_TRUE(s->submit(later).ok());
+  s->schedule(100);
+  s->finish("first");
+  Plan plan = s->schedule(200);
+  ASSERT_EQ(plan.placements.size(), 1u);
+  EXPECT_EQ(plan.placements[0].job_id, "later") << "less service goes first";
+  // Two hours after it queued, "resumed" is promoted to the first level: it preempts "later",
+  // which has had an hour of GPU by then and dropped a level.
+  plan = s->schedule(2 * kHour);
+  ASSERT_EQ(plan.preemptions.size(), 1u);
+  EXPECT_EQ(plan.preemptions[0].job_id, "later");
+  s->finish("later");
+  JobRequest newest = job("newest", 1);
+  newest.created_at = 2 * kHour;
+  ASSERT_TRUE(s->submit(newest).ok());
+  plan = s->schedule(2 * kHour + 1);
+  ASSERT_EQ(plan.placements.size(), 1u);
+  EXPECT_EQ(plan.placements[0].job_id, "resumed") << "older than every other first-level job";
 }
 
 }  // namespace
