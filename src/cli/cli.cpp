@@ -325,6 +325,9 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   gen_cmd->add_option("--duration-sigma", gen.duration_sigma, "sigma of ln(duration) (log-normal)")
       ->capture_default_str();
+  gen_cmd->add_option("--runtime-estimates", gen.estimate_sigma,
+                      "write each job's expected_runtime_s, its duration × e^N(0, SIGMA): users' "
+                      "estimates for queue policy sjf (0: exact; default: none)");
   gen_cmd->callback([&] {
     gen.rate_given = gen_rate->count() > 0;
     gen.load_given = gen_load->count() > 0;
@@ -344,9 +347,24 @@ int run_cli(int argc, char** argv) {
   replay_cmd->add_option("--policy", replay.policy, "placement policy")->capture_default_str();
   replay_cmd
       ->add_option("--queue-policy", replay.queue_policy,
-                   "order of a tenant's jobs of one priority: fifo (oldest first) or sjf "
-                   "(shortest declared max_runtime first)")
+                   "order of a tenant's jobs of one priority: fifo (oldest first), sjf "
+                   "(shortest expected_runtime, else max_runtime, first) or las (least GPU time "
+                   "received first; preempts at level crossings)")
       ->capture_default_str();
+  replay_cmd
+      ->add_option("--las-thresholds", replay.las_thresholds_gpu_s,
+                   "las: GPU-seconds of service at which a job drops a level, ascending "
+                   "(default 3600,36000)")
+      ->delimiter(',');
+  replay_cmd->add_option("--las-starvation", replay.las_starvation,
+                         "las: a job pending this long goes back to the first level (default "
+                         "4h; 0: never)");
+  replay_cmd->add_option("--checkpoint-interval", replay.checkpoint_interval,
+                         "a running job checkpoints after every this much work, e.g. 10m; a "
+                         "preempted job resumes from its last one (default: it starts over)");
+  replay_cmd->add_option("--restart-cost", replay.restart_cost,
+                         "time a job spends restarting after a preemption before its work goes "
+                         "on, e.g. 30s (default 0)");
   replay_cmd->add_option("--seed", replay.seed, "seed for policies that draw random numbers")
       ->capture_default_str();
   replay_cmd->add_flag("--json", replay.json, "print one JSON object instead of the report");

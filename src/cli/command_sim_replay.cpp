@@ -16,15 +16,51 @@
 
 namespace gpucloud::cli {
 
+namespace {
+
+/// A duration flag: its value in ms (`fallback` when not given), or an error naming the flag.
+Result<int64_t> duration_flag(const char* flag, const std::string& text, int64_t fallback) {
+  if (text.empty()) return fallback;
+  auto ms = parse_duration_ms(text);
+  if (!ms.ok()) return invalid(fmt::format("{}: {}", flag, ms.error().message));
+  return *ms;
+}
+
+/// The flag a queue-settings error is about.
+const char* queue_flag(const std::string& message) {
+  if (message.starts_with("las thresholds")) return "--las-thresholds";
+  if (message.starts_with("las starvation")) return "--las-starvation";
+  return "--queue-policy";
+}
+
+}  // namespace
+
 int cmd_sim_replay(const SimReplayOptions& o) {
-  int64_t until_ms = INT64_MAX;
-  if (!o.until.empty()) {
-    auto until = parse_duration_ms(o.until);
-    if (!until.ok()) {
-      fail(fmt::format("--until: {}", until.error().message));
+  sim::ReplayOptions options;
+  auto until = duration_flag("--until", o.until, INT64_MAX);
+  auto starvation = duration_flag("--las-starvation", o.las_starvation, options.las_starvation_ms);
+  auto interval = duration_flag("--checkpoint-interval", o.checkpoint_interval, 0);
+  auto restart = duration_flag("--restart-cost", o.restart_cost, 0);
+  for (const auto* r : {&until, &starvation, &interval, &restart})
+    if (!r->ok()) {
+      fail(r->error().message);
       return kExitUsage;
     }
-    until_ms = *until;
+  int64_t until_ms = *until;
+  options.las_starvation_ms = *starvation;
+  options.checkpoint_interval_ms = *interval;
+  options.restart_cost_ms = *restart;
+  if (!o.las_thresholds_gpu_s.empty()) options.las_thresholds_gpu_s = o.las_thresholds_gpu_s;
+  options.queue_policy = o.queue_policy;
+  {
+    sched::PolicySettings settings;
+    settings.queue_policy = options.queue_policy;
+    settings.las_thresholds_gpu_s = options.las_thresholds_gpu_s;
+    settings.las_starvation_ms = options.las_starvation_ms;
+    if (Status s = sched::validate_queue_settings(settings); !s.ok()) {
+      fail(fmt::format("{}: {}", queue_flag(s.error().message), s.error().message));
+      return kExitUsage;
+    }
   }
   auto cluster = sim::load_cluster(o.cluster);
   if (!cluster.ok()) return fail(cluster.error().message);
@@ -43,10 +79,8 @@ int cmd_sim_replay(const SimReplayOptions& o) {
       return fail(s.error().message);
     prices = std::make_unique<sim::PriceCatalog>(std::move(*catalog));
   }
-  sim::ReplayOptions options;
   options.policy = o.policy;
   options.seed = o.seed;
-  options.queue_policy = o.queue_policy;
   bool terminal = isatty(STDERR_FILENO) == 1;
   if (o.progress || (terminal && !o.json))
     options.progress = make_replay_progress_printer(terminal, o.progress);
@@ -58,10 +92,7 @@ int cmd_sim_replay(const SimReplayOptions& o) {
     result = sim::run_replay(*cluster, *trace, options);
   }
   if (!result.ok()) {
-    fail(fmt::format(
-        "{}: {}",
-        result.error().message.starts_with("unknown queue policy") ? "--queue-policy" : "--policy",
-        result.error().message));
+    fail(fmt::format("--policy: {}", result.error().message));
     return kExitUsage;
   }
   if (!o.plot.empty()) {

@@ -99,6 +99,7 @@ struct SimGenOptions {
   int64_t burst_size = 0;  // --burst-size: jobs per burst; 0: Poisson arrivals
   bool burst_size_given = false;
   std::string burst_interval;  // --burst-interval: time between bursts ("60s")
+  double estimate_sigma = -1;  // --runtime-estimates: sigma of the users' estimates; < 0: none
 };
 
 /// `gpucloud sim replay`: a trace replayed through the scheduler (docs/sim.md, "sim replay").
@@ -112,6 +113,10 @@ struct SimReplayOptions {
   std::string prices;     // price catalog path; empty: no cost
   bool progress = false;  // a progress line on stderr even when it is not a terminal
   std::string until;      // stop at this virtual time ("36h"); empty: run to the end
+  std::vector<double> las_thresholds_gpu_s;  // --las-thresholds; empty: the default levels
+  std::string las_starvation;                // --las-starvation ("4h", "0"); empty: default
+  std::string checkpoint_interval;           // --checkpoint-interval ("10m"); empty: none
+  std::string restart_cost;                  // --restart-cost ("30s"); empty: none
 };
 
 /// `gpucloud sim variant`: a variant of an Alibaba pod list (docs/sim.md, "sim variant").

@@ -16,7 +16,7 @@ namespace gpucloud::sim {
 
 namespace {
 
-sched::JobRequest to_request(const TraceJob& j) {
+sched::JobRequest to_request(const TraceJob& j, int64_t attained_gpu_ms) {
   sched::JobRequest r;
   r.job_id = j.id;
   r.tenant = j.tenant;
@@ -30,6 +30,8 @@ sched::JobRequest to_request(const TraceJob& j) {
   r.priority = j.priority;
   r.created_at = j.submit_ms;
   r.max_runtime_ms = j.max_runtime_ms;
+  r.expected_runtime_ms = j.expected_runtime_ms;
+  r.attained_gpu_ms = attained_gpu_ms;
   return r;
 }
 
@@ -90,6 +92,9 @@ class Replayer {
       int64_t t = INT64_MAX;
       if (next < order.size()) t = jobs_[order[next]].submit_ms;
       if (!ends_.empty()) t = std::min(t, std::get<0>(ends_.top()));
+      // A decision due without an event (las) matters only while jobs wait.
+      if (sched_.pending_count() > 0)
+        if (auto due = sched_.next_timed_decision(); due && *due > now_) t = std::min(t, *due);
       bool interrupted = options_.stop_requested != nullptr && options_.stop_requested->load();
       if (interrupted || t > options_.until_ms) {
         stop_early(interrupted ? now_ : options_.until_ms, interrupted ? "interrupted" : "--until",
@@ -121,12 +126,15 @@ class Replayer {
     int attempt = 0;
     int64_t pending_since = 0;
     int64_t started_at = 0;
+    int64_t restart_ms = 0;       // of the current attempt: time spent restarting before work
+    int64_t saved_ms = 0;         // work kept by checkpoints over earlier attempts
+    int64_t attained_gpu_ms = 0;  // GPU time received over earlier attempts
     sched::Placement placement;
   };
 
   void submit(size_t job, int64_t t) {
     state_[job].pending_since = t;
-    (void)sched_.submit(to_request(jobs_[job]));
+    (void)sched_.submit(to_request(jobs_[job], state_[job].attained_gpu_ms));
   }
 
   void schedule(int64_t t) {
@@ -139,8 +147,14 @@ class Replayer {
         if (it == index_.end()) continue;
         size_t job = it->second;
         ++out_.preemptions;
+        JobState& s = state_[job];
+        int64_t worked = std::max<int64_t>(0, t - s.started_at - s.restart_ms);
+        if (options_.checkpoint_interval_ms > 0)
+          s.saved_ms += worked / options_.checkpoint_interval_ms * options_.checkpoint_interval_ms;
+        s.attained_gpu_ms +=
+            (t - s.started_at) * jobs_[job].replicas * jobs_[job].gpu_milli_per_replica() / 1000;
         stop(job, t);
-        ++state_[job].attempt;  // its scheduled end no longer counts
+        ++s.attempt;  // its scheduled end no longer counts
         submit(job, t);
       }
       if (plan.preemptions.empty()) break;
@@ -157,7 +171,8 @@ class Replayer {
     o.waited_ms += t - s.pending_since;
     if (o.first_start_ms < 0) o.first_start_ms = t;
     ++o.attempts;
-    int64_t run = j.duration_ms;
+    s.restart_ms = o.attempts > 1 ? options_.restart_cost_ms : 0;
+    int64_t run = s.restart_ms + std::max<int64_t>(0, j.duration_ms - s.saved_ms);
     o.stopped_at_max_runtime = j.max_runtime_ms > 0 && run > j.max_runtime_ms;
     if (o.stopped_at_max_runtime) run = j.max_runtime_ms;
     for (const sched::ReplicaPlacement& r : p.replicas) frag_.apply(r, +1);
@@ -236,6 +251,8 @@ Result<ReplayResult> run_replay(const SimCluster& cluster, const Trace& trace,
   settings.policy = options.policy;
   settings.seed = options.seed;
   settings.queue_policy = options.queue_policy;
+  settings.las_thresholds_gpu_s = options.las_thresholds_gpu_s;
+  settings.las_starvation_ms = options.las_starvation_ms;
   auto scheduler = sched::create_scheduler(settings);
   if (!scheduler.ok()) return scheduler.error();
   ReplayResult out;
@@ -250,7 +267,7 @@ Result<ReplayResult> run_replay(const SimCluster& cluster, const Trace& trace,
   for (const TraceJob& j : trace.jobs) {
     auto [it, fresh] = checked.try_emplace(shape_key(j));
     if (fresh) {
-      Status s = sched::check_satisfiable(to_request(j), cluster.nodes);
+      Status s = sched::check_satisfiable(to_request(j, 0), cluster.nodes);
       it->second = s.ok() ? "" : s.error().message;
     }
     if (!it->second.empty()) {

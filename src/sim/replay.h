@@ -2,7 +2,10 @@
 // production scheduler (sched::Scheduler, the same library as the server). Jobs arrive at their
 // submit time, the scheduler is asked for a plan after every batch of events at one instant,
 // placed jobs run for their duration (stopped at max_runtime when that is shorter) and leave;
-// preempted jobs go back to the queue and later run their full duration again (no checkpoint).
+// preempted jobs go back to the queue. A preempted job keeps the work of its last checkpoint
+// (every checkpoint_interval_ms of work; without checkpoints it starts over) and pays
+// restart_cost_ms at the start of each later attempt. The scheduler is also asked for a plan
+// when it says a decision is due without an event (queue policy las).
 // Jobs that can never fit the cluster are found before the run and reported, not replayed.
 // A replay may be stopped early (a stop time, or a stop request): the result then says where,
 // and counts what was running, pending and yet to arrive at that time.
@@ -14,6 +17,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "sched/types.h"
 #include "sim/cluster.h"
 #include "sim/replay_result.h"
 #include "sim/trace.h"
@@ -34,7 +38,15 @@ struct ReplayProgress {
 struct ReplayOptions {
   std::string policy = "default";     // a name create_scheduler() knows
   uint64_t seed = 42;                 // for policies that draw random numbers
-  std::string queue_policy = "fifo";  // fifo or sjf (PolicySettings::queue_policy)
+  std::string queue_policy = "fifo";  // fifo, sjf or las (PolicySettings::queue_policy)
+  // las levels and starvation guard (PolicySettings' fields of the same names).
+  std::vector<double> las_thresholds_gpu_s = sched::PolicySettings{}.las_thresholds_gpu_s;
+  int64_t las_starvation_ms = sched::PolicySettings{}.las_starvation_ms;
+  // A running job checkpoints after every this much work (0: never: a preempted job starts
+  // over); a job that starts again after a preemption first spends restart_cost_ms (loading
+  // its checkpoint, warming up) before its work goes on.
+  int64_t checkpoint_interval_ms = 0;
+  int64_t restart_cost_ms = 0;
   // Called after every instant's events and once more, with final set, at the end. Called
   // often: the caller rate-limits what it prints (the replay never reads the wall clock).
   std::function<void(const ReplayProgress&)> progress;

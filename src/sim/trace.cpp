@@ -15,8 +15,9 @@ namespace gpucloud::sim {
 
 const std::vector<std::string>& canonical_trace_columns() {
   static const std::vector<std::string> kColumns{
-      "id",        "tenant",    "submit_s",  "duration_s", "max_runtime_s", "replicas",      "gpus",
-      "gpu_milli", "gpu_model", "cpu_milli", "memory_mib", "priority",      "capacity_class"};
+      "id",         "tenant",   "submit_s",       "duration_s",        "max_runtime_s",
+      "replicas",   "gpus",     "gpu_milli",      "gpu_model",         "cpu_milli",
+      "memory_mib", "priority", "capacity_class", "expected_runtime_s"};
   return kColumns;
 }
 
@@ -58,7 +59,8 @@ Result<TraceJob> read_job(const CsvTable& t, size_t r, const std::vector<int>& c
     kCpu,
     kMemory,
     kPriority,
-    kClass
+    kClass,
+    kExpectedRuntime
   };
   job.id = cell(kId) ? std::string(t.text(r, *cell(kId))) : fmt::format("job-{}", t.line(r));
   if (auto c = cell(kTenant)) job.tenant = std::string(t.text(r, *c));
@@ -76,6 +78,11 @@ Result<TraceJob> read_job(const CsvTable& t, size_t r, const std::vector<int>& c
     auto ms = seconds_cell_ms(t, r, *c);
     if (!ms.ok()) return ms.error();
     job.max_runtime_ms = *ms;
+  }
+  if (auto c = cell(kExpectedRuntime)) {
+    auto ms = seconds_cell_ms(t, r, *c);
+    if (!ms.ok()) return ms.error();
+    job.expected_runtime_ms = *ms;
   }
   struct IntCell {
     int index;
@@ -200,11 +207,13 @@ void write_canonical_row(std::ostream& out, const TraceJob& j) {
   auto secs = [](int64_t ms) {
     return ms % 1000 == 0 ? std::to_string(ms / 1000) : fmt::format("{:.3f}", ms / 1000.0);
   };
-  out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", j.id, j.tenant, secs(j.submit_ms),
-                     secs(j.duration_ms), j.max_runtime_ms > 0 ? secs(j.max_runtime_ms) : "",
-                     j.replicas, j.gpus, j.gpu_milli > 0 ? std::to_string(j.gpu_milli) : "",
-                     j.gpu_model, j.cpu_milli, j.memory_mib, priority_text(j.priority),
-                     j.capacity_class == CapacityClass::kAny ? "" : to_string(j.capacity_class));
+  out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", j.id, j.tenant,
+                     secs(j.submit_ms), secs(j.duration_ms),
+                     j.max_runtime_ms > 0 ? secs(j.max_runtime_ms) : "", j.replicas, j.gpus,
+                     j.gpu_milli > 0 ? std::to_string(j.gpu_milli) : "", j.gpu_model, j.cpu_milli,
+                     j.memory_mib, priority_text(j.priority),
+                     j.capacity_class == CapacityClass::kAny ? "" : to_string(j.capacity_class),
+                     j.expected_runtime_ms > 0 ? secs(j.expected_runtime_ms) : "");
 }
 
 }  // namespace gpucloud::sim

@@ -27,8 +27,9 @@ struct TraceJob {
   std::string id;
   std::string tenant = "default";
   int64_t submit_ms = 0;
-  int64_t duration_ms = 0;     // how long it runs once started
-  int64_t max_runtime_ms = 0;  // 0: unlimited; a longer duration is stopped here
+  int64_t duration_ms = 0;          // how long it runs once started
+  int64_t max_runtime_ms = 0;       // 0: unlimited; a longer duration is stopped here
+  int64_t expected_runtime_ms = 0;  // the user's estimate, for queue policy sjf; 0: none
   int replicas = 1;
   int gpus = 0;           // whole GPUs per replica (1 for a share)
   int gpu_milli = 0;      // 1..999: a share of one GPU; 0: whole GPUs

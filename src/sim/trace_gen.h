@@ -26,6 +26,9 @@ struct GenOptions {
   // at the same instant, at 0, burst_interval_ms, 2 × burst_interval_ms, ... (rate_per_s unused).
   int64_t burst_size = 0;
   int64_t burst_interval_ms = 0;
+  // Users' runtime estimates when >= 0: each job declares expected_runtime = its duration ×
+  // e^N(0, estimate_sigma) (0: exact estimates). Negative: jobs declare none.
+  double estimate_sigma = -1;
 };
 
 /// Checks the options' ranges; the message names the flag.

@@ -38,6 +38,32 @@ TEST(CliSimGenTest, WritesACanonicalTraceThatReadsBack) {
   std::filesystem::remove(file);
 }
 
+TEST(CliSimGenTest, RuntimeEstimatesAreWrittenOnlyWhenAskedAndExactAtSigmaZero) {
+  auto file = std::filesystem::temp_directory_path() / "gpucloud_sim_gen_estimates.csv";
+  auto jobs = [&](const std::string& flags) {
+    Output out = run("--trace-like " + kPods + " --jobs 200 --seed 3 " + flags,
+                     "> " + file.string() + " 2>&1");
+    EXPECT_EQ(out.status, 0) << out.text;
+    auto trace = gpucloud::sim::load_trace(file.string());
+    EXPECT_TRUE(trace.ok()) << trace.error().message;
+    return trace->jobs;
+  };
+  for (const auto& j : jobs("")) EXPECT_EQ(j.expected_runtime_ms, 0) << j.id;
+  for (const auto& j : jobs("--runtime-estimates 0"))
+    EXPECT_NEAR(j.expected_runtime_ms, j.duration_ms, 1) << j.id;
+  int off = 0;
+  for (const auto& j : jobs("--runtime-estimates 1")) {
+    EXPECT_GT(j.expected_runtime_ms, 0);
+    off += j.expected_runtime_ms > 2 * j.duration_ms || 2 * j.expected_runtime_ms < j.duration_ms;
+  }
+  EXPECT_GT(off, 20) << "sigma 1 puts about half of the estimates off by more than 2x";
+  std::filesystem::remove(file);
+  Output bad = run("--trace-like " + kPods + " --runtime-estimates 9");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.text.find("--runtime-estimates: sigma 9 must be 0..5"), std::string::npos)
+      << bad.text;
+}
+
 TEST(CliSimGenTest, BadFlagsAndFilesFailClearly) {
   Output rate = run("--trace-like " + kPods + " --rate -1");
   EXPECT_EQ(rate.status, 2);

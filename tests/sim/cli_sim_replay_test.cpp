@@ -141,9 +141,38 @@ TEST_F(CliSimReplayTest, QueuePolicySjfRunsTheShortJobFirstAndAnUnknownOneIsAUsa
   EXPECT_NEAR(mean_wait("sjf"), (0 + 7180 + 7790) / 3.0, 1);
   Output bad = run(files + " --queue-policy lifo");
   EXPECT_EQ(bad.status, 2);
-  EXPECT_NE(bad.text.find("--queue-policy: unknown queue policy 'lifo'; known: fifo, sjf"),
+  EXPECT_NE(bad.text.find("--queue-policy: unknown queue policy 'lifo'; known: fifo, sjf, las"),
             std::string::npos)
       << bad.text;
+}
+
+TEST_F(CliSimReplayTest, QueuePolicyLasPreemptsAtALevelCrossingAndBadSettingsAreUsageErrors) {
+  // One GPU; a 2-hour job, then a 10-minute one. las with a 1-hour first level: the short job
+  // starts when the long one has had an hour; the long one resumes from its 30-minute
+  // checkpoints after a 1-minute restart.
+  write("one.csv",
+        "name,gpus,gpu_model,gpu_memory_mib,cpu_milli,memory_mib,labels\n"
+        "n1,1,A100,81920,32000,262144,\n");
+  write("two.csv", "id,tenant,submit_s,duration_s,gpus\nlong,t,0,7200,1\nshort,t,10,600,1\n");
+  std::string files = "--cluster " + path("one.csv") + " --trace " + path("two.csv");
+  Output out = run(files +
+                   " --json --queue-policy las --las-thresholds 3600 --checkpoint-interval 30m "
+                   "--restart-cost 1m");
+  ASSERT_EQ(out.status, 0) << out.text;
+  auto report = nlohmann::json::parse(out.text.substr(out.text.find('{')));
+  EXPECT_EQ(report["jobs"]["preemptions"], 1);
+  // short: 3590 s waiting, then 600 s; long: 3600 + 600 + 60 + 3600 s.
+  EXPECT_NEAR(report["completion_time_s"]["mean"].get<double>(), (4190 + 7860) / 2.0, 1);
+  for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--las-thresholds 3600,60", "--las-thresholds: las thresholds: 60 follows 3600"},
+           {"--las-thresholds=-1", "--las-thresholds: las thresholds: -1 is not"},
+           {"--las-starvation soon", "--las-starvation: duration 'soon'"},
+           {"--checkpoint-interval -5m", "--checkpoint-interval: duration '-5m'"},
+           {"--restart-cost 1parsec", "--restart-cost: duration '1parsec'"}}) {
+    Output bad = run(files + " --queue-policy las " + flags);
+    EXPECT_EQ(bad.status, 2) << flags;
+    EXPECT_NE(bad.text.find(message), std::string::npos) << flags << ": " << bad.text;
+  }
 }
 
 }  // namespace

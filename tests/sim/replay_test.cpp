@@ -91,6 +91,41 @@ TEST(ReplayTest, APreemptedJobGoesBackToTheQueueAndRunsAgain) {
   EXPECT_NEAR(r->gpu_hours.at("t").at("A100"), 130 / 3600.0, 1e-9);
 }
 
+TEST(ReplayTest, APreemptedJobResumesFromItsLastCheckpointAfterTheRestartCost) {
+  ReplayOptions o;
+  o.checkpoint_interval_ms = 30'000;
+  o.restart_cost_ms = 5'000;
+  auto r = run_replay(one_node(1, {{"capacity-class", "spot"}}),
+                      trace("low,t,0,100,,1,,,low,spot\nhigh,t,70,20,,1,,,high,\n"), o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const JobOutcome& low = job(*r, "low");
+  EXPECT_EQ(low.attempts, 2);
+  // 70 s of work, checkpoints at 30 and 60 s: 40 s left after high ends at 90 s, plus 5 s to
+  // restart.
+  EXPECT_EQ(low.end_ms, 135'000);
+}
+
+TEST(ReplayTest, LasLetsAShortJobPassALongOneThatDroppedALevel) {
+  // One GPU; a long job, then a short one. fifo: the short one waits for the long one.
+  const std::string rows = "long,t,0,1000,,1,,,,\nshort,t,10,30,,1,,,,\n";
+  auto fifo = run_replay(one_node(1), trace(rows), {});
+  ASSERT_TRUE(fifo.ok()) << fifo.error().message;
+  EXPECT_EQ(job(*fifo, "short").end_ms, 1'030'000);
+  ReplayOptions o;
+  o.queue_policy = "las";
+  o.las_thresholds_gpu_s = {60};
+  o.checkpoint_interval_ms = 10'000;
+  auto las = run_replay(one_node(1), trace(rows), o);
+  ASSERT_TRUE(las.ok()) << las.error().message;
+  // At 60 s "long" has had 60 GPU-seconds and drops a level: "short" preempts it.
+  EXPECT_EQ(las->preemptions, 1);
+  EXPECT_EQ(job(*las, "short").first_start_ms, 60'000);
+  EXPECT_EQ(job(*las, "short").end_ms, 90'000);
+  // "long" resumes from its checkpoint at 60 s: 940 s more.
+  EXPECT_EQ(job(*las, "long").end_ms, 1'030'000);
+  EXPECT_EQ(job(*las, "long").attempts, 2);
+}
+
 TEST(ReplayTest, JobsThatCanNeverFitAreReportedWithWhereTheyWereRead) {
   auto r =
       run_replay(one_node(2), trace("a,t,0,10,,4,,,,\nb,t,0,10,,1,,H100,,\nc,t,0,10,,1,,,,\n"), {});
