@@ -23,10 +23,10 @@ Result<Trace> pods(const std::string& text) {
 
 const std::string kHeader =
     "id,tenant,submit_s,duration_s,max_runtime_s,replicas,gpus,gpu_milli,gpu_model,cpu_milli,"
-    "memory_mib,priority,capacity_class\n";
+    "memory_mib,priority,capacity_class,expected_runtime_s\n";
 
 TEST(CanonicalTraceTest, ReadsEveryColumn) {
-  auto trace = canonical(kHeader + "a,team1,1.5,60,30,2,4,,A100,8000,65536,high,spot\n");
+  auto trace = canonical(kHeader + "a,team1,1.5,60,30,2,4,,A100,8000,65536,high,spot,20\n");
   ASSERT_TRUE(trace.ok()) << trace.error().message;
   ASSERT_EQ(trace->jobs.size(), 1u);
   const TraceJob& j = trace->jobs[0];
@@ -43,6 +43,7 @@ TEST(CanonicalTraceTest, ReadsEveryColumn) {
   EXPECT_EQ(j.memory_mib, 65536);
   EXPECT_EQ(j.priority, kPriorityHigh);
   EXPECT_EQ(j.capacity_class, CapacityClass::kSpot);
+  EXPECT_EQ(j.expected_runtime_ms, 20000);
 }
 
 TEST(CanonicalTraceTest, EmptyCellsAndMissingColumnsTakeJobSpecDefaults) {
@@ -114,15 +115,16 @@ TEST(CanonicalTraceTest, OtherBadCellsSayWhatIsAllowed) {
 }
 
 TEST(CanonicalTraceTest, WrittenTraceReadsBackTheSame) {
-  auto trace = canonical(kHeader + "a,t1,1.25,60,,1,1,300,T4,2000,1024,low,\n" +
-                         "b,t2,3,7.5,100,2,8,,A100|H100,64000,0,150,on-demand\n");
+  auto trace = canonical(kHeader + "a,t1,1.25,60,,1,1,300,T4,2000,1024,low,,45\n" +
+                         "b,t2,3,7.5,100,2,8,,A100|H100,64000,0,150,on-demand,\n");
   ASSERT_TRUE(trace.ok()) << trace.error().message;
   std::ostringstream out;
   write_canonical_trace(out, trace->jobs);
   auto again = canonical(out.str());
   ASSERT_TRUE(again.ok()) << again.error().message << "\n" << out.str();
-  EXPECT_EQ(out.str(), kHeader + "a,t1,1.250,60,,1,1,300,T4,2000,1024,low,\n" +
-                           "b,t2,3,7.500,100,2,8,,A100|H100,64000,0,150,on-demand\n");
+  EXPECT_EQ(out.str(), kHeader + "a,t1,1.250,60,,1,1,300,T4,2000,1024,low,,45\n" +
+                           "b,t2,3,7.500,100,2,8,,A100|H100,64000,0,150,on-demand,\n");
+  EXPECT_EQ(again->jobs[0].expected_runtime_ms, 45'000);
 }
 
 const std::string kPodHeader =
