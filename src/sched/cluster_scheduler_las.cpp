@@ -102,6 +102,9 @@ void ClusterScheduler::las_step(TimeMs now) {
       ++slot_version_[slot];
       mark_source_dirty(slot);
     }
+    // It is a possible victim for more jobs than before: what victim candidates could free
+    // grows, so their memos of requests that found nothing are void.
+    for (auto& [key, candidates] : victim_slots_) candidates.nothing_freeable.clear();
     new_running_.push_back({r.req.priority, r.seq});
     placed_last_pass_ = true;
     las_track_running(r);

@@ -357,11 +357,16 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
     const PendingJob& job = *static_cast<const PendingJob*>(owner);
     return job.decided_pass != pass_ && !waits_now(job, now);
   };
-  // The tenant's quota on each shared capacity's GPU model, asked once per call.
+  // The tenant's quota on each shared capacity's GPU model, asked once per call. Within its
+  // nominal quota a job may preempt even where its cohort lent that quota out (choose_victims),
+  // so the nominal headroom counts too.
   std::vector<int64_t> headroom;
   headroom.reserve(shared_list_.size());
-  for (const auto& [group, shared] : shared_list_)
-    headroom.push_back(quota_headroom(tenant, classes_.group_example(group).gpu_model));
+  for (const auto& [group, shared] : shared_list_) {
+    const std::string& model = classes_.group_example(group).gpu_model;
+    headroom.push_back(std::max(quota_headroom(tenant, model),
+                                tenants_.nominal_headroom(tenant_names_[tenant], model)));
+  }
   PendingJob* best = nullptr;
   QueueKey best_key;
   for (const auto& [signature, partition] : waiting_.partitions_of(tenant)) {
