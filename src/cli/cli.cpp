@@ -328,6 +328,9 @@ int run_cli(int argc, char** argv) {
   gen_cmd->add_option("--runtime-estimates", gen.estimate_sigma,
                       "write each job's expected_runtime_s, its duration × e^N(0, SIGMA): users' "
                       "estimates for queue policy sjf (0: exact; default: none)");
+  gen_cmd->add_option("--max-runtime-factor", gen.max_runtime_factor,
+                      "write each job's max_runtime_s as its duration × F (F >= 1: users' "
+                      "limits, which backfill plans with; default: the sampled shape's)");
   gen_cmd->callback([&] {
     gen.rate_given = gen_rate->count() > 0;
     gen.load_given = gen_load->count() > 0;

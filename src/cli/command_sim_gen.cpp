@@ -53,6 +53,7 @@ Result<sim::GenOptions> gen_options(const SimGenOptions& o) {
   g.duration_median_s = o.duration_median_s;
   g.duration_sigma = o.duration_sigma;
   g.estimate_sigma = o.estimate_sigma;
+  g.max_runtime_factor = o.max_runtime_factor;
   if (o.burst_size_given) g.burst_size = o.burst_size;
   if (!o.burst_interval.empty()) {
     auto interval = parse_duration_ms(o.burst_interval);

@@ -100,6 +100,7 @@ struct SimGenOptions {
   bool burst_size_given = false;
   std::string burst_interval;  // --burst-interval: time between bursts ("60s")
   double estimate_sigma = -1;  // --runtime-estimates: sigma of the users' estimates; < 0: none
+  double max_runtime_factor = 0;  // --max-runtime-factor: limits as a multiple of the duration
 };
 
 /// `gpucloud sim replay`: a trace replayed through the scheduler (docs/sim.md, "sim replay").

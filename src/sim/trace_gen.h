@@ -29,6 +29,9 @@ struct GenOptions {
   // Users' runtime estimates when >= 0: each job declares expected_runtime = its duration ×
   // e^N(0, estimate_sigma) (0: exact estimates). Negative: jobs declare none.
   double estimate_sigma = -1;
+  // Users' limits when > 0: each job declares max_runtime = its duration × this (at least 1,
+  // so no job is stopped; EASY backfill plans with it). 0: the sampled shape's max_runtime.
+  double max_runtime_factor = 0;
 };
 
 /// Checks the options' ranges; the message names the flag.
