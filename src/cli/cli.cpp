@@ -104,6 +104,12 @@ int run_cli(int argc, char** argv) {
                    "placement policy: default, first-fit, random, dot-product, clustering, "
                    "packing, best-fit or fgd")
       ->capture_default_str();
+  dev_cmd
+      ->add_option("--queue-policy", dev.queue_policy,
+                   "order of each tenant's jobs of one priority: fifo (oldest first), sjf "
+                   "(shortest expected_runtime, else max_runtime, first) or las (least GPU time "
+                   "received first; long runs drop a level and may be preempted)")
+      ->capture_default_str();
   add_connection_limits(dev_cmd, dev.max_connections, dev.max_connections_per_source);
   dev_cmd->callback([&] { code = cmd_dev(dev); });
 
@@ -123,6 +129,9 @@ int run_cli(int argc, char** argv) {
       ->allow_extra_args(false);
   run_cmd->add_option("--workdir", run.workdir, "working directory (default: this one)");
   run_cmd->add_option("--max-runtime", run.max_runtime, "stop the job after this long, e.g. 2h");
+  run_cmd->add_option("--expected-runtime", run.expected_runtime,
+                      "how long you expect it to run, e.g. 40m: queue policy sjf starts shorter "
+                      "jobs first (stops nothing)");
   run_cmd->add_option("--restart", run.restart, "never | on-lost (default) | on-failure | always");
   run_cmd->add_option("--grace", run.grace,
                       "time between SIGTERM and SIGKILL on stop (default 30s)");
@@ -203,6 +212,12 @@ int run_cli(int argc, char** argv) {
       ->add_option("--policy", srv.policy,
                    "placement policy: default, first-fit, random, dot-product, clustering, "
                    "packing, best-fit or fgd")
+      ->capture_default_str();
+  server_cmd
+      ->add_option("--queue-policy", srv.queue_policy,
+                   "order of each tenant's jobs of one priority: fifo (oldest first), sjf "
+                   "(shortest expected_runtime, else max_runtime, first) or las (least GPU time "
+                   "received first; long runs drop a level and may be preempted)")
       ->capture_default_str();
   add_connection_limits(server_cmd, srv.max_connections, srv.max_connections_per_source);
   server_cmd->callback([&] { code = cmd_server(srv); });

@@ -148,6 +148,7 @@ int cmd_dev(const DevOptions& o) {
   config.listen_host = listen->first;
   config.listen_port = listen->second;
   config.policy = o.policy;
+  config.queue_policy = o.queue_policy;
   config.poll_hold_ms = o.poll_hold_ms;
   config.max_connections = o.max_connections;
   config.max_connections_per_source = o.max_connections_per_source;

@@ -17,7 +17,7 @@ constexpr int kExitAuth = 77;  // the server refused the token or credential (EX
 
 struct RunOptions {
   std::string gpus, gpu_type, gpu_milli, gpu_memory, cpus, mem, replicas, name, workdir,
-      max_runtime, restart, grace;
+      max_runtime, expected_runtime, restart, grace;
   std::string tenant, priority, capacity_class;
   std::vector<std::string> env, selector, command;
   bool wait = false;
@@ -31,6 +31,7 @@ struct DevOptions {
   std::string sim_cpus = "16";
   std::string sim_mem = "128GiB";
   std::string policy = "default";
+  std::string queue_policy = "fifo";  // fifo, sjf or las (docs/scheduler.md, "Queue policies")
   std::string config_file;
   std::string unreachable_after = "15s";  // no poll for this long: node unreachable
   std::string down_after = "60s";         // no poll for this long: node down, attempts lost
@@ -47,6 +48,7 @@ struct ServerOptions {
   std::string tls_cert, tls_key;  // PEM files; none: a self-signed pair in the data dir
   bool plain_http = false;        // serve http:// (trusted networks and tests only)
   std::string policy = "default";
+  std::string queue_policy = "fifo";
   std::string config_file;
   std::string unreachable_after = "15s";
   std::string down_after = "60s";
@@ -98,8 +100,8 @@ struct SimGenOptions {
   std::string cluster;     // --cluster: the cluster --load is a fraction of
   int64_t burst_size = 0;  // --burst-size: jobs per burst; 0: Poisson arrivals
   bool burst_size_given = false;
-  std::string burst_interval;  // --burst-interval: time between bursts ("60s")
-  double estimate_sigma = -1;  // --runtime-estimates: sigma of the users' estimates; < 0: none
+  std::string burst_interval;     // --burst-interval: time between bursts ("60s")
+  double estimate_sigma = -1;     // --runtime-estimates: sigma of the users' estimates; < 0: none
   double max_runtime_factor = 0;  // --max-runtime-factor: limits as a multiple of the duration
 };
 

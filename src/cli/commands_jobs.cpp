@@ -157,6 +157,7 @@ int cmd_run(const RunOptions& o) {
   set("name", o.name, false);
   set("workdir", o.workdir, false);
   set("max_runtime", o.max_runtime, false);
+  set("expected_runtime", o.expected_runtime, false);
   set("grace_period", o.grace, false);
   set("tenant", o.tenant, false);
   set("priority", o.priority, false);

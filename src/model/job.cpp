@@ -99,6 +99,7 @@ json job_to_json(const Job& job) {
           {"cancel_requested", job.cancel_requested},
           {"interrupt_reason", job.interrupt_reason},
           {"interruptions", job.interruptions},
+          {"attained_gpu_ms", job.attained_gpu_ms},
           {"submitted_by", job.submitted_by},
           {"spec", job_spec_to_json(job.spec)}};
 }
@@ -124,6 +125,7 @@ Result<Job> job_from_json(const json& j) {
     job.cancel_requested = j.value("cancel_requested", false);
     job.interrupt_reason = j.value("interrupt_reason", "");
     job.interruptions = j.value("interruptions", 0);
+    job.attained_gpu_ms = j.value("attained_gpu_ms", int64_t{0});
     job.submitted_by = j.value("submitted_by", "");
     for (const auto& r : j.at("replicas")) {
       ReplicaAssignment a;

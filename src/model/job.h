@@ -67,7 +67,10 @@ struct Job {
   /// 0193…", or a drain: "node gpu-7 is draining"): once its replicas have stopped the job
   /// returns to pending whatever its restart policy, without using a restart.
   std::string interrupt_reason;
-  int interruptions = 0;     // attempts interrupted or never started (not counted as restarts)
+  int interruptions = 0;  // attempts interrupted or never started (not counted as restarts)
+  // GPU time its earlier attempts received, in GPU-ms (a share counts its fraction): queue
+  // policy las orders by it.
+  int64_t attained_gpu_ms = 0;
   std::string submitted_by;  // the token's name
 };
 

@@ -330,6 +330,10 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       auto d = read_duration(v, key);
       if (!d) return d.error();
       spec.max_runtime_ms = *d;
+    } else if (key == "expected_runtime") {
+      auto d = read_duration(v, key);
+      if (!d) return d.error();
+      spec.expected_runtime_ms = *d;
     } else if (key == "restart") {
       auto r = read_restart(v);
       if (!r) return r.error();
@@ -350,7 +354,7 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       return invalid(fmt::format(
           "{}: unknown field; a job spec has name, command, replicas, gpus, gpu_model, gpu_milli, "
           "gpu_memory, cpus, memory, tenant, priority, capacity_class, node_selector, max_runtime, "
-          "restart, grace_period, env, workdir (see docs/jobspec.md)",
+          "expected_runtime, restart, grace_period, env, workdir (see docs/jobspec.md)",
           key.size() > 64 ? key.substr(0, 64) + "..." : key));
     }
   }
@@ -449,6 +453,7 @@ Status validate_job_spec(JobSpec& spec) {
     if (v.size() > 256) return field_error("node_selector." + k, "is longer than 256 characters");
   }
   if (spec.max_runtime_ms < 0) return field_error("max_runtime", "is negative");
+  if (spec.expected_runtime_ms < 0) return field_error("expected_runtime", "is negative");
   if (spec.grace_period_ms < 0 || spec.grace_period_ms > JobSpecLimits::kMaxGracePeriodMs)
     return field_error("grace_period", fmt::format("{} is outside 0s..1h",
                                                    format_duration_ms(spec.grace_period_ms)));
@@ -499,6 +504,8 @@ json job_spec_to_json(const JobSpec& spec) {
   j["capacity_class"] = to_string(spec.capacity_class);
   j["node_selector"] = spec.node_selector;
   j["max_runtime"] = format_duration_ms(spec.max_runtime_ms);
+  if (spec.expected_runtime_ms > 0)
+    j["expected_runtime"] = format_duration_ms(spec.expected_runtime_ms);
   j["restart"] = {{"policy", to_string(spec.restart.policy)}, {"max", spec.restart.max}};
   j["grace_period"] = format_duration_ms(spec.grace_period_ms);
   j["env"] = spec.env;

@@ -40,6 +40,8 @@ struct JobSpec {
   CapacityClass capacity_class = CapacityClass::kAny;
   std::map<std::string, std::string> node_selector;
   int64_t max_runtime_ms = 0;  // 0 = unlimited
+  // The user's estimate of the run time, for queue policy sjf; stops nothing. 0 = none.
+  int64_t expected_runtime_ms = 0;
   RestartSpec restart;
   int64_t grace_period_ms = 30'000;
   std::map<std::string, std::string> env;

@@ -117,6 +117,7 @@ JobRequest JobRequest::from_spec(const std::string& job_id, const JobSpec& spec,
   r.priority = priority;
   r.created_at = created_at;
   r.max_runtime_ms = spec.max_runtime_ms;
+  r.expected_runtime_ms = spec.expected_runtime_ms;
   return r;
 }
 

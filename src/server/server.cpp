@@ -87,6 +87,7 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config, const
   server->background_ = std::make_unique<BackgroundWork>(2, 64);
   sched::PolicySettings settings;
   settings.policy = config.policy;
+  settings.queue_policy = config.queue_policy;
   auto scheduler = sched::create_scheduler(settings);
   if (!scheduler) return scheduler.error();
   server->scheduler_ = std::move(*scheduler);
@@ -238,6 +239,10 @@ Result<int> Server::start() {
       s->loop_.run_after(1000, [s] {
         s->check_node_liveness();
         s->log_connection_pressure();
+        // A decision due without an event (queue policy las: a level crossing, a starving job).
+        if (auto due = s->scheduler_->next_timed_decision();
+            due && *due <= s->clock_.now_ms() && s->scheduler_->pending_count() > 0)
+          s->schedule_soon();
         arm(s);
       });
     }

@@ -171,6 +171,7 @@ sched::Snapshot Server::scheduler_snapshot(bool all) const {
     const Job& job = *job_ptr;
     if (is_terminal(job.state)) continue;
     auto request = sched::JobRequest::from_spec(job.id, job.spec, job.created_at, priority_of(job));
+    request.attained_gpu_ms = job.attained_gpu_ms;
     if (job.replicas.empty()) {
       if (job.state == JobState::kPending && !job.cancel_requested)
         snapshot.pending.push_back(std::move(request));
@@ -297,6 +298,12 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
   const auto policy = job.spec.restart.policy;
   const bool restarts_left = restarts_used < job.spec.restart.max;
   auto requeue = [&](const std::string& why) {
+    if (job.started_at > 0) {
+      int64_t milli = 0;  // GPU milli the attempt held
+      for (const auto& r : job.replicas)
+        for (const auto& g : r.gpus) milli += g.milli;
+      job.attained_gpu_ms += std::max<TimeMs>(0, clock_.now_ms() - job.started_at) * milli / 1000;
+    }
     forget_attempt(job);
     job.message =
         fmt::format("attempt {} {}; re-queued as attempt {}", job.attempt, why, job.attempt + 1);

@@ -49,9 +49,10 @@ Status validate_gen_options(const GenOptions& o) {
   if (o.estimate_sigma > 5 || (o.estimate_sigma < 0 && o.estimate_sigma != -1))
     return invalid(fmt::format("--runtime-estimates: sigma {} must be 0..5", o.estimate_sigma));
   if (o.max_runtime_factor != 0 && !(o.max_runtime_factor >= 1 && o.max_runtime_factor <= 100))
-    return invalid(fmt::format("--max-runtime-factor: {} must be 1..100 (a limit below the "
-                               "duration would stop the job)",
-                               o.max_runtime_factor));
+    return invalid(
+        fmt::format("--max-runtime-factor: {} must be 1..100 (a limit below the "
+                    "duration would stop the job)",
+                    o.max_runtime_factor));
   if (o.burst_size < 0 || o.burst_size > 100'000'000)
     return invalid(fmt::format("--burst-size: {} must be 1..100000000", o.burst_size));
   if (o.burst_size > 0 && (o.burst_interval_ms < 1 || o.burst_interval_ms > kMaxBurstIntervalMs))
@@ -88,7 +89,8 @@ void generate_jobs(const std::vector<TraceJob>& shapes, const GenOptions& o,
     double d_s = std::exp(mu + o.duration_sigma * standard_normal(rng));
     job.duration_ms = std::max<int64_t>(1000, std::llround(std::min(d_s, 1e9) * 1000));
     if (o.max_runtime_factor > 0)
-      job.max_runtime_ms = std::llround(static_cast<double>(job.duration_ms) * o.max_runtime_factor);
+      job.max_runtime_ms =
+          std::llround(static_cast<double>(job.duration_ms) * o.max_runtime_factor);
     if (o.estimate_sigma >= 0) {
       double e_s = static_cast<double>(job.duration_ms) / 1000 *
                    std::exp(o.estimate_sigma * standard_normal(rng));

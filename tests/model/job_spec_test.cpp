@@ -72,6 +72,7 @@ TEST(JobSpecFromJson, ReadsEveryField) {
                      {"capacity_class", "spot"},
                      {"node_selector", {{"zone", "a"}, {"rack", 7}}},
                      {"max_runtime", "2d"},
+                     {"expected_runtime", "36h"},
                      {"restart", {{"policy", "on-failure"}, {"max", 5}}},
                      {"grace_period", 90},
                      {"env", {{"HF_HOME", "/data/hf"}, {"SEED", 1}}},
@@ -89,6 +90,7 @@ TEST(JobSpecFromJson, ReadsEveryField) {
   EXPECT_EQ(s.capacity_class, CapacityClass::kSpot);
   EXPECT_EQ(s.node_selector, (std::map<std::string, std::string>{{"zone", "a"}, {"rack", "7"}}));
   EXPECT_EQ(s.max_runtime_ms, 2 * 86'400'000);
+  EXPECT_EQ(s.expected_runtime_ms, 36 * 3'600'000);
   EXPECT_EQ(s.restart.policy, RestartPolicy::kOnFailure);
   EXPECT_EQ(s.restart.max, 5);
   EXPECT_EQ(s.grace_period_ms, 90'000);
@@ -150,6 +152,8 @@ TEST(JobSpecFromJson, RejectsNegativeAndAbsurdNumbers) {
   rejected("cpus", 1e9);
   rejected("restart", {{"max", 1000}});
   rejected("max_runtime", "-1h");
+  rejected("expected_runtime", "-1h");
+  rejected("expected_runtime", "soon");
 }
 
 TEST(JobSpecFromJson, NamesTheFieldAndRangeOfEveryHugeOrNegativeNumber) {
@@ -281,6 +285,7 @@ JobSpec full_spec() {
   s.capacity_class = CapacityClass::kOnDemand;
   s.node_selector = {{"zone", "eu-1"}};
   s.max_runtime_ms = 86'400'000 + 3'600'000 + 60'000 + 1'000 + 5;  // 1d1h1m1s5ms
+  s.expected_runtime_ms = 40 * 60'000;
   s.restart = {RestartPolicy::kAlways, 7};
   s.grace_period_ms = 1'500;
   s.env = {{"WANDB_MODE", "offline"}, {"EMPTY", ""}};
@@ -303,6 +308,7 @@ void expect_same(const JobSpec& a, const JobSpec& b) {
   EXPECT_EQ(a.capacity_class, b.capacity_class);
   EXPECT_EQ(a.node_selector, b.node_selector);
   EXPECT_EQ(a.max_runtime_ms, b.max_runtime_ms);
+  EXPECT_EQ(a.expected_runtime_ms, b.expected_runtime_ms);
   EXPECT_EQ(a.restart.policy, b.restart.policy);
   EXPECT_EQ(a.restart.max, b.restart.max);
   EXPECT_EQ(a.grace_period_ms, b.grace_period_ms);
