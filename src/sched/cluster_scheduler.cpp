@@ -203,6 +203,14 @@ ClusterScheduler::Ranking& ClusterScheduler::refresh_ranking(int shape_id) {
   // Most activations on a busy cluster cannot fit the shape: their summaries say so.
   for (; ranking.cursor < log.size(); ++ranking.cursor)
     if (may_fit(s, log[ranking.cursor])) rank_class(ranking, log[ranking.cursor].class_id);
+  // Classes that emptied leave when a pick walks past them; once the set has doubled since they
+  // were last dropped, drop them all, so that inserts search a set about the size of the fitting
+  // classes alive (a class that gains a member again is ranked again from its activation).
+  if (ranking.ranked.size() > 2 * ranking.kept + 16) {
+    std::erase_if(ranking.ranked,
+                  [&](const auto& e) { return classes_.member_count(e.second) == 0; });
+    ranking.kept = ranking.ranked.size();
+  }
   return ranking;
 }
 

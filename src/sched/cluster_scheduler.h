@@ -81,6 +81,7 @@ class ClusterScheduler final : public Scheduler {
     // Classes that fit, best first (ties: newer class); some may have emptied since.
     std::set<std::pair<NodeScore, int>, std::greater<>> ranked;
     size_t cursor = 0;  // into NodeClassIndex::activations()
+    size_t kept = 0;    // entries when those of emptied classes were last dropped
   };
   struct PendingJob {
     JobRequest req;

@@ -6,6 +6,20 @@
 
 namespace gpucloud::sched {
 
+namespace {
+
+// Appends v as a zigzag varint: small numbers take a byte or two.
+void put_varint(std::string& out, int64_t v) {
+  uint64_t u = (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+  while (u >= 0x80) {
+    out.push_back(static_cast<char>((u & 0x7f) | 0x80));
+    u >>= 7;
+  }
+  out.push_back(static_cast<char>(u));
+}
+
+}  // namespace
+
 std::string NodeClassIndex::static_key(const NodeState& s) {
   std::string k = fmt::format("{}|{}|{}|", s.schedulable ? 1 : 0, s.cpu_milli, s.memory_mib);
   for (const auto& g : s.gpus)
@@ -15,80 +29,131 @@ std::string NodeClassIndex::static_key(const NodeState& s) {
   return k;
 }
 
-std::string NodeClassIndex::key(const NodeState& s, int share_jobs, int whole_jobs) {
-  // The static part, then the use.
-  std::string k = static_key(s);
-  fmt::format_to(std::back_inserter(k), "#{}|{}|{}|{}|", s.cpu_used_milli, s.memory_used_mib,
-                 share_jobs > 0 ? 1 : 0, whole_jobs > 0 ? 1 : 0);
-  for (const auto& g : s.gpus)
-    fmt::format_to(std::back_inserter(k), "{}:{};", g.used_milli, g.used_memory_mib);
-  return k;
+bool NodeClassIndex::same_static(const NodeState& a, const NodeState& b) {
+  if (a.schedulable != b.schedulable || a.cpu_milli != b.cpu_milli ||
+      a.memory_mib != b.memory_mib || a.gpus.size() != b.gpus.size() || a.labels != b.labels)
+    return false;
+  for (size_t i = 0; i < a.gpus.size(); ++i) {
+    const GpuState& x = a.gpus[i];
+    const GpuState& y = b.gpus[i];
+    if (x.model != y.model || x.memory_mib != y.memory_mib || x.numa_node != y.numa_node ||
+        x.nvlink_mask != y.nvlink_mask)
+      return false;
+  }
+  return true;
+}
+
+int NodeClassIndex::static_group_of(int slot, const NodeState& state, bool& fresh) {
+  // A node's resources and labels rarely change: compare with its last group's first.
+  int last = slot < static_cast<int>(slot_group_.size()) ? slot_group_[slot] : -1;
+  if (last >= 0 && same_static(state, group_examples_[last].state)) return last;
+  auto [group, made] =
+      static_groups_.try_emplace(static_key(state), static_cast<int>(static_groups_.size()));
+  fresh = made;
+  if (made) {
+    group_examples_.emplace_back();  // filled by assign() with the group's first class
+    group_members_.push_back(0);
+    group_by_free_gpus_.emplace_back();
+    group_by_free_milli_.emplace_back();
+  }
+  return group->second;
+}
+
+void NodeClassIndex::use_key(int group, const NodeState& s, int share_jobs, int whole_jobs) {
+  // The static group stands for the resources and labels (and so the number of GPUs).
+  key_.clear();
+  put_varint(key_, group);
+  put_varint(key_, s.cpu_used_milli);
+  put_varint(key_, s.memory_used_mib);
+  key_.push_back(static_cast<char>((share_jobs > 0 ? 1 : 0) | (whole_jobs > 0 ? 2 : 0)));
+  for (const auto& g : s.gpus) {
+    put_varint(key_, g.used_milli);
+    put_varint(key_, g.used_memory_mib);
+  }
+}
+
+NodeClass& NodeClassIndex::hold(int id, int group, const NodeState& state, int share_jobs,
+                                int whole_jobs) {
+  if (free_pool_.empty()) {
+    free_pool_.push_back(static_cast<int32_t>(pool_.size()));
+    pool_.push_back(std::make_unique<NodeClass>());
+  }
+  storage_[id] = free_pool_.back();
+  free_pool_.pop_back();
+  NodeClass& c = *pool_[storage_[id]];
+  c.id = id;
+  c.state = state;  // reuses the held strings' and vectors' memory of the class last here
+  c.share_jobs = share_jobs;
+  c.whole_jobs = whole_jobs;
+  c.members.clear();
+  c.static_group = group;
+  c.zone.clear();
+  if (auto z = state.labels.find("zone"); z != state.labels.end())
+    c.zone = z->second;
+  else if (auto r = state.labels.find("rack"); r != state.labels.end())
+    c.zone = r->second;
+  c.gpu_model = state.gpus.empty() ? std::string() : state.gpus[0].model;
+  c.free_gpus = 0;
+  c.max_free_milli = 0;
+  for (const auto& g : state.gpus) {
+    c.free_gpus += g.whole_free() ? 1 : 0;
+    c.max_free_milli = std::max(c.max_free_milli, static_cast<int>(g.free_milli()));
+  }
+  return c;
 }
 
 void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, int whole_jobs) {
-  std::string k = key(state, share_jobs, whole_jobs);
+  bool fresh_group = false;
+  const int group = static_group_of(slot, state, fresh_group);
+  use_key(group, state, share_jobs, whole_jobs);
   int id;
-  if (auto it = by_key_.find(k); it != by_key_.end()) {
+  if (auto it = by_key_.find(key_); it != by_key_.end()) {
     id = it->second;
   } else {
-    id = static_cast<int>(classes_.size());
-    NodeClass c;
-    c.id = id;
-    c.state = state;
-    c.share_jobs = share_jobs;
-    c.whole_jobs = whole_jobs;
-    if (auto z = state.labels.find("zone"); z != state.labels.end())
-      c.zone = z->second;
-    else if (auto r = state.labels.find("rack"); r != state.labels.end())
-      c.zone = r->second;
-    if (!state.gpus.empty()) c.gpu_model = state.gpus[0].model;
-    auto [group, fresh] =
-        static_groups_.try_emplace(static_key(state), static_cast<int>(static_groups_.size()));
-    c.static_group = group->second;
-    if (fresh) {
-      group_examples_.push_back(id);
-      group_members_.push_back(0);
-      group_by_free_gpus_.emplace_back();
-      group_by_free_milli_.emplace_back();
-    }
-    for (const auto& g : state.gpus) {
-      c.free_gpus += g.whole_free() ? 1 : 0;
-      c.max_free_milli = std::max(c.max_free_milli, static_cast<int>(g.free_milli()));
-    }
-    summaries_.push_back({id, c.static_group, c.free_gpus, c.max_free_milli,
+    id = static_cast<int>(storage_.size());
+    storage_.push_back(-1);
+    const NodeClass& c = hold(id, group, state, share_jobs, whole_jobs);
+    if (fresh_group) group_examples_[group] = c;  // its members are not kept (none yet)
+    summaries_.push_back({id, group, c.free_gpus, c.max_free_milli,
                           c.state.cpu_milli - c.state.cpu_used_milli,
                           c.state.memory_mib - c.state.memory_used_mib});
     member_counts_.push_back(0);
-    classes_.push_back(std::move(c));
-    by_key_.emplace(std::move(k), id);
+    by_key_.emplace(key_, id);
   }
-  if (slot >= static_cast<int>(slot_class_.size())) slot_class_.resize(slot + 1, -1);
+  if (slot >= static_cast<int>(slot_class_.size())) {
+    slot_class_.resize(slot + 1, -1);
+    slot_group_.resize(slot + 1, -1);
+  }
   if (slot_class_[slot] == id) return;
   remove(slot);
+  if (storage_[id] < 0) hold(id, group, state, share_jobs, whole_jobs);  // emptied before
   slot_class_[slot] = id;
-  auto& members = classes_[id].members;
-  members.insert(slot);
+  slot_group_[slot] = group;
+  NodeClass& c = *pool_[storage_[id]];
+  c.members.insert(std::lower_bound(c.members.begin(), c.members.end(), slot), slot);
   ++member_counts_[id];
-  ++group_members_[classes_[id].static_group];
-  if (members.size() == 1) {
-    const NodeClass& c = classes_[id];
+  ++group_members_[group];
+  if (c.members.size() == 1) {
     activations_.push_back(summaries_[id]);
     active_.insert(id);
-    group_by_free_gpus_[c.static_group].insert({-c.free_gpus, id});
-    group_by_free_milli_[c.static_group].insert({-c.max_free_milli, id});
+    group_by_free_gpus_[group].insert({-c.free_gpus, id});
+    group_by_free_milli_[group].insert({-c.max_free_milli, id});
   }
 }
 
 void NodeClassIndex::remove(int slot) {
   if (slot >= static_cast<int>(slot_class_.size()) || slot_class_[slot] < 0) return;
-  const NodeClass& c = classes_[slot_class_[slot]];
-  classes_[c.id].members.erase(slot);
-  --member_counts_[c.id];
+  const int id = slot_class_[slot];
+  NodeClass& c = *pool_[storage_[id]];
+  c.members.erase(std::lower_bound(c.members.begin(), c.members.end(), slot));
+  --member_counts_[id];
   --group_members_[c.static_group];
   if (c.members.empty()) {
-    active_.erase(c.id);
-    group_by_free_gpus_[c.static_group].erase({-c.free_gpus, c.id});
-    group_by_free_milli_[c.static_group].erase({-c.max_free_milli, c.id});
+    active_.erase(id);
+    group_by_free_gpus_[c.static_group].erase({-c.free_gpus, id});
+    group_by_free_milli_[c.static_group].erase({-c.max_free_milli, id});
+    free_pool_.push_back(storage_[id]);  // its memory serves the next class made
+    storage_[id] = -1;
   }
   slot_class_[slot] = -1;
 }

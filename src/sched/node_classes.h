@@ -1,9 +1,16 @@
 // Nodes grouped by state: nodes with identical resources, labels and use form one class, so a
 // policy scores a class once instead of every node. A placement or release moves one node to
 // another class; classes are never changed in place (a class is an exact state).
+//
+// A class keeps its id for the index's life: a state seen again gets the id it had, so orders
+// that break ties by id do not depend on when classes emptied. What a class holds (its state and
+// members) is freed when its last node leaves and made again from the next node to enter it;
+// only its key and summary stay (some tens of bytes), so a long run's memory follows the
+// classes alive, not every state ever seen.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -16,15 +23,15 @@ namespace gpucloud::sched {
 /// One exact node state and the nodes in it.
 struct NodeClass {
   int id = 0;
-  NodeState state;         // the first member's state (names and GPU uuids are that node's)
-  std::string zone;        // the "zone" label, else "rack", else ""
-  std::string gpu_model;   // the model of GPU 0; "" for a node without GPUs
-  int share_jobs = 0;      // replicas holding a share of a GPU here
-  int whole_jobs = 0;      // replicas holding whole GPUs here
-  std::set<int> members;   // node slots, ascending
-  int static_group = 0;    // classes with equal resources and labels, whatever their use
-  int free_gpus = 0;       // whole GPUs free
-  int max_free_milli = 0;  // the most milli free on one GPU
+  NodeState state;           // the first member's state (names and GPU uuids are that node's)
+  std::string zone;          // the "zone" label, else "rack", else ""
+  std::string gpu_model;     // the model of GPU 0; "" for a node without GPUs
+  int share_jobs = 0;        // replicas holding a share of a GPU here
+  int whole_jobs = 0;        // replicas holding whole GPUs here
+  std::vector<int> members;  // node slots, ascending
+  int static_group = 0;      // classes with equal resources and labels, whatever their use
+  int free_gpus = 0;         // whole GPUs free
+  int max_free_milli = 0;    // the most milli free on one GPU
 };
 
 /// What a class offers at most: enough to rule out most requests without reading the class
@@ -47,7 +54,7 @@ class NodeClassIndex {
   /// Takes the slot out of its class (the node left).
   void remove(int slot);
 
-  const NodeClass& of_slot(int slot) const { return classes_[slot_class_.at(slot)]; }
+  const NodeClass& of_slot(int slot) const { return get(slot_class_.at(slot)); }
   int class_of(int slot) const {
     return slot < static_cast<int>(slot_class_.size()) ? slot_class_[slot] : -1;
   }
@@ -56,12 +63,21 @@ class NodeClassIndex {
     int id = class_of(slot);
     return id < 0 ? -1 : summaries_[id].static_group;
   }
-  const NodeClass& get(int id) const { return classes_[id]; }
-  size_t size() const { return classes_.size(); }
+  /// The class. A class without members reads as an empty class (no members, no state): its
+  /// state was freed; consumers holding ids of classes that may have emptied check `members`.
+  const NodeClass& get(int id) const {
+    int at = storage_[id];
+    return at < 0 ? vacant_ : *pool_[at];
+  }
+  /// The number of class ids given (states seen).
+  size_t size() const { return storage_.size(); }
+  /// The number of classes whose state is held now (those with members).
+  size_t held() const { return pool_.size() - free_pool_.size(); }
   /// The number of static groups (see NodeClass::static_group).
   size_t static_groups() const { return static_groups_.size(); }
-  /// The first class of a static group (its state stands for the group's resources and labels).
-  const NodeClass& group_example(int group) const { return classes_[group_examples_[group]]; }
+  /// The static group's first class as it was made (its state stands for the group's resources
+  /// and labels; its members are not kept).
+  const NodeClass& group_example(int group) const { return group_examples_[group]; }
   /// The number of nodes in a static group now.
   int group_members(int group) const { return group_members_[group]; }
   /// A static group's classes that have members, as (-free GPUs, class id): most free first.
@@ -83,16 +99,28 @@ class NodeClassIndex {
   const std::set<int>& active() const { return active_; }
 
  private:
-  static std::string key(const NodeState& state, int share_jobs, int whole_jobs);
   static std::string static_key(const NodeState& state);
+  // Whether the two states have equal resources and labels (equal static keys).
+  static bool same_static(const NodeState& a, const NodeState& b);
+  // The static group of the state, which the slot is about to take; `fresh`: made now.
+  int static_group_of(int slot, const NodeState& state, bool& fresh);
+  // The state's key within its static group, into key_.
+  void use_key(int group, const NodeState& state, int share_jobs, int whole_jobs);
+  // Gives class `id` a state to hold (from the pool) and fills it from `state`.
+  NodeClass& hold(int id, int group, const NodeState& state, int share_jobs, int whole_jobs);
 
-  std::vector<NodeClass> classes_;
-  std::unordered_map<std::string, int> by_key_;
+  std::vector<int32_t> storage_;                  // class id -> index into pool_, -1: not held
+  std::vector<std::unique_ptr<NodeClass>> pool_;  // held classes and reusable ones
+  std::vector<int32_t> free_pool_;                // indexes into pool_ not held
+  NodeClass vacant_;                              // what get() gives for a class not held
+  std::unordered_map<std::string, int> by_key_;   // use_key() -> class id
+  std::string key_;                               // use_key()'s buffer, reused
   std::unordered_map<std::string, int> static_groups_;
-  std::vector<int> group_examples_;  // static group -> its first class
-  std::vector<int> group_members_;   // static group -> nodes in it
+  std::vector<NodeClass> group_examples_;  // static group -> its first class, without members
+  std::vector<int> group_members_;         // static group -> nodes in it
   std::vector<std::set<std::pair<int, int>>> group_by_free_gpus_, group_by_free_milli_;
   std::vector<int> slot_class_;  // -1: no class
+  std::vector<int> slot_group_;  // the static group of the slot's last class, -1: none
   std::vector<ClassSummary> activations_;
   std::vector<ClassSummary> summaries_;  // by class id
   std::vector<int32_t> member_counts_;   // by class id

@@ -1,0 +1,69 @@
+// NodeClassIndex: classes are exact node states; an emptied class frees its state but keeps its id.
+#include "sched/node_classes.h"
+
+#include <gtest/gtest.h>
+
+#include "cluster.h"
+
+namespace gpucloud::sched {
+namespace {
+
+using testing::gpu_node;
+
+NodeState with_use(NodeState node, int64_t cpu_used, int gpu0_milli) {
+  node.cpu_used_milli = cpu_used;
+  node.gpus[0].used_milli = gpu0_milli;
+  return node;
+}
+
+TEST(NodeClassIndex, AStateSeenAgainGetsTheIdItHadAfterItsClassEmptied) {
+  NodeClassIndex index;
+  NodeState idle = gpu_node("a", 8);
+  index.assign(0, idle, 0, 0);
+  const int idle_id = index.class_of(0);
+  index.assign(0, with_use(idle, 4000, 1000), 0, 1);
+  EXPECT_NE(index.class_of(0), idle_id);
+  EXPECT_TRUE(index.get(idle_id).members.empty());
+  EXPECT_EQ(index.member_count(idle_id), 0);
+
+  // Another node of the same kind enters the idle state: the class it had, made again.
+  index.assign(1, gpu_node("b", 8), 0, 0);
+  EXPECT_EQ(index.class_of(1), idle_id);
+  EXPECT_EQ(index.get(idle_id).members, std::vector<int>{1});
+  EXPECT_EQ(index.get(idle_id).free_gpus, 8);
+  EXPECT_EQ(index.get(idle_id).state.name, "b");
+  EXPECT_EQ(index.summary(idle_id).free_gpus, 8);
+}
+
+TEST(NodeClassIndex, HoldsTheStatesOfClassesWithNodesOnly) {
+  NodeClassIndex index;
+  NodeState node = gpu_node("a", 8);
+  for (int step = 0; step < 1000; ++step)
+    index.assign(0, with_use(node, 100 * step, step % 1000), 0, step > 0 ? 1 : 0);
+  EXPECT_EQ(index.size(), 1000u);  // every state seen has an id
+  EXPECT_EQ(index.held(), 1u);     // only the node's current state is held
+  EXPECT_EQ(index.active().size(), 1u);
+  EXPECT_EQ(index.activations().size(), 1000u);
+}
+
+TEST(NodeClassIndex, AStaticGroupKeepsItsExampleWhenItsFirstClassEmpties) {
+  NodeClassIndex index;
+  index.assign(0, gpu_node("a", 8, "H100"), 0, 0);
+  index.assign(0, with_use(gpu_node("a", 8, "H100"), 1000, 500), 1, 0);
+  index.assign(1, gpu_node("b", 4, "A100"), 0, 0);
+  ASSERT_EQ(index.static_groups(), 2u);
+  EXPECT_EQ(index.group_example(0).gpu_model, "H100");
+  EXPECT_EQ(index.group_example(0).state.gpus.size(), 8u);
+  EXPECT_EQ(index.group_members(0), 1);
+  EXPECT_EQ(index.group_example(1).gpu_model, "A100");
+  // A node whose resources change leaves its static group for another.
+  NodeState bigger = gpu_node("a", 8, "H100");
+  bigger.cpu_milli = 128'000;
+  index.assign(0, bigger, 0, 0);
+  EXPECT_EQ(index.static_groups(), 3u);
+  EXPECT_EQ(index.group_of_slot(0), 2);
+  EXPECT_EQ(index.group_members(0), 0);
+}
+
+}  // namespace
+}  // namespace gpucloud::sched
