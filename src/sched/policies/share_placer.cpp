@@ -1,5 +1,6 @@
 #include "sched/policies/share_placer.h"
 
+#include <algorithm>
 #include <climits>
 #include <numeric>
 
@@ -40,7 +41,8 @@ SharePlacer::SharePlacer(std::vector<ShareNode> nodes, const WorkloadProfile& pr
 
 int SharePlacer::intern_group(const NodeShape& shape) {
   auto [it, added] = group_index_.try_emplace(shape, static_cast<int>(groups_.size()));
-  if (added) groups_.push_back({shape, node_fragmentation(shape, profile_), {}});
+  if (added)
+    groups_.push_back({shape, node_fragmentation(shape, profile_), {}, guarded_fits(shape), {}});
   return it->second;
 }
 
@@ -53,6 +55,54 @@ int SharePlacer::intern_request(const PodRequest& pod) {
     if (same_scoring(known, pod)) return id;
   bucket.emplace_back(pod, requests_);
   return requests_++;
+}
+
+std::vector<uint8_t> SharePlacer::guarded_fits(const NodeShape& shape) const {
+  std::vector<uint8_t> fits(guarded_.size());
+  for (size_t t = 0; t < guarded_.size(); ++t) fits[t] = type_fits(shape, guarded_[t]) ? 1 : 0;
+  return fits;
+}
+
+void SharePlacer::guard_scarce_types(const WorkloadProfile& all_types) {
+  if (policy_ != Policy::kDefault) return;
+  guarded_.clear();
+  for (const TypicalPod& t : all_types.types) {
+    if (t.num_gpu <= 0 || t.gpu_milli <= 0) continue;
+    int hosts = 0;
+    for (int g : node_group_) hosts += type_fits(groups_[g].shape, t) ? 1 : 0;
+    if (t.model_mask != 0 || hosts * 10 < static_cast<int>(nodes_.size())) guarded_.push_back(t);
+  }
+  for (Group& g : groups_) {
+    g.hosts = guarded_fits(g.shape);
+    g.lost.clear();
+    std::fill(g.scores.begin(), g.scores.end(), kUnknown);
+  }
+  hosts_now_.assign(guarded_.size(), 0);
+  for (int g : node_group_)
+    for (size_t t = 0; t < guarded_.size(); ++t) hosts_now_[t] += groups_[g].hosts[t];
+}
+
+void SharePlacer::note_lost_hosts(int group, int request, const PodRequest& pod) {
+  std::vector<std::vector<int>>& lost = groups_[group].lost;
+  if (static_cast<int>(lost.size()) <= request) lost.resize(request + 1);
+  NodeShape after = shape_after_whole(groups_[group].shape, pod);
+  if (pod_kind(pod) == PodKind::kShare)  // the fitting GPU with the least free milli
+    for (int i = 0; i < after.num_gpus; ++i)
+      if (after.gpu_free[i] >= pod.gpu_milli) {
+        after.gpu_free[i] = static_cast<int16_t>(after.gpu_free[i] - pod.gpu_milli);
+        break;
+      }
+  for (size_t t = 0; t < guarded_.size(); ++t)
+    if (groups_[group].hosts[t] && !type_fits(after, guarded_[t]))
+      lost[request].push_back(static_cast<int>(t));
+}
+
+double SharePlacer::scarcity_cost(int group, int request) const {
+  const std::vector<std::vector<int>>& lost = groups_[group].lost;
+  if (static_cast<int>(lost.size()) <= request) return 0;
+  double nodes = static_cast<double>(nodes_.size()), cost = 0;
+  for (int t : lost[request]) cost += scarce_host_cost(guarded_[t], hosts_now_[t], nodes);
+  return cost;
 }
 
 double SharePlacer::compute_score(const NodeShape& shape, const PodRequest& pod,
@@ -91,6 +141,7 @@ double SharePlacer::cached_score(int group, int request, const PodRequest& pod) 
     PodRequest no_memory = pod;
     no_memory.memory_mib = 0;
     s = fits(probe, no_memory) ? compute_score(shape, pod, groups_[group].frag) : kNoFit;
+    if (s != kNoFit && !guarded_.empty()) note_lost_hosts(group, request, pod);
   }
   return s;
 }
@@ -123,6 +174,8 @@ void SharePlacer::apply(int node, const PodRequest& pod, const std::vector<int>&
   free_milli_ += n.free_gpu_milli();
   int new_group = intern_group(NodeShape::of(n));
   node_group_[node] = new_group;
+  for (size_t t = 0; t < guarded_.size(); ++t)
+    hosts_now_[t] += groups_[new_group].hosts[t] - groups_[old_group].hosts[t];
   frag_sum_ += groups_[new_group].frag - groups_[old_group].frag;
 }
 
@@ -135,6 +188,7 @@ std::optional<SharePlacement> SharePlacer::place(const PodRequest& pod) {
     if (n.memory_used + pod.memory_mib > n.memory_mib) continue;
     double s = cached_score(node_group_[i], request, pod);
     if (s == kNoFit) continue;
+    if (!guarded_.empty()) s -= scarcity_cost(node_group_[i], request);
     feasible_.emplace_back(static_cast<int>(i), s);
     lo = std::min(lo, static_cast<int>(s));
     hi = std::max(hi, static_cast<int>(s));
