@@ -80,6 +80,13 @@ void SharePlacer::guard_scarce_types(const WorkloadProfile& all_types) {
   hosts_now_.assign(guarded_.size(), 0);
   for (int g : node_group_)
     for (size_t t = 0; t < guarded_.size(); ++t) hosts_now_[t] += groups_[g].hosts[t];
+  host_cost_.resize(guarded_.size());
+  for (size_t t = 0; t < guarded_.size(); ++t) update_host_cost(static_cast<int>(t));
+}
+
+void SharePlacer::update_host_cost(int type) {
+  host_cost_[type] =
+      scarce_host_cost(guarded_[type], hosts_now_[type], static_cast<double>(nodes_.size()));
 }
 
 void SharePlacer::note_lost_hosts(int group, int request, const PodRequest& pod) {
@@ -100,8 +107,8 @@ void SharePlacer::note_lost_hosts(int group, int request, const PodRequest& pod)
 double SharePlacer::scarcity_cost(int group, int request) const {
   const std::vector<std::vector<int>>& lost = groups_[group].lost;
   if (static_cast<int>(lost.size()) <= request) return 0;
-  double nodes = static_cast<double>(nodes_.size()), cost = 0;
-  for (int t : lost[request]) cost += scarce_host_cost(guarded_[t], hosts_now_[t], nodes);
+  double cost = 0;
+  for (int t : lost[request]) cost += host_cost_[t];
   return cost;
 }
 
@@ -146,6 +153,32 @@ double SharePlacer::cached_score(int group, int request, const PodRequest& pod) 
   return s;
 }
 
+int SharePlacer::best_after_scarcity_cost(int request) {
+  // Costs are never negative, so a node whose score before its cost is below the best total so
+  // far cannot win: start from the best score before cost and price only nodes that can beat it.
+  auto ahead = [&](double s, int node, double best, int best_node) {
+    return s > best || (s == best && rank_[node] < rank_[best_node]);
+  };
+  auto [chosen, top] = feasible_.front();
+  for (auto [node, raw] : feasible_)
+    if (ahead(raw, node, top, chosen)) chosen = node, top = raw;
+  ++pick_calls_;
+  if (cost_memo_.size() < groups_.size()) cost_memo_.resize(groups_.size(), {0, 0});
+  auto cost = [&](int node) {  // nodes in one state share it
+    auto& [stamp, value] = cost_memo_[node_group_[node]];
+    if (stamp != pick_calls_)
+      stamp = pick_calls_, value = scarcity_cost(node_group_[node], request);
+    return value;
+  };
+  double best = top - cost(chosen);
+  for (auto [node, raw] : feasible_) {
+    if (node == chosen || raw < best) continue;
+    double s = raw - cost(node);
+    if (ahead(s, node, best, chosen)) chosen = node, best = s;
+  }
+  return chosen;
+}
+
 std::vector<int> SharePlacer::choose_gpus(const ShareNode& node, int group, const PodRequest& pod) {
   if (pod_kind(pod) != PodKind::kShare) return default_gpu_choice(node, pod);
   if (policy_ == Policy::kRandom) {
@@ -174,8 +207,12 @@ void SharePlacer::apply(int node, const PodRequest& pod, const std::vector<int>&
   free_milli_ += n.free_gpu_milli();
   int new_group = intern_group(NodeShape::of(n));
   node_group_[node] = new_group;
-  for (size_t t = 0; t < guarded_.size(); ++t)
-    hosts_now_[t] += groups_[new_group].hosts[t] - groups_[old_group].hosts[t];
+  for (size_t t = 0; t < guarded_.size(); ++t) {
+    int change = groups_[new_group].hosts[t] - groups_[old_group].hosts[t];
+    if (change == 0) continue;
+    hosts_now_[t] += change;
+    update_host_cost(static_cast<int>(t));
+  }
   frag_sum_ += groups_[new_group].frag - groups_[old_group].frag;
 }
 
@@ -188,7 +225,6 @@ std::optional<SharePlacement> SharePlacer::place(const PodRequest& pod) {
     if (n.memory_used + pod.memory_mib > n.memory_mib) continue;
     double s = cached_score(node_group_[i], request, pod);
     if (s == kNoFit) continue;
-    if (!guarded_.empty()) s -= scarcity_cost(node_group_[i], request);
     feasible_.emplace_back(static_cast<int>(i), s);
     lo = std::min(lo, static_cast<int>(s));
     hi = std::max(hi, static_cast<int>(s));
@@ -197,6 +233,8 @@ std::optional<SharePlacement> SharePlacer::place(const PodRequest& pod) {
   int chosen = -1;
   if (policy_ == Policy::kRandom) {
     chosen = feasible_[rng_.below(feasible_.size())].first;
+  } else if (!guarded_.empty()) {
+    chosen = best_after_scarcity_cost(request);
   } else {
     double best = kUnknown;
     int best_rank = INT_MAX;

@@ -68,6 +68,9 @@ class SharePlacer {
   std::vector<uint8_t> guarded_fits(const NodeShape& shape) const;
   void note_lost_hosts(int group, int request, const PodRequest& pod);
   double scarcity_cost(int group, int request) const;
+  void update_host_cost(int type);
+  /// The default policy's pick among feasible_ once scarce-host costs are subtracted.
+  int best_after_scarcity_cost(int request);
   void apply(int node, const PodRequest& pod, const std::vector<int>& gpus);
 
   std::vector<ShareNode> nodes_;
@@ -85,6 +88,9 @@ class SharePlacer {
   std::vector<std::pair<int, double>> feasible_;  // (node, score), reused between calls
   std::vector<TypicalPod> guarded_;               // scarce-host types (guard_scarce_types)
   std::vector<int> hosts_now_;                    // per guarded type: nodes it fits now
+  std::vector<double> host_cost_;  // per guarded type: scarce_host_cost at hosts_now_
+  std::vector<std::pair<uint64_t, double>> cost_memo_;  // per group: (pick, its scarcity cost)
+  uint64_t pick_calls_ = 0;
   double frag_sum_ = 0;
   int64_t free_milli_ = 0;
 };
