@@ -50,6 +50,7 @@ FgdSetup FgdSetup::make(TraceCluster cluster, std::vector<TracePod> pods) {
   requests.reserve(pods.size());
   for (const TracePod& p : pods) requests.push_back(p.request);
   s.profile = sched::WorkloadProfile::from_pods(requests);
+  s.all_types = sched::WorkloadProfile::from_pods(requests, /*coverage=*/1.0);
   // Distinct empty node configurations are enough to decide "fits no node ever".
   std::set<std::tuple<int, int, int64_t, int64_t>> seen;
   std::vector<sched::ShareNode> kinds;
@@ -75,6 +76,7 @@ SeedRun run_fgd_seed(const FgdSetup& setup, sched::Policy policy, uint64_t seed,
   // The placer's tie-break order and random draws get their own stream of the seed.
   sched::SharePlacer placer(setup.cluster.nodes, setup.profile, policy,
                             seed ^ 0x9E3779B97F4A7C15ull);
+  placer.guard_scarce_types(setup.all_types);
   size_t loads = static_cast<size_t>(std::ceil(inflation * 100)) + 2;
   Means alloc(loads), ratio(loads), milli(loads);
   double gpus10 = static_cast<double>(setup.cluster.gpus) * 10.0;

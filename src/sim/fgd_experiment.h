@@ -18,8 +18,9 @@ namespace gpucloud::sim {
 struct FgdSetup {
   TraceCluster cluster;
   std::vector<TracePod> pods;
-  sched::WorkloadProfile profile;  // typical pod types of `pods` (95 % coverage)
-  std::vector<int> never_fit;      // pods that fit no node even on the empty cluster
+  sched::WorkloadProfile profile;    // typical pod types of `pods` (95 % coverage)
+  sched::WorkloadProfile all_types;  // every pod type of `pods` (the default policy's guard)
+  std::vector<int> never_fit;        // pods that fit no node even on the empty cluster
 
   /// Builds the profile and finds the pods that can never fit.
   static FgdSetup make(TraceCluster cluster, std::vector<TracePod> pods);

@@ -99,6 +99,27 @@ TEST(DefaultPolicyTest, KeepsAnIdleNodeWholeForAWholeGpuPod) {
   EXPECT_EQ(placer.nodes()[1].gpu_free[1], 0);
 }
 
+TEST(DefaultPolicyTest, PodsLimitedToAScarceModelStillFindRoom) {
+  // Ten 2-GPU nodes of model 0 and one of model 1. A fifth of the workload's pods need model 1
+  // but are too rare for the profile F is computed with, so F sees every node alike. After 21
+  // unlimited 1-GPU pods on the 22 GPUs, the model-1 node must still have a GPU for a
+  // model-1 pod, whatever the tie-break order.
+  WorkloadProfile typical;
+  typical.types = {{8000, 1, 1000, 0, 1.0}};
+  WorkloadProfile all_types;
+  all_types.types = {{8000, 1, 1000, 0, 0.8}, {8000, 1, 1000, uint64_t{1} << 1, 0.2}};
+  std::vector<ShareNode> nodes(10, node_with({1000, 1000}, 64000));
+  nodes.push_back(ShareNode::make("scarce", 1, 2, 64000, 65536));
+  for (uint64_t seed : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u}) {
+    SharePlacer placer(nodes, typical, Policy::kDefault, seed);
+    placer.guard_scarce_types(all_types);
+    for (int i = 0; i < 21; ++i) ASSERT_TRUE(placer.place({8000, 0, 1, 1000}).has_value());
+    auto limited = placer.place({8000, 0, 1, 1000, uint64_t{1} << 1});
+    ASSERT_TRUE(limited.has_value()) << "seed " << seed;
+    EXPECT_EQ(limited->node, 10);
+  }
+}
+
 TEST(DefaultPolicyTest, SamePlanForTheSameSeedAndBookkeepingInStep) {
   WorkloadProfile p = three_types();
   std::vector<ShareNode> nodes;

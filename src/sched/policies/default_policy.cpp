@@ -39,6 +39,10 @@ double stranded_gpu_milli(const NodeShape& node, double gpu_per_cpu) {
   return std::max(0.0, static_cast<double>(node.free_gpu_milli()) - gpu_per_cpu * cpu);
 }
 
+double scarce_host_cost(const TypicalPod& type, int hosts_left, double nodes) {
+  return type.freq * type.num_gpu * type.gpu_milli * nodes / std::max(1, hosts_left);
+}
+
 double default_share_gpu_score(const NodeShape& node, int gpu, const PodRequest& pod,
                                const WorkloadProfile& profile, double f_before,
                                double gpu_per_cpu) {

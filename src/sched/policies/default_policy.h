@@ -14,6 +14,16 @@
 // GPUs (a CPU-only pod, or a GPU pod with a high CPU-to-GPU ratio) slowly strands those GPUs,
 // and Δstranded charges it for that before it happens.
 // A share goes to the GPU that scores best, ties to the GPU with the least free milli.
+//
+// Scarce hosts. F weighs every node alike, so the last few nodes that can host a pod limited to
+// one GPU model, or a rare large pod (8 GPUs with 120 cores fit only the few nodes with that much
+// CPU), are filled by pods that could have gone anywhere, and those pods are then dropped. Where
+// the placer knows every pod type of the workload (SharePlacer::guard_scarce_types), the score
+// also subtracts, for each such guarded type t the placement leaves unable to fit the node,
+//
+//   freq(t) · GPU milli of t · (nodes in the cluster / nodes t still fits)
+//
+// a cost that grows as t's hosts run out.
 #pragma once
 
 #include "sched/policies/fragmentation.h"
@@ -28,6 +38,10 @@ double gpu_milli_per_cpu_milli(const WorkloadProfile& profile);
 /// The node's free GPU milli beyond what its free CPU can feed at `gpu_per_cpu` GPU milli per
 /// CPU milli: max(0, free GPU milli − gpu_per_cpu · free CPU milli).
 double stranded_gpu_milli(const NodeShape& node, double gpu_per_cpu);
+
+/// The cost of taking away one of the `hosts_left` nodes that the guarded type still fits, in
+/// a cluster of `nodes` nodes: freq · GPU milli of the type · nodes / max(1, hosts_left).
+double scarce_host_cost(const TypicalPod& type, int hosts_left, double nodes);
 
 /// The default policy's score of placing the pod on a node in state `node` (higher is better):
 /// ΔF − Δstranded in milli, where `f_before` is F(node) under `profile` and `gpu_per_cpu` is

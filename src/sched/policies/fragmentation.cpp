@@ -47,6 +47,18 @@ int64_t type_fragmentation(const NodeShape& node, const TypicalPod& type) {
   return enough < (share ? 1 : type.num_gpu) ? free : below;
 }
 
+bool type_fits(const NodeShape& node, const TypicalPod& type) {
+  if (node.cpu_free < type.cpu_milli) return false;
+  if (type.num_gpu <= 0 || type.gpu_milli <= 0) return true;
+  if (node.num_gpus == 0 || node.model < 0) return false;
+  if (type.model_mask != 0 && (type.model_mask & (uint64_t{1} << node.model)) == 0) return false;
+  bool share = type.num_gpu == 1 && type.gpu_milli < kMilliPerGpu;
+  int need = share ? type.gpu_milli : kMilliPerGpu;
+  int enough = 0;
+  for (int i = 0; i < node.num_gpus; ++i) enough += node.gpu_free[i] >= need ? 1 : 0;
+  return enough >= (share ? 1 : type.num_gpu);
+}
+
 double node_fragmentation(const NodeShape& node, const WorkloadProfile& profile) {
   double f = 0;
   for (const TypicalPod& t : profile.types)

@@ -33,6 +33,10 @@ struct WorkloadProfile {
 /// that have less free than the type needs per GPU.
 int64_t type_fragmentation(const NodeShape& node, const TypicalPod& type);
 
+/// Whether a pod of the type fits a node in this state (CPU, GPU model, enough GPUs with enough
+/// free milli); a CPU-only type needs only the CPU.
+bool type_fits(const NodeShape& node, const TypicalPod& type);
+
 /// F(node) = Σ freq(p) × frag_p(node) over the profile's types, in milli.
 double node_fragmentation(const NodeShape& node, const WorkloadProfile& profile);
 

@@ -1,5 +1,6 @@
 #include "sched/policies/share_placer.h"
 
+#include <algorithm>
 #include <climits>
 #include <numeric>
 
@@ -40,7 +41,8 @@ SharePlacer::SharePlacer(std::vector<ShareNode> nodes, const WorkloadProfile& pr
 
 int SharePlacer::intern_group(const NodeShape& shape) {
   auto [it, added] = group_index_.try_emplace(shape, static_cast<int>(groups_.size()));
-  if (added) groups_.push_back({shape, node_fragmentation(shape, profile_), {}});
+  if (added)
+    groups_.push_back({shape, node_fragmentation(shape, profile_), {}, guarded_fits(shape), {}});
   return it->second;
 }
 
@@ -53,6 +55,61 @@ int SharePlacer::intern_request(const PodRequest& pod) {
     if (same_scoring(known, pod)) return id;
   bucket.emplace_back(pod, requests_);
   return requests_++;
+}
+
+std::vector<uint8_t> SharePlacer::guarded_fits(const NodeShape& shape) const {
+  std::vector<uint8_t> fits(guarded_.size());
+  for (size_t t = 0; t < guarded_.size(); ++t) fits[t] = type_fits(shape, guarded_[t]) ? 1 : 0;
+  return fits;
+}
+
+void SharePlacer::guard_scarce_types(const WorkloadProfile& all_types) {
+  if (policy_ != Policy::kDefault) return;
+  guarded_.clear();
+  for (const TypicalPod& t : all_types.types) {
+    if (t.num_gpu <= 0 || t.gpu_milli <= 0) continue;
+    int hosts = 0;
+    for (int g : node_group_) hosts += type_fits(groups_[g].shape, t) ? 1 : 0;
+    if (t.model_mask != 0 || hosts * 10 < static_cast<int>(nodes_.size())) guarded_.push_back(t);
+  }
+  for (Group& g : groups_) {
+    g.hosts = guarded_fits(g.shape);
+    g.lost.clear();
+    std::fill(g.scores.begin(), g.scores.end(), kUnknown);
+  }
+  hosts_now_.assign(guarded_.size(), 0);
+  for (int g : node_group_)
+    for (size_t t = 0; t < guarded_.size(); ++t) hosts_now_[t] += groups_[g].hosts[t];
+  host_cost_.resize(guarded_.size());
+  for (size_t t = 0; t < guarded_.size(); ++t) update_host_cost(static_cast<int>(t));
+}
+
+void SharePlacer::update_host_cost(int type) {
+  host_cost_[type] =
+      scarce_host_cost(guarded_[type], hosts_now_[type], static_cast<double>(nodes_.size()));
+}
+
+void SharePlacer::note_lost_hosts(int group, int request, const PodRequest& pod) {
+  std::vector<std::vector<int>>& lost = groups_[group].lost;
+  if (static_cast<int>(lost.size()) <= request) lost.resize(request + 1);
+  NodeShape after = shape_after_whole(groups_[group].shape, pod);
+  if (pod_kind(pod) == PodKind::kShare)  // the fitting GPU with the least free milli
+    for (int i = 0; i < after.num_gpus; ++i)
+      if (after.gpu_free[i] >= pod.gpu_milli) {
+        after.gpu_free[i] = static_cast<int16_t>(after.gpu_free[i] - pod.gpu_milli);
+        break;
+      }
+  for (size_t t = 0; t < guarded_.size(); ++t)
+    if (groups_[group].hosts[t] && !type_fits(after, guarded_[t]))
+      lost[request].push_back(static_cast<int>(t));
+}
+
+double SharePlacer::scarcity_cost(int group, int request) const {
+  const std::vector<std::vector<int>>& lost = groups_[group].lost;
+  if (static_cast<int>(lost.size()) <= request) return 0;
+  double cost = 0;
+  for (int t : lost[request]) cost += host_cost_[t];
+  return cost;
 }
 
 double SharePlacer::compute_score(const NodeShape& shape, const PodRequest& pod,
@@ -91,8 +148,35 @@ double SharePlacer::cached_score(int group, int request, const PodRequest& pod) 
     PodRequest no_memory = pod;
     no_memory.memory_mib = 0;
     s = fits(probe, no_memory) ? compute_score(shape, pod, groups_[group].frag) : kNoFit;
+    if (s != kNoFit && !guarded_.empty()) note_lost_hosts(group, request, pod);
   }
   return s;
+}
+
+int SharePlacer::best_after_scarcity_cost(int request) {
+  // Costs are never negative, so a node whose score before its cost is below the best total so
+  // far cannot win: start from the best score before cost and price only nodes that can beat it.
+  auto ahead = [&](double s, int node, double best, int best_node) {
+    return s > best || (s == best && rank_[node] < rank_[best_node]);
+  };
+  auto [chosen, top] = feasible_.front();
+  for (auto [node, raw] : feasible_)
+    if (ahead(raw, node, top, chosen)) chosen = node, top = raw;
+  ++pick_calls_;
+  if (cost_memo_.size() < groups_.size()) cost_memo_.resize(groups_.size(), {0, 0});
+  auto cost = [&](int node) {  // nodes in one state share it
+    auto& [stamp, value] = cost_memo_[node_group_[node]];
+    if (stamp != pick_calls_)
+      stamp = pick_calls_, value = scarcity_cost(node_group_[node], request);
+    return value;
+  };
+  double best = top - cost(chosen);
+  for (auto [node, raw] : feasible_) {
+    if (node == chosen || raw < best) continue;
+    double s = raw - cost(node);
+    if (ahead(s, node, best, chosen)) chosen = node, best = s;
+  }
+  return chosen;
 }
 
 std::vector<int> SharePlacer::choose_gpus(const ShareNode& node, int group, const PodRequest& pod) {
@@ -123,6 +207,12 @@ void SharePlacer::apply(int node, const PodRequest& pod, const std::vector<int>&
   free_milli_ += n.free_gpu_milli();
   int new_group = intern_group(NodeShape::of(n));
   node_group_[node] = new_group;
+  for (size_t t = 0; t < guarded_.size(); ++t) {
+    int change = groups_[new_group].hosts[t] - groups_[old_group].hosts[t];
+    if (change == 0) continue;
+    hosts_now_[t] += change;
+    update_host_cost(static_cast<int>(t));
+  }
   frag_sum_ += groups_[new_group].frag - groups_[old_group].frag;
 }
 
@@ -143,6 +233,8 @@ std::optional<SharePlacement> SharePlacer::place(const PodRequest& pod) {
   int chosen = -1;
   if (policy_ == Policy::kRandom) {
     chosen = feasible_[rng_.below(feasible_.size())].first;
+  } else if (!guarded_.empty()) {
+    chosen = best_after_scarcity_cost(request);
   } else {
     double best = kUnknown;
     int best_rank = INT_MAX;

@@ -29,6 +29,12 @@ class SharePlacer {
   SharePlacer(std::vector<ShareNode> nodes, const WorkloadProfile& profile, Policy policy,
               uint64_t seed, ScoreNormalizers normalizers = {});
 
+  /// For the default policy: the pod types whose hosts it guards (default_policy.h, "Scarce
+  /// hosts"). `all_types` is the trace's every (cpu, gpu, model) type with its frequency
+  /// (WorkloadProfile::from_pods with coverage 1); of them, the GPU types limited to a GPU model
+  /// or that fit fewer than a tenth of the empty nodes are guarded. Other policies ignore it.
+  void guard_scarce_types(const WorkloadProfile& all_types);
+
   /// Chooses a node and GPUs for the pod and records it there; nothing if it fits nowhere.
   std::optional<SharePlacement> place(const PodRequest& pod);
 
@@ -47,7 +53,9 @@ class SharePlacer {
   struct Group {
     NodeShape shape;
     double frag = 0;
-    std::vector<double> scores;  // per request type; kUnknown until computed
+    std::vector<double> scores;          // per request type; kUnknown until computed
+    std::vector<uint8_t> hosts;          // per guarded type: 1 if it fits this shape
+    std::vector<std::vector<int>> lost;  // per request type: guarded types it stops fitting
   };
   static constexpr double kUnknown = -1e300;
   static constexpr double kNoFit = -1e299;
@@ -57,6 +65,12 @@ class SharePlacer {
   double cached_score(int group, int request, const PodRequest& pod);
   double compute_score(const NodeShape& shape, const PodRequest& pod, double frag) const;
   std::vector<int> choose_gpus(const ShareNode& node, int group, const PodRequest& pod);
+  std::vector<uint8_t> guarded_fits(const NodeShape& shape) const;
+  void note_lost_hosts(int group, int request, const PodRequest& pod);
+  double scarcity_cost(int group, int request) const;
+  void update_host_cost(int type);
+  /// The default policy's pick among feasible_ once scarce-host costs are subtracted.
+  int best_after_scarcity_cost(int request);
   void apply(int node, const PodRequest& pod, const std::vector<int>& gpus);
 
   std::vector<ShareNode> nodes_;
@@ -72,6 +86,11 @@ class SharePlacer {
   std::unordered_map<uint64_t, std::vector<std::pair<PodRequest, int>>> request_index_;
   int requests_ = 0;
   std::vector<std::pair<int, double>> feasible_;  // (node, score), reused between calls
+  std::vector<TypicalPod> guarded_;               // scarce-host types (guard_scarce_types)
+  std::vector<int> hosts_now_;                    // per guarded type: nodes it fits now
+  std::vector<double> host_cost_;  // per guarded type: scarce_host_cost at hosts_now_
+  std::vector<std::pair<uint64_t, double>> cost_memo_;  // per group: (pick, its scarcity cost)
+  uint64_t pick_calls_ = 0;
   double frag_sum_ = 0;
   int64_t free_milli_ = 0;
 };
