@@ -104,12 +104,7 @@ int run_cli(int argc, char** argv) {
                    "placement policy: default, first-fit, random, dot-product, clustering, "
                    "packing, best-fit or fgd")
       ->capture_default_str();
-  dev_cmd
-      ->add_option("--queue-policy", dev.queue_policy,
-                   "order of each tenant's jobs of one priority: fifo (oldest first), sjf "
-                   "(shortest expected_runtime, else max_runtime, first) or las (least GPU time "
-                   "received first; long runs drop a level and may be preempted)")
-      ->capture_default_str();
+  add_queue_policy_flags(dev_cmd, dev.queue);
   add_connection_limits(dev_cmd, dev.max_connections, dev.max_connections_per_source);
   dev_cmd->callback([&] { code = cmd_dev(dev); });
 
@@ -213,12 +208,7 @@ int run_cli(int argc, char** argv) {
                    "placement policy: default, first-fit, random, dot-product, clustering, "
                    "packing, best-fit or fgd")
       ->capture_default_str();
-  server_cmd
-      ->add_option("--queue-policy", srv.queue_policy,
-                   "order of each tenant's jobs of one priority: fifo (oldest first), sjf "
-                   "(shortest expected_runtime, else max_runtime, first) or las (least GPU time "
-                   "received first; long runs drop a level and may be preempted)")
-      ->capture_default_str();
+  add_queue_policy_flags(server_cmd, srv.queue);
   add_connection_limits(server_cmd, srv.max_connections, srv.max_connections_per_source);
   server_cmd->callback([&] { code = cmd_server(srv); });
 
@@ -363,20 +353,7 @@ int run_cli(int argc, char** argv) {
   replay_cmd->add_option("--trace", replay.trace, "trace: canonical CSV or an Alibaba pod list")
       ->required();
   replay_cmd->add_option("--policy", replay.policy, "placement policy")->capture_default_str();
-  replay_cmd
-      ->add_option("--queue-policy", replay.queue_policy,
-                   "order of a tenant's jobs of one priority: fifo (oldest first), sjf "
-                   "(shortest expected_runtime, else max_runtime, first) or las (least GPU time "
-                   "received first; preempts at level crossings)")
-      ->capture_default_str();
-  replay_cmd
-      ->add_option("--las-thresholds", replay.las_thresholds_gpu_s,
-                   "las: GPU-seconds of service at which a job drops a level, ascending "
-                   "(default 3600,36000)")
-      ->delimiter(',');
-  replay_cmd->add_option("--las-starvation", replay.las_starvation,
-                         "las: a job pending this long goes back to the first level (default "
-                         "4h; 0: never)");
+  add_queue_policy_flags(replay_cmd, replay.queue);
   replay_cmd->add_option("--checkpoint-interval", replay.checkpoint_interval,
                          "a running job checkpoints after every this much work, e.g. 10m; a "
                          "preempted job resumes from its last one (default: it starts over)");

@@ -148,7 +148,9 @@ int cmd_dev(const DevOptions& o) {
   config.listen_host = listen->first;
   config.listen_port = listen->second;
   config.policy = o.policy;
-  config.queue_policy = o.queue_policy;
+  auto queue = queue_settings_from(o.queue);
+  if (!queue) return std::cerr << "error: " << queue.error().message << "\n", kExitUsage;
+  config.queue = *queue;
   config.poll_hold_ms = o.poll_hold_ms;
   config.max_connections = o.max_connections;
   config.max_connections_per_source = o.max_connections_per_source;

@@ -27,7 +27,9 @@ Result<server::ServerConfig> server_config_from(const ServerOptions& o) {
   config.listen_host = listen->first;
   config.listen_port = listen->second;
   config.policy = o.policy;
-  config.queue_policy = o.queue_policy;
+  auto queue = queue_settings_from(o.queue);
+  if (!queue) return queue.error();
+  config.queue = *queue;
   config.config_file = o.config_file;
   config.tls = !o.plain_http;
   config.tls_cert_file = o.tls_cert;

@@ -26,42 +26,29 @@ Result<int64_t> duration_flag(const char* flag, const std::string& text, int64_t
   return *ms;
 }
 
-/// The flag a queue-settings error is about.
-const char* queue_flag(const std::string& message) {
-  if (message.starts_with("las thresholds")) return "--las-thresholds";
-  if (message.starts_with("las starvation")) return "--las-starvation";
-  return "--queue-policy";
-}
-
 }  // namespace
 
 int cmd_sim_replay(const SimReplayOptions& o) {
   sim::ReplayOptions options;
   auto until = duration_flag("--until", o.until, INT64_MAX);
-  auto starvation = duration_flag("--las-starvation", o.las_starvation, options.las_starvation_ms);
   auto interval = duration_flag("--checkpoint-interval", o.checkpoint_interval, 0);
   auto restart = duration_flag("--restart-cost", o.restart_cost, 0);
-  for (const auto* r : {&until, &starvation, &interval, &restart})
+  for (const auto* r : {&until, &interval, &restart})
     if (!r->ok()) {
       fail(r->error().message);
       return kExitUsage;
     }
   int64_t until_ms = *until;
-  options.las_starvation_ms = *starvation;
   options.checkpoint_interval_ms = *interval;
   options.restart_cost_ms = *restart;
-  if (!o.las_thresholds_gpu_s.empty()) options.las_thresholds_gpu_s = o.las_thresholds_gpu_s;
-  options.queue_policy = o.queue_policy;
-  {
-    sched::PolicySettings settings;
-    settings.queue_policy = options.queue_policy;
-    settings.las_thresholds_gpu_s = options.las_thresholds_gpu_s;
-    settings.las_starvation_ms = options.las_starvation_ms;
-    if (Status s = sched::validate_queue_settings(settings); !s.ok()) {
-      fail(fmt::format("{}: {}", queue_flag(s.error().message), s.error().message));
-      return kExitUsage;
-    }
+  auto queue = queue_settings_from(o.queue);
+  if (!queue) {
+    fail(queue.error().message);
+    return kExitUsage;
   }
+  options.queue_policy = queue->queue_policy;
+  options.las_thresholds_gpu_s = queue->las_thresholds_gpu_s;
+  options.las_starvation_ms = queue->las_starvation_ms;
   auto cluster = sim::load_cluster(o.cluster);
   if (!cluster.ok()) return fail(cluster.error().message);
   auto trace = sim::load_trace(o.trace);

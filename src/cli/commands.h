@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/queue_flags.h"
 #include "common/result.h"
 
 namespace gpucloud::cli {
@@ -31,7 +32,7 @@ struct DevOptions {
   std::string sim_cpus = "16";
   std::string sim_mem = "128GiB";
   std::string policy = "default";
-  std::string queue_policy = "fifo";  // fifo, sjf or las (docs/scheduler.md, "Queue policies")
+  QueuePolicyFlags queue;  // --queue-policy, --las-thresholds, --las-starvation
   std::string config_file;
   std::string unreachable_after = "15s";  // no poll for this long: node unreachable
   std::string down_after = "60s";         // no poll for this long: node down, attempts lost
@@ -48,7 +49,7 @@ struct ServerOptions {
   std::string tls_cert, tls_key;  // PEM files; none: a self-signed pair in the data dir
   bool plain_http = false;        // serve http:// (trusted networks and tests only)
   std::string policy = "default";
-  std::string queue_policy = "fifo";
+  QueuePolicyFlags queue;
   std::string config_file;
   std::string unreachable_after = "15s";
   std::string down_after = "60s";
@@ -109,17 +110,15 @@ struct SimGenOptions {
 struct SimReplayOptions {
   std::string cluster, trace;
   std::string policy = "default";
-  std::string queue_policy = "fifo";  // PolicySettings::queue_policy
+  QueuePolicyFlags queue;
   uint64_t seed = 42;
   bool json = false;
-  std::string plot;       // SVG path; empty: no plot
-  std::string prices;     // price catalog path; empty: no cost
-  bool progress = false;  // a progress line on stderr even when it is not a terminal
-  std::string until;      // stop at this virtual time ("36h"); empty: run to the end
-  std::vector<double> las_thresholds_gpu_s;  // --las-thresholds; empty: the default levels
-  std::string las_starvation;                // --las-starvation ("4h", "0"); empty: default
-  std::string checkpoint_interval;           // --checkpoint-interval ("10m"); empty: none
-  std::string restart_cost;                  // --restart-cost ("30s"); empty: none
+  std::string plot;                 // SVG path; empty: no plot
+  std::string prices;               // price catalog path; empty: no cost
+  bool progress = false;            // a progress line on stderr even when it is not a terminal
+  std::string until;                // stop at this virtual time ("36h"); empty: run to the end
+  std::string checkpoint_interval;  // --checkpoint-interval ("10m"); empty: none
+  std::string restart_cost;         // --restart-cost ("30s"); empty: none
 };
 
 /// `gpucloud sim variant`: a variant of an Alibaba pod list (docs/sim.md, "sim variant").

@@ -87,7 +87,9 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config, const
   server->background_ = std::make_unique<BackgroundWork>(2, 64);
   sched::PolicySettings settings;
   settings.policy = config.policy;
-  settings.queue_policy = config.queue_policy;
+  settings.queue_policy = config.queue.queue_policy;
+  settings.las_thresholds_gpu_s = config.queue.las_thresholds_gpu_s;
+  settings.las_starvation_ms = config.queue.las_starvation_ms;
   auto scheduler = sched::create_scheduler(settings);
   if (!scheduler) return scheduler.error();
   server->scheduler_ = std::move(*scheduler);

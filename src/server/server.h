@@ -33,9 +33,10 @@ struct ServerConfig {
   int64_t poll_hold_ms = 5000;            // longest an agent's poll is held
   int64_t unreachable_after_ms = 15'000;  // no poll for this long: node unreachable
   int64_t down_after_ms = 60'000;         // no poll for this long: node down, its attempts lost
-  std::string policy = "default";     // a sched placement policy (sched::scheduler_policy_names)
-  std::string queue_policy = "fifo";  // sched::PolicySettings::queue_policy
-  std::string config_file;            // tenants and tokens (docs/config.md); "" = none
+  std::string policy = "default";  // a sched placement policy (sched::scheduler_policy_names)
+  // Queue policy and las settings (the rest of sched::PolicySettings is not read).
+  sched::PolicySettings queue;
+  std::string config_file;  // tenants and tokens (docs/config.md); "" = none
   // https: with tls on and no cert/key given, a self-signed pair is made in <data-dir>/tls.
   bool tls = false;
   std::string tls_cert_file;
