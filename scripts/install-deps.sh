@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev  # fuzz/: clang++ -fsanitize=fuzzer,address,undefined
   iproute2 procps
+  python3  # tests: a checkpointing job (tests/integration/dev_interruptions_test.cpp)
 )
 
 missing=()

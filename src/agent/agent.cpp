@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 
+#include "agent/checkpoints.h"
 #include "common/units.h"
 #include "exec/process/crash_point.h"
 #include "model/json_limits.h"
@@ -429,8 +430,13 @@ void Agent::apply_response(const PollResponse& response) {
     for (auto it = state_.replicas.begin(); it != state_.replicas.end();) {
       auto& r = it->second;
       if (!desired.count(it->first) && !r.exited && !r.stop_sent && !r.starting) {
-        r.stop_sent = true;
-        to_stop.push_back({it->first, r.allocation.grace_ms});
+        if (auto notice = response.interrupts.find(it->first);
+            notice != response.interrupts.end()) {
+          interrupt(it->first, r, notice->second, to_stop);
+        } else {
+          r.stop_sent = true;
+          to_stop.push_back({it->first, r.allocation.grace_ms});
+        }
       }
       // Forget replicas that ended, whose end the server has recorded and whose log it has.
       bool acked = std::none_of(state_.unacked.begin(), state_.unacked.end(),
@@ -512,6 +518,25 @@ void Agent::start_replica(const Allocation& a) {
       if (!spec.env.count("USER")) spec.env["USER"] = pw->pw_name;
     }
   }
+  // The job's checkpoint directory, kept across its attempts (docs/interruptions.md).
+  auto checkpoints = ensure_checkpoint_dir(
+      config_.checkpoint_root.empty() ? config_.data_dir + "/checkpoints" : config_.checkpoint_root,
+      a.job_id, *user ? spec.uid : -1, *user ? spec.gid : -1);
+  if (!checkpoints.ok()) {
+    spdlog::warn("agent {}: cannot start {}: {}", node_info_.name, a.key,
+                 checkpoints.error().message);
+    std::lock_guard lock(mu_);
+    auto& r = state_.replicas[a.key];
+    r.starting = false;
+    r.exited = true;
+    push_event({0, a.key, "exited", 1, 0, false, true, false,
+                "checkpoint directory: " + checkpoints.error().message, clock_.now_ms()});
+    save();
+    return;
+  }
+  spec.env["GPUCLOUD_CHECKPOINT_DIR"] = *checkpoints;
+  spec.env["GPUCLOUD_RESUMED"] = read_checkpoint(*checkpoints).committed_at > 0 ? "1" : "0";
+  spec.env["GPUCLOUD_INTERRUPT"] = spec.attempt_dir + "/" + kInterruptFile;
   spec.env["CUDA_VISIBLE_DEVICES"] = uuids;
   spec.env["NVIDIA_VISIBLE_DEVICES"] = uuids.empty() ? "void" : uuids;
   spec.env["GPUCLOUD_JOB_ID"] = a.job_id;
@@ -535,6 +560,7 @@ void Agent::start_replica(const Allocation& a) {
     local.started_at = clock_.now_ms();
     local.process.key = a.key;
     local.process.attempt_dir = spec.attempt_dir;
+    local.job_gid = *user ? spec.gid : -1;
     // Already saved (by apply_response, durably) with no shim pid: after a crash from here
     // until the save below, the next agent settles it with recover_start().
   }
@@ -607,6 +633,10 @@ void Agent::on_exit(const exec::ExitInfo& info) {
   event.at = clock_.now_ms();
   // A claim lost in a machine crash does not prove that the command never ran.
   event.not_started = info.never_started && !r.before_reboot;
+  CheckpointState checkpoint = read_checkpoint(checkpoint_dir(r.allocation.job_id));
+  event.checkpoint_at = checkpoint.committed_at;
+  event.checkpoint_bytes = checkpoint.bytes;
+  event.interrupt_cause = r.interrupt_cause;
   push_event(std::move(event));
 }
 
@@ -679,8 +709,11 @@ void Agent::watch() {
         if (!r.exited && !r.stop_sent && !r.starting && r.started_at > 0 &&
             r.allocation.max_runtime_ms > 0 && now - r.started_at > r.allocation.max_runtime_ms) {
           r.over_runtime = true;
-          r.stop_sent = true;
-          to_stop.push_back({key, r.allocation.grace_ms});
+          interrupt(key, r,
+                    {interrupt_cause::kMaxRuntime, now + r.allocation.grace_ms,
+                     "ran longer than its max_runtime " +
+                         format_duration_ms(r.allocation.max_runtime_ms)},
+                    to_stop);
         }
       }
       // News that did not cut the held poll short by itself (output, starts) goes out within
@@ -693,6 +726,29 @@ void Agent::watch() {
   }
 }
 
+std::string Agent::checkpoint_dir(const std::string& job_id) const {
+  return (config_.checkpoint_root.empty() ? config_.data_dir + "/checkpoints"
+                                          : config_.checkpoint_root) +
+         "/" + job_id;
+}
+
+void Agent::interrupt(const std::string& key, LocalReplica& r, const InterruptNotice& notice,
+                      std::vector<std::pair<std::string, int64_t>>& to_stop) {
+  r.stop_sent = true;
+  r.interrupt_cause = notice.cause;
+  if (!r.process.attempt_dir.empty()) {
+    if (auto st =
+            write_interrupt_file(r.process.attempt_dir + "/" + kInterruptFile, notice, r.job_gid);
+        !st.ok())
+      spdlog::warn("agent {}: {}: cannot write the interrupt file: {}", node_info_.name, key,
+                   st.error().message);
+  }
+  int64_t grace = std::max<int64_t>(0, notice.deadline_ms - clock_.now_ms());
+  spdlog::info("agent {}: interrupting {} ({}: {}), SIGKILL in {}", node_info_.name, key,
+               notice.cause, notice.message, format_duration_ms(grace));
+  to_stop.push_back({key, grace});
+}
+
 void Agent::fence_if_cut_off(TimeMs now, std::vector<std::pair<std::string, int64_t>>& to_stop) {
   // Called with mu_ held. A held poll is answered within poll_hold_ms: silence counts from then.
   if (config_.fence_after_ms <= 0 ||
@@ -700,9 +756,11 @@ void Agent::fence_if_cut_off(TimeMs now, std::vector<std::pair<std::string, int6
     return;
   for (auto& [key, r] : state_.replicas) {
     if (r.exited || r.stop_sent || r.starting) continue;
-    r.stop_sent = true;
     r.fenced = true;
-    to_stop.push_back({key, r.allocation.grace_ms});
+    interrupt(key, r,
+              {interrupt_cause::kFenced, now + r.allocation.grace_ms,
+               "the node lost contact with the server"},
+              to_stop);
   }
   if (!fenced_)
     spdlog::warn("agent {}: no contact with the server for {}; stopping {} replicas (fencing)",

@@ -43,6 +43,10 @@ struct AgentConfig {
   // Cut off from the server for longer than this, the agent stops its replicas itself
   // (interruption signal, grace, kill), so no two attempts of a job overlap. 0 = never.
   int64_t fence_after_ms = 0;
+  // Where jobs' checkpoint directories live (docs/interruptions.md): one per job, kept across
+  // its attempts. A path every node of the cluster shares lets a job resume on another node.
+  // "" = <data_dir>/checkpoints.
+  std::string checkpoint_root;
   // Called (from the agent's thread) when the agent cannot go on, e.g. its join token was
   // refused; the poll loop has ended then.
   std::function<void(const Error&)> on_fatal;
@@ -78,6 +82,13 @@ class Agent {
   void watch();  // log growth, max_runtime and fencing
   /// Stops every replica once the server has been out of reach for fence_after_ms.
   void fence_if_cut_off(TimeMs now, std::vector<std::pair<std::string, int64_t>>& to_stop);
+  /// Starts the interruption of a running replica: records the cause, writes the job's
+  /// interrupt file and queues its stop with the notice's deadline as the grace. Called with
+  /// mu_ held; the caller stops what `to_stop` lists once it has let go of the lock.
+  void interrupt(const std::string& key, LocalReplica& r, const InterruptNotice& notice,
+                 std::vector<std::pair<std::string, int64_t>>& to_stop);
+  /// The job's checkpoint directory on this node.
+  std::string checkpoint_dir(const std::string& job_id) const;
   /// Settles a replica whose start was cut short before its shim's pid was saved: re-adopts
   /// the shim that claimed it, or reports it never started. Called with mu_ held.
   void recover_start(const std::string& key, LocalReplica& r);

@@ -61,6 +61,8 @@ Result<AgentState> state_from_json(const json& j, const std::string& path) {
       lr.exited = r.value("exited", false);
       lr.stop_sent = r.value("stop_sent", false);
       lr.over_runtime = r.value("over_runtime", false);
+      lr.interrupt_cause = r.value("interrupt_cause", "");
+      lr.job_gid = r.value("job_gid", int64_t{-1});
       lr.log_shipped = r.value("log_shipped", int64_t{0});
       state.replicas[lr.allocation.key] = std::move(lr);
     }
@@ -131,6 +133,8 @@ Status AgentState::save(const std::string& path, bool durable) {
                              {"exited", r.exited},
                              {"stop_sent", r.stop_sent},
                              {"over_runtime", r.over_runtime},
+                             {"interrupt_cause", r.interrupt_cause},
+                             {"job_gid", r.job_gid},
                              {"log_shipped", r.log_shipped}});
   json events = json::array();
   for (const auto& e : unacked) events.push_back(replica_event_to_json(e));

@@ -166,6 +166,16 @@ int run_cli(int argc, char** argv) {
   logs_cmd->add_option("--rank", rank, "replica rank (default 0)");
   logs_cmd->callback([&] { code = cmd_logs(id, follow, rank); });
 
+  std::string checkpoint_dir;
+  auto* checkpoint_cmd = app.add_subcommand(
+      "checkpoint",
+      "inside a job: mark the files in $GPUCLOUD_CHECKPOINT_DIR as a complete checkpoint");
+  auto* commit_cmd = checkpoint_cmd->add_subcommand(
+      "commit", "write the COMMITTED marker atomically (after the checkpoint's files are written)");
+  commit_cmd->add_option("--dir", checkpoint_dir,
+                         "the checkpoint directory (default: $GPUCLOUD_CHECKPOINT_DIR)");
+  commit_cmd->callback([&] { code = cmd_checkpoint_commit(checkpoint_dir); });
+  checkpoint_cmd->require_subcommand(1);
   auto* cancel_cmd =
       app.add_subcommand("cancel", "stop a job (SIGTERM, then SIGKILL after its grace period)");
   cancel_cmd->add_option("job", id, "job id or a unique prefix")->required();
@@ -247,6 +257,10 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   agent_cmd->add_option("--poll-hold", agent.poll_hold, "longest the server may hold a poll")
       ->capture_default_str();
+  agent_cmd->add_option("--checkpoint-root", agent.checkpoint_root,
+                        "absolute path of the jobs' checkpoint directories (default "
+                        "<data-dir>/checkpoints); a path all nodes share lets jobs resume on "
+                        "any node (docs/interruptions.md)");
   agent_cmd->callback([&] { code = cmd_agent(agent); });
 
   std::string token_role, token_ttl;

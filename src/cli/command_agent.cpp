@@ -115,6 +115,12 @@ int cmd_agent(const AgentOptions& o) {
           o.fence_after));
     ac.fence_after_ms = *fence;
   }
+  if (!o.checkpoint_root.empty()) {
+    if (o.checkpoint_root.front() != '/')
+      return usage(
+          fmt::format("--checkpoint-root '{}' must be an absolute path", o.checkpoint_root));
+    ac.checkpoint_root = o.checkpoint_root;
+  }
   auto uid_range = agent::parse_job_uid_range(o.job_uid_range);
   if (!uid_range) return usage(uid_range.error().message);
   ac.job_uid_range = *uid_range;

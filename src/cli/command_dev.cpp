@@ -185,6 +185,7 @@ int cmd_dev(const DevOptions& o) {
     ac.join_token = join_token;
     ac.name = fmt::format("dev-{}", i);
     ac.data_dir = fmt::format("{}/{}", nodes_dir, ac.name);
+    ac.checkpoint_root = nodes_dir + "/checkpoints";  // shared: a job resumes on any dev node
     ac.job_uid_range = *uid_range;
     ac.gpu.kind = o.sim_gpus.empty() ? "auto" : "simulated";
     ac.gpu.sim_spec = o.sim_gpus;

@@ -72,6 +72,7 @@ struct AgentOptions {
   std::string ca, fingerprint;
   std::string advertise_address;
   std::string fence_after = "45s";
+  std::string checkpoint_root;  // "" = <data-dir>/checkpoints
   std::string poll_hold = "5s";
   std::string job_uid_range = "200000-299999";  // docs/security.md, "Job code"
 };
@@ -137,6 +138,9 @@ int cmd_ps(bool all, bool json);
 int cmd_show(const std::string& id, bool json);
 int cmd_logs(const std::string& id, bool follow, int rank);
 int cmd_cancel(const std::string& id);
+/// `gpucloud checkpoint commit [--dir DIR]`: marks the checkpoint in DIR (default
+/// $GPUCLOUD_CHECKPOINT_DIR) as complete, atomically.
+int cmd_checkpoint_commit(const std::string& dir);
 int cmd_nodes(bool json);
 int cmd_tenants(bool json);
 int cmd_dev(const DevOptions& o);

@@ -235,6 +235,43 @@ int cmd_ps(bool all, bool as_json) {
   return 0;
 }
 
+namespace {
+
+std::string human_bytes(int64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  if (bytes < 1024 * 1024) return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  if (bytes < int64_t{1} << 30) return fmt::format("{:.1f} MiB", bytes / 1048576.0);
+  return fmt::format("{:.1f} GiB", bytes / 1073741824.0);
+}
+
+/// The job's ended attempts, one line each: where, when, how long, what ended it and what its
+/// checkpoint saved (docs/interruptions.md).
+void print_attempts(const json& job) {
+  const json& attempts = job.contains("attempts") ? job["attempts"] : json::array();
+  if (attempts.empty()) return;
+  std::cout << "attempts:\n";
+  for (const auto& a : attempts) {
+    std::string nodes;
+    for (const auto& n : a["nodes"]) nodes += (nodes.empty() ? "" : ",") + n.get<std::string>();
+    TimeMs started = a.value("started_at_ms", TimeMs{0}), ended = a.value("ended_at_ms", TimeMs{0});
+    std::string ran = started > 0 ? format_duration_ms(ended - started) : "never started";
+    std::string checkpoint = "no checkpoint";
+    if (a.value("checkpoint_at_ms", TimeMs{0}) > 0)
+      checkpoint =
+          fmt::format("checkpoint {} ({} old at the end{})",
+                      human_bytes(a.value("checkpoint_bytes", int64_t{0})),
+                      format_duration_ms(ended - a.value("checkpoint_at_ms", TimeMs{0})),
+                      a.value("checkpoint_committed", false) ? "" : ", from an earlier attempt");
+    std::string lost = a.value("cause", "").empty()
+                           ? ""
+                           : fmt::format(", {:.0f} GPU-s lost", a.value("gpu_seconds_lost", 0.0));
+    std::cout << fmt::format("  #{:<3} {:<16} {:>10}  {}; {}{}\n", a.value("attempt", 0), nodes,
+                             ran, a.value("end", ""), checkpoint, lost);
+  }
+}
+
+}  // namespace
+
 int cmd_show(const std::string& id, bool as_json) {
   auto api = ApiClient::from_environment();
   if (!api) return fail(api.error().message);
@@ -278,6 +315,7 @@ int cmd_show(const std::string& id, bool as_json) {
                      gpus.empty() ? "no GPUs" : gpus,
                      r.value("message", "").empty() ? "" : " — " + r.value("message", "")));
   }
+  print_attempts(*j);
   return 0;
 }
 

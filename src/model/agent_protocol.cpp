@@ -96,6 +96,11 @@ json replica_event_to_json(const ReplicaEvent& e) {
             {"message", e.message},
             {"at", e.at}};
   if (e.not_started) j["not_started"] = true;  // only when set: older servers see no change
+  if (e.checkpoint_at > 0) {
+    j["checkpoint_at"] = e.checkpoint_at;
+    j["checkpoint_bytes"] = e.checkpoint_bytes;
+  }
+  if (!e.interrupt_cause.empty()) j["interrupt_cause"] = e.interrupt_cause;
   return j;
 }
 
@@ -113,6 +118,10 @@ Result<ReplicaEvent> replica_event_from_json(const json& e) {
     ev.message = e.value("message", "");
     ev.at = json_whole_or(e, "at", 0, 0, kJsonInt64Max);
     ev.not_started = e.value("not_started", false);
+    ev.checkpoint_at = json_whole_or(e, "checkpoint_at", 0, 0, kJsonInt64Max);
+    ev.checkpoint_bytes = json_whole_or(e, "checkpoint_bytes", 0, 0, kJsonInt64Max);
+    ev.interrupt_cause = e.value("interrupt_cause", "");
+    if (ev.interrupt_cause.size() > 32) return invalid("malformed event: interrupt_cause too long");
     return ev;
   } catch (const JsonFieldError& ex) {
     return invalid(std::string("malformed event: ") + ex.what());
@@ -184,10 +193,17 @@ Result<PollRequest> poll_request_from_json(const json& j) {
 json poll_response_to_json(const PollResponse& r) {
   json allocations = json::array();
   for (const auto& a : r.allocations) allocations.push_back(allocation_to_json(a));
-  return {{"version", r.version},
-          {"allocations", allocations},
-          {"acked_seq", r.acked_seq},
-          {"log_offsets", r.log_offsets}};
+  json out = {{"version", r.version},
+              {"allocations", allocations},
+              {"acked_seq", r.acked_seq},
+              {"log_offsets", r.log_offsets}};
+  if (!r.interrupts.empty()) {
+    json interrupts = json::object();
+    for (const auto& [key, notice] : r.interrupts)
+      interrupts[key] = interrupt_notice_to_json(notice);
+    out["interrupts"] = interrupts;
+  }
+  return out;
 }
 
 Result<PollResponse> poll_response_from_json(const json& j) {
@@ -201,6 +217,16 @@ Result<PollResponse> poll_response_from_json(const json& j) {
       auto alloc = allocation_from_json(a);
       if (!alloc) return alloc.error();
       r.allocations.push_back(std::move(*alloc));
+    }
+    if (j.contains("interrupts")) {
+      const auto& interrupts = j.at("interrupts");
+      if (!interrupts.is_object() || interrupts.size() > 10'000)
+        return invalid("malformed poll response: interrupts must map at most 10,000 keys");
+      for (const auto& [key, notice] : interrupts.items()) {
+        auto n = interrupt_notice_from_json(notice);
+        if (!n) return n.error();
+        r.interrupts[key] = std::move(*n);
+      }
     }
     return r;
   } catch (const JsonFieldError& e) {

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "model/interruption.h"
 #include "model/job.h"
 
 namespace gpucloud {
@@ -63,6 +64,12 @@ struct ReplicaEvent {
   // With lost: the replica's command provably never ran (nor ever will), so its attempt is
   // re-queued without using a restart. Absent (false) from older agents.
   bool not_started = false;
+  // With "exited": the last checkpoint the job committed in $GPUCLOUD_CHECKPOINT_DIR (its
+  // marker's time, 0: none yet) and the directory's size then; the interruption the agent
+  // acted on ("" when none). Absent from older agents.
+  TimeMs checkpoint_at = 0;
+  int64_t checkpoint_bytes = 0;
+  std::string interrupt_cause;
 };
 
 /// New output of a replica, from byte offset `offset` of its log.
@@ -96,6 +103,9 @@ struct PollResponse {
   std::vector<Allocation> allocations;         // the complete desired set for the node
   int64_t acked_seq = 0;                       // events up to here are recorded
   std::map<std::string, int64_t> log_offsets;  // bytes of each log the server holds
+  // Replicas the server stops as interruptions (absent from `allocations`): key -> notice.
+  // A replica stopped without one (its job ended, say) gets no interrupt file.
+  std::map<std::string, InterruptNotice> interrupts;
 };
 
 nlohmann::json allocation_to_json(const Allocation& a);

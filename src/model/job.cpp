@@ -78,8 +78,25 @@ json job_to_json(const Job& job) {
                         {"exit_code", r.exit_code ? json(*r.exit_code) : json(nullptr)},
                         {"lost", r.lost},
                         {"end_reason", r.end_reason},
-                        {"message", r.message}});
+                        {"message", r.message},
+                        {"checkpoint_at_ms", r.checkpoint_at},
+                        {"checkpoint_bytes", r.checkpoint_bytes},
+                        {"interrupt_cause", r.interrupt_cause}});
   }
+  json attempts = json::array();
+  for (const auto& a : job.attempts)
+    attempts.push_back({{"attempt", a.attempt},
+                        {"nodes", a.nodes},
+                        {"started_at", time_or_null(a.started_at)},
+                        {"ended_at", time_or_null(a.ended_at)},
+                        {"started_at_ms", a.started_at},
+                        {"ended_at_ms", a.ended_at},
+                        {"end", a.end},
+                        {"cause", a.cause},
+                        {"checkpoint_committed", a.checkpoint_committed},
+                        {"checkpoint_at_ms", a.checkpoint_at},
+                        {"checkpoint_bytes", a.checkpoint_bytes},
+                        {"gpu_seconds_lost", a.gpu_seconds_lost}});
   return {{"id", job.id},
           {"name", job.spec.name},
           {"tenant", job.spec.tenant},
@@ -100,6 +117,7 @@ json job_to_json(const Job& job) {
           {"interrupt_reason", job.interrupt_reason},
           {"interruptions", job.interruptions},
           {"attained_gpu_ms", job.attained_gpu_ms},
+          {"attempts", attempts},
           {"submitted_by", job.submitted_by},
           {"spec", job_spec_to_json(job.spec)}};
 }
@@ -142,10 +160,27 @@ Result<Job> job_from_json(const json& j) {
       a.lost = r.value("lost", false);
       a.end_reason = r.value("end_reason", "");
       a.message = r.value("message", "");
+      a.checkpoint_at = r.value("checkpoint_at_ms", int64_t{0});
+      a.checkpoint_bytes = r.value("checkpoint_bytes", int64_t{0});
+      a.interrupt_cause = r.value("interrupt_cause", "");
       for (const auto& g : r.at("gpus"))
         a.gpus.push_back(
             {g.at("index").get<int>(), g.at("uuid").get<std::string>(), g.at("milli").get<int>()});
       job.replicas.push_back(std::move(a));
+    }
+    for (const auto& r : j.value("attempts", json::array())) {
+      AttemptRecord a;
+      a.attempt = r.at("attempt").get<int>();
+      a.nodes = r.at("nodes").get<std::vector<std::string>>();
+      a.started_at = r.at("started_at_ms").get<TimeMs>();
+      a.ended_at = r.at("ended_at_ms").get<TimeMs>();
+      a.end = r.at("end").get<std::string>();
+      a.cause = r.value("cause", "");
+      a.checkpoint_committed = r.value("checkpoint_committed", false);
+      a.checkpoint_at = r.value("checkpoint_at_ms", TimeMs{0});
+      a.checkpoint_bytes = r.value("checkpoint_bytes", int64_t{0});
+      a.gpu_seconds_lost = r.value("gpu_seconds_lost", 0.0);
+      job.attempts.push_back(std::move(a));
     }
     return job;
   } catch (const json::exception& e) {

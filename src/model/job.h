@@ -47,7 +47,29 @@ struct ReplicaAssignment {
   /// "not_started" (lost before its command ever ran).
   std::string end_reason;
   std::string message;
+  // From its exit: the job's last committed checkpoint then (0: none) and its size, and the
+  // interruption the agent carried out ("" when none).
+  TimeMs checkpoint_at = 0;
+  int64_t checkpoint_bytes = 0;
+  std::string interrupt_cause;
 };
+
+/// One ended attempt of a job, as `gpucloud show` lists it.
+struct AttemptRecord {
+  int attempt = 1;
+  std::vector<std::string> nodes;  // node names, by rank
+  TimeMs started_at = 0;           // 0: it never started
+  TimeMs ended_at = 0;
+  std::string end;    // what ended it, e.g. "succeeded", "exit code 3", "interrupted (drain)"
+  std::string cause;  // the interruption's cause, e.g. "preemption"; "" when not interrupted
+  TimeMs checkpoint_at = 0;  // the job's last committed checkpoint when it ended
+  int64_t checkpoint_bytes = 0;
+  bool checkpoint_committed = false;  // committed during this attempt (before its end)
+  double gpu_seconds_lost = 0;        // interrupted: GPU time since its last checkpoint (or start)
+};
+
+/// Attempts a job record keeps (the oldest are dropped beyond this).
+inline constexpr size_t kMaxAttemptRecords = 100;
 
 /// A job record. Timestamps are ms since the epoch; 0 means "not yet".
 struct Job {
@@ -71,7 +93,8 @@ struct Job {
   // GPU time its earlier attempts received, in GPU-ms (a share counts its fraction): queue
   // policy las orders by it.
   int64_t attained_gpu_ms = 0;
-  std::string submitted_by;  // the token's name
+  std::vector<AttemptRecord> attempts;  // ended attempts, oldest first
+  std::string submitted_by;             // the token's name
 };
 
 /// Whether a replica ended in a way that fails its attempt: lost, a non-zero exit, or stopped

@@ -91,7 +91,8 @@ class Server {
     uint64_t hold_seq = 0;  // numbers held polls, so a stale hold timer answers nothing
     std::map<std::string, int64_t> removed_at;  // key -> version at which it left the desired set
     std::map<std::string, int64_t> placed_at;  // key -> version at which it entered the desired set
-    std::vector<GpuReading> readings;          // the GPUs' latest readings (not persisted)
+    std::map<std::string, InterruptNotice> interrupts;  // key -> why it is being stopped
+    std::vector<GpuReading> readings;                   // the GPUs' latest readings (not persisted)
     // Ids of the jobs that may have a replica here that has not exited: every job placed here
     // since, plus some that have left (jobs_on drops those), so a poll never walks every job.
     std::set<std::string> jobs;
@@ -189,7 +190,12 @@ class Server {
   void settle_attempt(Job& job, store::WriteBatch& batch);
   void end_job(Job& job, JobState state, std::optional<int> exit_code, std::string message,
                store::WriteBatch& batch);
-  void stop_replicas(Job& job);
+  /// Takes the job's running replicas out of their nodes' desired sets; with a cause, as an
+  /// interruption: the agents write the job's interrupt file with the cause and a deadline of
+  /// now + its grace period (docs/interruptions.md).
+  void stop_replicas(Job& job, const std::string& cause = "", const std::string& why = "");
+  /// Appends the ending attempt to the job's attempt records (before its replicas are cleared).
+  void record_attempt(Job& job, const std::string& end);
   /// Drops the per-replica bookkeeping of the job's current attempt (it has ended).
   void forget_attempt(const Job& job);
   /// Commits the batch (after the writes queued by commit_later, in one transaction).

@@ -256,7 +256,7 @@ net::HttpResponse Server::node_action(const std::string& node, const std::string
       if (job.cancel_requested || !job.interrupt_reason.empty() || is_terminal(job.state)) continue;
       job.interrupt_reason = fmt::format("node {} is draining", rec->info.name);
       job.message = job.interrupt_reason;
-      stop_replicas(job);
+      stop_replicas(job, interrupt_cause::kDrain, job.interrupt_reason);
       batch.jobs.push_back(job);
       batch.audit.push_back({now, who.name, "job.interrupt", job.id, job.message});
       ++interrupted;

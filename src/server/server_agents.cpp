@@ -301,6 +301,9 @@ void Server::apply_event(const std::string& node_id, const ReplicaEvent& ev,
                          : ev.over_runtime           ? "max_runtime"
                          : ev.lost && ev.not_started ? "not_started"
                                                      : "";
+    replica.checkpoint_at = ev.checkpoint_at;
+    replica.checkpoint_bytes = ev.checkpoint_bytes;
+    replica.interrupt_cause = ev.interrupt_cause;
     if (job.started_at == 0) job.started_at = ev.at ? ev.at : clock_.now_ms();
     logs_.wake(ev.key);
     settle_attempt(job, batch);
@@ -411,6 +414,7 @@ net::HttpResponse Server::poll_response(const std::string& node_id,
   r.acked_seq = rt.acked_seq;
   r.allocations = desired_for(node_id);
   r.log_offsets = log_offsets;
+  r.interrupts = rt.interrupts;
   return json_response(200, poll_response_to_json(r));
 }
 

@@ -185,7 +185,7 @@ net::HttpResponse Server::cancel_job(const std::string& id_or_prefix, const Prin
     job.cancel_requested = true;
     job.message = fmt::format("cancel requested by {}; stopping (grace period {})", who.name,
                               format_duration_ms(job.spec.grace_period_ms));
-    stop_replicas(job);
+    stop_replicas(job, interrupt_cause::kCancel, job.message);
     batch.jobs.push_back(job);
   }
   json out = job_to_json(job);

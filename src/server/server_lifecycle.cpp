@@ -249,24 +249,57 @@ void Server::preempt(const std::vector<sched::Preemption>& preemptions, store::W
     job.interrupt_reason = p.reason;
     job.message = fmt::format("{}; stopping (grace period {})", p.reason,
                               format_duration_ms(job.spec.grace_period_ms));
-    stop_replicas(job);
+    stop_replicas(job, interrupt_cause::kPreemption, p.reason);
     batch.jobs.push_back(job);
     batch.audit.push_back({clock_.now_ms(), "scheduler", "job.preempt", job.id, p.reason});
     spdlog::info("job {} {}", job.id, p.reason);
   }
 }
 
-void Server::stop_replicas(Job& job) {
+void Server::stop_replicas(Job& job, const std::string& cause, const std::string& why) {
   std::set<std::string> nodes;
   for (const auto& r : job.replicas)
     if (r.state != ReplicaState::kExited) nodes.insert(r.node_id);
+  InterruptNotice notice{cause, clock_.now_ms() + job.spec.grace_period_ms, why};
   for (const auto& node_id : nodes) {
-    bump_node(node_id);
     auto& rt = runtime_[node_id];
+    for (const auto& r : job.replicas)
+      if (r.node_id == node_id && r.state != ReplicaState::kExited && !cause.empty())
+        rt.interrupts.emplace(replica_key(job.id, job.attempt, r.rank), notice);
+    bump_node(node_id);  // answers a held poll: the notices go with it
     for (const auto& r : job.replicas)
       if (r.node_id == node_id && r.state != ReplicaState::kExited)
         rt.removed_at.emplace(replica_key(job.id, job.attempt, r.rank), rt.version);
   }
+}
+
+void Server::record_attempt(Job& job, const std::string& end) {
+  if (job.replicas.empty()) return;
+  AttemptRecord a;
+  a.attempt = job.attempt;
+  a.started_at = job.started_at;
+  a.ended_at = clock_.now_ms();
+  a.end = end;
+  int64_t milli = 0;
+  for (const auto& r : job.replicas) {
+    a.nodes.push_back(r.node_name);
+    if (a.cause.empty()) a.cause = r.interrupt_cause;
+    if (r.checkpoint_at > a.checkpoint_at) {
+      a.checkpoint_at = r.checkpoint_at;
+      a.checkpoint_bytes = r.checkpoint_bytes;
+    }
+    for (const auto& g : r.gpus) milli += g.milli;
+  }
+  a.checkpoint_committed = a.started_at > 0 && a.checkpoint_at >= a.started_at;
+  if (!a.cause.empty() && a.started_at > 0) {
+    TimeMs since = a.checkpoint_committed ? a.checkpoint_at : a.started_at;
+    a.gpu_seconds_lost =
+        static_cast<double>(std::max<TimeMs>(0, a.ended_at - since)) / 1000 * milli / 1000;
+  }
+  job.attempts.push_back(std::move(a));
+  if (job.attempts.size() > kMaxAttemptRecords)
+    job.attempts.erase(job.attempts.begin(),
+                       job.attempts.begin() + (job.attempts.size() - kMaxAttemptRecords));
 }
 
 void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
@@ -298,6 +331,7 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
   const auto policy = job.spec.restart.policy;
   const bool restarts_left = restarts_used < job.spec.restart.max;
   auto requeue = [&](const std::string& why) {
+    record_attempt(job, why);
     if (job.started_at > 0) {
       int64_t milli = 0;  // GPU milli the attempt held
       for (const auto& r : job.replicas)
@@ -366,6 +400,7 @@ void Server::forget_attempt(const Job& job) {
     if (auto it = runtime_.find(r.node_id); it != runtime_.end()) {
       it->second.placed_at.erase(key);
       it->second.removed_at.erase(key);
+      it->second.interrupts.erase(key);
     }
   }
 }
@@ -377,6 +412,8 @@ void Server::end_job(Job& job, JobState state, std::optional<int> exit_code, std
   if (!message.empty()) job.message = std::move(message);
   job.finished_at = clock_.now_ms();
   job.pending_reason.clear();
+  record_attempt(job, std::string(to_string(state)) +
+                          (exit_code ? fmt::format(" (exit code {})", *exit_code) : ""));
   batch.jobs.push_back(job);
   batch.audit.push_back({job.finished_at, "server", "job.end", job.id,
                          std::string(to_string(state)) + " " + job.message});

@@ -1,0 +1,105 @@
+// The interruption protocol in a dev cluster: a checkpointing program (counts to N, checkpoints
+// every K steps into $GPUCLOUD_CHECKPOINT_DIR, resumes from the last one) is drained off one
+// node and preempted on the other, and still prints what an uninterrupted run prints; each
+// interruption reaches it through $GPUCLOUD_INTERRUPT with its cause, and `show` lists the
+// attempts with their checkpoints.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "dev_cluster.h"
+
+namespace gpucloud::testing {
+namespace {
+
+using nlohmann::json;
+
+// Counts to 40, a step every 0.2 s, checkpointing every 5 steps and when told to stop.
+const char* kCounter = R"(
+import json, os, signal, sys, time
+ck = os.environ["GPUCLOUD_CHECKPOINT_DIR"]
+state = os.path.join(ck, "state.json")
+def commit(n):
+    with open(state + ".tmp", "w") as f:
+        json.dump({"n": n}, f)
+    os.replace(state + ".tmp", state)
+    with open(os.path.join(ck, "COMMITTED.tmp"), "w") as f:
+        f.write("{}")
+    os.replace(os.path.join(ck, "COMMITTED.tmp"), os.path.join(ck, "COMMITTED"))
+n = 0
+if os.environ.get("GPUCLOUD_RESUMED") == "1":
+    n = json.load(open(state))["n"]
+    print("resumed at", n, "attempt", os.environ["GPUCLOUD_ATTEMPT"], flush=True)
+stop = []
+signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+while n < 40:
+    time.sleep(0.2)
+    n += 1
+    if n % 5 == 0:
+        commit(n)
+    if stop:
+        info = json.load(open(os.environ["GPUCLOUD_INTERRUPT"]))
+        commit(n)
+        print("interrupted by", info["cause"], "at", n, "deadline", info["deadline"], flush=True)
+        sys.exit(143)
+print("result", sum(range(1, n + 1)), flush=True)
+)";
+
+bool running(const DevCluster& c, const std::string& id) {
+  return c.job(id)["state"] == "running";
+}
+
+TEST(DevInterruptions, ACheckpointingJobSurvivesADrainAndAPreemptionWithTheSameResult) {
+  DevCluster cluster({"--sim-gpus", "1xA100-80GB", "--sim-nodes", "2"});
+  std::string job =
+      cluster.submit({"--priority", "low", "--gpus", "1", "--", "python3", "-c", kCounter});
+  ASSERT_TRUE(wait_until([&] { return running(cluster, job); })) << cluster.job(job).dump();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a checkpoint or more
+  std::string first_node = cluster.job(job)["replicas"][0]["node"];
+
+  // 1. Drain: it moves to the other node and resumes there.
+  ASSERT_EQ(cluster.cli({"node", "drain", first_node}).exit_code, 0);
+  ASSERT_TRUE(wait_until([&] { return running(cluster, job) && cluster.job(job)["attempt"] == 2; },
+                         std::chrono::seconds(40)))
+      << cluster.job(job).dump();
+  std::string second_node = cluster.job(job)["replicas"][0]["node"];
+  EXPECT_NE(second_node, first_node);
+  ASSERT_EQ(cluster.cli({"node", "uncordon", first_node}).exit_code, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+
+  // 2. Preemption: a high-priority job takes the free node, a second one preempts the low one.
+  std::string filler = cluster.submit({"--priority", "high", "--gpus", "1", "--", "sleep", "120"});
+  ASSERT_TRUE(wait_until([&] { return running(cluster, filler); })) << cluster.job(filler).dump();
+  std::string urgent = cluster.submit({"--priority", "high", "--gpus", "1", "--", "sleep", "120"});
+  ASSERT_TRUE(wait_until([&] { return running(cluster, urgent); }, std::chrono::seconds(40)))
+      << cluster.job(urgent).dump() << cluster.job(job).dump();
+  EXPECT_EQ(cluster.job(job)["state"], "pending");
+  cluster.cli({"cancel", urgent});
+
+  // 3. It resumes once a GPU is free and finishes with the uninterrupted result.
+  json done = cluster.wait_done(job, std::chrono::seconds(90));
+  EXPECT_EQ(done["state"], "succeeded") << done.dump();
+  EXPECT_EQ(done["attempt"], 3);
+  std::string log = cluster.cli({"logs", job}).out;
+  EXPECT_NE(log.find("resumed at"), std::string::npos) << log;
+  EXPECT_NE(log.find("result 820"), std::string::npos) << log;  // 1 + ... + 40
+
+  const json& attempts = done["attempts"];
+  ASSERT_EQ(attempts.size(), 3u) << done.dump(2);
+  EXPECT_EQ(attempts[0]["cause"], "drain");
+  EXPECT_EQ(attempts[1]["cause"], "preemption");
+  EXPECT_EQ(attempts[2]["cause"], "");
+  for (int i : {0, 1}) {
+    EXPECT_TRUE(attempts[i]["checkpoint_committed"].get<bool>()) << attempts[i].dump();
+    EXPECT_GT(attempts[i]["checkpoint_bytes"].get<int64_t>(), 0);
+    // It checkpoints when told to stop: nothing is lost but the time since then.
+    EXPECT_LT(attempts[i]["gpu_seconds_lost"].get<double>(), 2.0) << attempts[i].dump();
+  }
+  std::string shown = cluster.cli({"show", job}).out;
+  EXPECT_NE(shown.find("attempts:"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("drain"), std::string::npos) << shown;
+  cluster.cli({"cancel", filler});
+}
+
+}  // namespace
+}  // namespace gpucloud::testing
