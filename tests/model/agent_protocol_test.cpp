@@ -274,3 +274,41 @@ TEST(PollRequest, NumbersOutOfRangeAreRefusedNamingTheField) {
 
 }  // namespace
 }  // namespace gpucloud
+
+namespace gpucloud {
+namespace {
+
+TEST(PollResponse, CarriesInterruptNoticesAndRefusesBadOnes) {
+  PollResponse r;
+  r.version = 3;
+  r.interrupts["j.1.0"] = {"spot", 1'800'000'000'000, "the provider takes the node"};
+  auto back = poll_response_from_json(nlohmann::json::parse(poll_response_to_json(r).dump()));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_EQ(back->interrupts.size(), 1u);
+  EXPECT_EQ(back->interrupts["j.1.0"].cause, "spot");
+  EXPECT_EQ(back->interrupts["j.1.0"].deadline_ms, 1'800'000'000'000);
+  EXPECT_EQ(interrupt_notice_to_json(back->interrupts["j.1.0"])["deadline"], 1'800'000'000);
+  EXPECT_FALSE(poll_response_to_json(PollResponse{}).contains("interrupts")) << "older agents";
+  auto j = poll_response_to_json(r);
+  j["interrupts"]["j.1.0"]["deadline_ms"] = -5;
+  EXPECT_FALSE(poll_response_from_json(j).ok());
+  j["interrupts"]["j.1.0"] = {{"cause", std::string(100, 'x')}, {"deadline_ms", 1}};
+  EXPECT_FALSE(poll_response_from_json(j).ok());
+  j["interrupts"] = "now";
+  EXPECT_FALSE(poll_response_from_json(j).ok());
+}
+
+TEST(ReplicaEvent, CarriesTheCheckpointAndTheInterruptionCause) {
+  ReplicaEvent e{7, "j.1.0", "exited", 143};
+  e.checkpoint_at = 1'700'000'000'000;
+  e.checkpoint_bytes = 4096;
+  e.interrupt_cause = "drain";
+  auto back = replica_event_from_json(nlohmann::json::parse(replica_event_to_json(e).dump()));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->checkpoint_at, e.checkpoint_at);
+  EXPECT_EQ(back->checkpoint_bytes, 4096);
+  EXPECT_EQ(back->interrupt_cause, "drain");
+}
+
+}  // namespace
+}  // namespace gpucloud
