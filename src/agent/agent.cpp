@@ -400,7 +400,43 @@ PollRequest Agent::build_poll() {
     req.events.push_back(e);
   }
   if (!req.events.empty() || !req.logs.empty()) req.hold_ms = 0;
+  if (leaving_) {
+    req.leaving = true;
+    req.hold_ms = std::min<int64_t>(req.hold_ms, 200);  // ends go out as they happen
+  }
   return req;
+}
+
+void Agent::leave(int64_t extra_ms) {
+  std::vector<std::pair<std::string, int64_t>> to_stop;
+  int64_t longest = 0;
+  {
+    std::lock_guard lock(mu_);
+    leaving_ = true;
+    TimeMs now = clock_.now_ms();
+    for (auto& [key, r] : state_.replicas) {
+      if (r.exited || r.stop_sent || r.starting) continue;
+      longest = std::max(longest, r.allocation.grace_ms);
+      // At once, not after the server's answer: the server may be out of reach.
+      interrupt(key, r,
+                {interrupt_cause::kAgentShutdown, now + r.allocation.grace_ms,
+                 "the node's agent is stopping"},
+                to_stop);
+    }
+    dirty_ = true;
+  }
+  spdlog::info("agent {}: leaving; interrupting {} replicas", node_info_.name, to_stop.size());
+  for (const auto& [key, grace] : to_stop) (void)executor_->stop(key, grace);
+  client_->interrupt();  // the held poll goes out again, saying that the node leaves
+  TimeMs until = clock_.now_ms() + longest + extra_ms;
+  std::unique_lock lock(mu_);
+  while (running_ && clock_.now_ms() < until) {
+    bool settled =
+        state_.unacked.empty() && std::all_of(state_.replicas.begin(), state_.replicas.end(),
+                                              [](const auto& kv) { return kv.second.exited; });
+    if (settled) break;
+    cv_.wait_for(lock, std::chrono::milliseconds(50));
+  }
 }
 
 void Agent::apply_response(const PollResponse& response) {
@@ -420,7 +456,7 @@ void Agent::apply_response(const PollResponse& response) {
     std::set<std::string> desired;
     for (const auto& a : response.allocations) {
       desired.insert(a.key);
-      if (state_.replicas.count(a.key)) continue;
+      if (state_.replicas.count(a.key) || leaving_) continue;
       LocalReplica& r = state_.replicas[a.key];  // listed as running from now on
       r.allocation = a;
       r.starting = true;

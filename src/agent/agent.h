@@ -62,6 +62,12 @@ class Agent {
   Status start();
   /// Stops the loop. Running jobs keep running (they belong to the node, not this process).
   void stop();
+  /// Leaves the cluster cleanly (docs/interruptions.md, "Agents that leave"): interrupts every
+  /// job here (cause agent-shutdown, each with its grace period), tells the server the node
+  /// is leaving so it takes no new work and re-queues the jobs at once, and returns when their
+  /// ends have reached the server or after the longest grace period and `extra_ms` more.
+  /// The caller then calls stop().
+  void leave(int64_t extra_ms = 5000);
   /// What this agent reports about its machine (GPUs, CPUs, memory, backend).
   const NodeInfo& node_info() const { return node_info_; }
 
@@ -114,6 +120,7 @@ class Agent {
   TimeMs last_readings_at_ = 0;
   TimeMs last_contact_ = 0;  // the last poll the server answered
   bool fenced_ = false;      // replicas were stopped for lack of contact (until contact returns)
+  bool leaving_ = false;     // leave() was called: no new work, polls say so
   bool poll_in_flight_ = false;
   bool inflight_has_news_ = false;  // the poll in flight carries events or logs
   bool dirty_ = false;              // something to send

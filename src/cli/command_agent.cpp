@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cctype>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -144,13 +145,19 @@ int cmd_agent(const AgentOptions& o) {
                            info.name, info.gpus.size(), info.gpu_backend, o.server, o.data_dir)
             << std::flush;
   int sig = signals.wait();
+  if (sig == SIGTERM || sig == SIGINT) {
+    // systemd stop, reboot, scale-down: the node leaves, its jobs resume elsewhere. (kill -9
+    // leaves the jobs running; a restarted agent adopts them.)
+    spdlog::info("received signal {}; leaving: interrupting this node's jobs", sig);
+    (*agent)->leave();
+  }
   (*agent)->stop();
   std::lock_guard lock(mu);
   if (fatal) {
     std::cerr << "error: " << fatal->message << "\n";
     return kExitAuth;
   }
-  spdlog::info("received signal {}; stopping (jobs keep running)", sig);
+  spdlog::info("agent stopped (signal {})", sig);
   return 0;
 }
 

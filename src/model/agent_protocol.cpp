@@ -149,6 +149,7 @@ json poll_request_to_json(const PollRequest& r) {
                       {"power_w", g.power_w}});
     out["gpus"] = gpus;
   }
+  if (r.leaving) out["leaving"] = true;
   return out;
 }
 
@@ -159,6 +160,7 @@ Result<PollRequest> poll_request_from_json(const json& j) {
     r.applied_version = json_whole_at(j, "applied_version", 0, kJsonInt64Max);
     r.running = j.at("running").get<std::vector<std::string>>();
     r.hold_ms = json_whole_or(j, "hold_ms", 5000, 0, 60'000);
+    r.leaving = j.value("leaving", false);
     const auto& events = j.at("events");
     const auto& logs = j.at("logs");
     if (r.running.size() > 10'000 || events.size() > 10'000 || logs.size() > 10'000)

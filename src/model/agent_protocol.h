@@ -96,6 +96,9 @@ struct PollRequest {
   std::vector<LogChunk> logs;
   int64_t hold_ms = 5000;        // how long the server may hold the poll
   std::vector<GpuReading> gpus;  // latest readings; empty when unchanged or unavailable
+  // The agent is stopping (docs/interruptions.md, "Agents that leave"): no new work, its jobs
+  // are interrupted and re-queued. Absent (false) from older agents.
+  bool leaving = false;
 };
 
 struct PollResponse {

@@ -190,6 +190,9 @@ class Server {
   void settle_attempt(Job& job, store::WriteBatch& batch);
   void end_job(Job& job, JobState state, std::optional<int> exit_code, std::string message,
                store::WriteBatch& batch);
+  /// A poll that says the agent is stopping: the node takes no new work, its jobs are
+  /// interrupted (cause agent-shutdown), and once nothing runs there it has left.
+  void leave_node(store::NodeRecord& node, const PollRequest& poll, store::WriteBatch& batch);
   /// Takes the job's running replicas out of their nodes' desired sets; with a cause, as an
   /// interruption: the agents write the job's interrupt file with the cause and a deadline of
   /// now + its grace period (docs/interruptions.md).

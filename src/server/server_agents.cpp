@@ -202,7 +202,9 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
     node.replace_approved = false;
     batch.nodes.push_back(node);
   }
-  if (node.state != "ready") {
+  if (poll->leaving) {
+    leave_node(node, *poll, batch);
+  } else if (node.state != "ready") {
     spdlog::info("node {} is reachable again (was {})", node.info.name, node.state);
     batch.audit.push_back({now, "server", "node.ready", node.id, "was " + node.state});
     node.state = "ready";
@@ -307,6 +309,39 @@ void Server::apply_event(const std::string& node_id, const ReplicaEvent& ev,
     if (job.started_at == 0) job.started_at = ev.at ? ev.at : clock_.now_ms();
     logs_.wake(ev.key);
     settle_attempt(job, batch);
+  }
+}
+
+void Server::leave_node(store::NodeRecord& node, const PollRequest& poll,
+                        store::WriteBatch& batch) {
+  TimeMs now = clock_.now_ms();
+  if (node.state != "leaving" && node.state != "left") {
+    spdlog::info("node {} is leaving: its agent is stopping", node.info.name);
+    batch.audit.push_back({now, "server", "node.leave", node.id, "was " + node.state});
+    node.state = "leaving";  // no new work from now on
+    batch.nodes.push_back(node);
+    node_changed(node.id);
+    // Its jobs are interrupted (the agent has sent them the notice itself when it could not
+    // wait for this answer) and re-queued at once when their replicas have stopped.
+    for (Job* job_here : jobs_on(node.id)) {
+      Job& job = *job_here;
+      if (job.cancel_requested || !job.interrupt_reason.empty() || is_terminal(job.state) ||
+          job.replicas.empty())
+        continue;
+      job.interrupt_reason =
+          fmt::format("node {} is leaving (its agent was stopped)", node.info.name);
+      job.message = job.interrupt_reason;
+      stop_replicas(job, interrupt_cause::kAgentShutdown, job.interrupt_reason);
+      batch.jobs.push_back(job);
+      batch.audit.push_back({now, "server", "job.interrupt", job.id, job.message});
+    }
+  }
+  if (node.state == "leaving" && poll.running.empty()) {
+    spdlog::info("node {} has left", node.info.name);
+    batch.audit.push_back({now, "server", "node.left", node.id, ""});
+    node.state = "left";
+    batch.nodes.push_back(node);
+    node_changed(node.id);
   }
 }
 
@@ -434,7 +469,8 @@ void Server::check_node_liveness() {
   store::WriteBatch batch;
   for (auto& [id, node] : nodes_) {
     TimeMs silent = now - node.last_seen;
-    if (node.state == "ready" && silent > config_.unreachable_after_ms) {
+    if ((node.state == "ready" || node.state == "leaving") &&
+        silent > config_.unreachable_after_ms) {
       node.state = "unreachable";
       sched_dirty_nodes_.insert(id);  // takes no new work (told at the next pass)
       spdlog::warn("node {} is unreachable (no poll for {} ms)", node.info.name, silent);

@@ -1,6 +1,7 @@
 #include "netns_cluster.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <filesystem>
 #include <fstream>
@@ -86,17 +87,25 @@ void NetnsCluster::kill_server() {
 
 void NetnsCluster::start_agent(int i) {
   std::string name = agent_name(i);
-  agent_pids_.at(i - 1) = lab_.spawn(i, {GPUCLOUD_BINARY, "agent",
-                                         "--server",      url_,
-                                         "--fingerprint", fingerprint_,
-                                         "--join-token",  join_token_,
-                                         "--data-dir",    agent_dir(i),
-                                         "--name",        name,
-                                         "--sim-gpus",    "2xA100-80GB",
-                                         "--poll-hold",   timeouts_.poll_hold,
-                                         "--fence-after", timeouts_.fence_after,
-                                         "--labels",      "host=" + name},
-                                     work_dir() + "/" + name + ".log", {{"GPUCLOUD_LOG", "info"}});
+  agent_pids_.at(i - 1) =
+      lab_.spawn(i,
+                 {GPUCLOUD_BINARY, "agent", "--server", url_, "--fingerprint", fingerprint_,
+                  "--join-token", join_token_, "--data-dir", agent_dir(i), "--name", name,
+                  "--sim-gpus", "2xA100-80GB", "--poll-hold", timeouts_.poll_hold, "--fence-after",
+                  timeouts_.fence_after, "--labels", "host=" + name,
+                  // Shared by every node: a job resumes anywhere.
+                  "--checkpoint-root", work_dir() + "/checkpoints"},
+                 work_dir() + "/" + name + ".log", {{"GPUCLOUD_LOG", "info"}});
+}
+
+bool NetnsCluster::stop_agent(int i, std::chrono::milliseconds timeout) {
+  pid_t pid = agent_pids_.at(i - 1);
+  ::kill(pid, SIGTERM);
+  bool exited = wait_until([&] { return ::waitpid(pid, nullptr, WNOHANG) == pid; }, timeout);
+  if (!exited) lab_.kill9(pid);
+  lab_.forget(pid);
+  agent_pids_.at(i - 1) = -1;
+  return exited;
 }
 
 void NetnsCluster::kill_agent(int i) {

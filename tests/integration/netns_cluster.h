@@ -36,6 +36,9 @@ class NetnsCluster {
   /// Starts (or restarts) agent i (1-based) with its data dir.
   void start_agent(int i);
   void kill_agent(int i);
+  /// SIGTERM to agent i (a clean stop: the node leaves); waits up to `timeout` for it to exit.
+  /// Returns whether it exited by then (else it is killed).
+  bool stop_agent(int i, std::chrono::milliseconds timeout);
   std::string agent_name(int i) const { return "agent" + std::to_string(i); }
 
   /// Runs `gpucloud ARGS...` in the server's namespace against the server, as admin.

@@ -211,6 +211,31 @@ TEST_F(NetnsClusterTest, DrainInterruptsAndRequeuesWithoutCountingARestart) {
       pinned, [](const json& x) { return x.value("state", "") == "succeeded"; }));
 }
 
+TEST_F(NetnsClusterTest, AnAgentStoppedWithSigtermLeavesAndItsJobResumesElsewhereAtOnce) {
+  std::string id = cluster_->submit(marker_job({"--gpus", "1"}));
+  std::string first = wait_running(id, 1);
+  ASSERT_FALSE(first.empty()) << cluster_->job(id).dump();
+  ASSERT_TRUE(wait_until([&] { return alive(1); }));
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(cluster_->stop_agent(host_of(first), 20s)) << "the agent exits after the grace";
+  std::string second = wait_running(id, 2, 20s);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(second.empty()) << cluster_->job(id).dump();
+  EXPECT_NE(second, first);
+  // The job's grace is 1 s: it runs elsewhere within grace + 2 s, not after the liveness
+  // timeouts (down after 8 s here, 60 s by default).
+  EXPECT_LT(seconds, 3.0) << "resumed after " << seconds << " s";
+  std::printf("[ figure ] SIGTERM of the agent to the job running elsewhere: %.2f s\n", seconds);
+  EXPECT_EQ(cluster_->node_state(first), "left");
+  json j = cluster_->job(id);
+  EXPECT_EQ(j.value("interruptions", 0), 1) << "an interruption, not a failure or a restart";
+  ASSERT_EQ(j["attempts"].size(), 1u) << j.dump();
+  EXPECT_EQ(j["attempts"][0]["cause"], "agent-shutdown");
+  // The node comes back: it is ready again and takes work.
+  cluster_->start_agent(host_of(first));
+  EXPECT_TRUE(wait_until([&] { return cluster_->node_state(first) == "ready"; }, 10s));
+}
+
 TEST_F(NetnsClusterTest, RevokedJoinTokenIsRefused) {
   auto created = cluster_->cli({"token", "create", "--role", "agent", "--ttl", "10m"});
   ASSERT_EQ(created.exit_code, 0) << created.err;

@@ -42,6 +42,8 @@ class NetnsLab {
                     const std::map<std::string, std::string>& env = {}, int timeout_s = 30);
   /// kill -9 and reap a process spawn() started.
   void kill9(pid_t pid);
+  /// Forgets a child that has been reaped already.
+  void forget(pid_t pid) { std::erase(children_, pid); }
 
  private:
   std::string switch_ns_;
