@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "checkpoint_counter.h"
 #include "dev_cluster.h"
 
 namespace gpucloud::testing {
@@ -14,45 +15,14 @@ namespace {
 
 using nlohmann::json;
 
-// Counts to 40, a step every 0.2 s, checkpointing every 5 steps and when told to stop.
-const char* kCounter = R"(
-import json, os, signal, sys, time
-ck = os.environ["GPUCLOUD_CHECKPOINT_DIR"]
-state = os.path.join(ck, "state.json")
-def commit(n):
-    with open(state + ".tmp", "w") as f:
-        json.dump({"n": n}, f)
-    os.replace(state + ".tmp", state)
-    with open(os.path.join(ck, "COMMITTED.tmp"), "w") as f:
-        f.write("{}")
-    os.replace(os.path.join(ck, "COMMITTED.tmp"), os.path.join(ck, "COMMITTED"))
-n = 0
-if os.environ.get("GPUCLOUD_RESUMED") == "1":
-    n = json.load(open(state))["n"]
-    print("resumed at", n, "attempt", os.environ["GPUCLOUD_ATTEMPT"], flush=True)
-stop = []
-signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-while n < 40:
-    time.sleep(0.2)
-    n += 1
-    if n % 5 == 0:
-        commit(n)
-    if stop:
-        info = json.load(open(os.environ["GPUCLOUD_INTERRUPT"]))
-        commit(n)
-        print("interrupted by", info["cause"], "at", n, "deadline", info["deadline"], flush=True)
-        sys.exit(143)
-print("result", sum(range(1, n + 1)), flush=True)
-)";
-
 bool running(const DevCluster& c, const std::string& id) {
   return c.job(id)["state"] == "running";
 }
 
 TEST(DevInterruptions, ACheckpointingJobSurvivesADrainAndAPreemptionWithTheSameResult) {
   DevCluster cluster({"--sim-gpus", "1xA100-80GB", "--sim-nodes", "2"});
-  std::string job =
-      cluster.submit({"--priority", "low", "--gpus", "1", "--", "python3", "-c", kCounter});
+  std::string job = cluster.submit(
+      {"--priority", "low", "--gpus", "1", "--", "python3", "-c", kCheckpointCounter});
   ASSERT_TRUE(wait_until([&] { return running(cluster, job); })) << cluster.job(job).dump();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a checkpoint or more
   std::string first_node = cluster.job(job)["replicas"][0]["node"];

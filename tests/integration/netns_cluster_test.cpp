@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "checkpoint_counter.h"
 #include "net/crypto.h"
 #include "net/http_client.h"
 
@@ -234,6 +235,36 @@ TEST_F(NetnsClusterTest, AnAgentStoppedWithSigtermLeavesAndItsJobResumesElsewher
   // The node comes back: it is ready again and takes work.
   cluster_->start_agent(host_of(first));
   EXPECT_TRUE(wait_until([&] { return cluster_->node_state(first) == "ready"; }, 10s));
+}
+
+TEST_F(NetnsClusterTest, ACheckpointingJobResumesOnOtherMachinesAfterADrainAndAnAgentStop) {
+  std::string id = cluster_->submit({"--gpus", "2", "--", "python3", "-c", kCheckpointCounter});
+  std::string first = wait_running(id, 1);
+  ASSERT_FALSE(first.empty()) << cluster_->job(id).dump();
+  std::this_thread::sleep_for(1500ms);
+  ASSERT_EQ(cluster_->cli({"node", "drain", first}).exit_code, 0);
+  std::string second = wait_running(id, 2);
+  ASSERT_FALSE(second.empty()) << cluster_->job(id).dump();
+  std::this_thread::sleep_for(1500ms);
+  ASSERT_TRUE(cluster_->stop_agent(host_of(second), 20s));
+  std::string third = wait_running(id, 3);
+  ASSERT_FALSE(third.empty()) << cluster_->job(id).dump();
+  EXPECT_NE(third, first);
+  EXPECT_NE(third, second);
+  ASSERT_TRUE(cluster_->wait_job(
+      id, [](const json& j) { return j.value("state", "") == "succeeded"; }, 60s))
+      << cluster_->job(id).dump();
+  std::string log = cluster_->cli({"logs", id}).out;
+  EXPECT_NE(log.find("resumed at"), std::string::npos) << log;
+  EXPECT_NE(log.find("result 820"), std::string::npos) << log;
+  json j = cluster_->job(id);
+  ASSERT_EQ(j["attempts"].size(), 3u) << j.dump(2);
+  EXPECT_EQ(j["attempts"][0]["cause"], "drain");
+  EXPECT_EQ(j["attempts"][1]["cause"], "agent-shutdown");
+  for (int i : {0, 1}) {
+    EXPECT_TRUE(j["attempts"][i]["checkpoint_committed"].get<bool>()) << j["attempts"][i].dump();
+    EXPECT_LT(j["attempts"][i]["gpu_seconds_lost"].get<double>(), 4.0) << j["attempts"][i].dump();
+  }
 }
 
 TEST_F(NetnsClusterTest, RevokedJoinTokenIsRefused) {
