@@ -282,7 +282,8 @@ int run_cli(int argc, char** argv) {
   token_revoke->callback([&] { code = cmd_token_revoke(token_name); });
 
   std::string node_name;
-  auto* node_cmd = app.add_subcommand("node", "cordon, uncordon, drain or replace a node");
+  auto* node_cmd =
+      app.add_subcommand("node", "cordon, uncordon, drain, replace or interrupt a node");
   node_cmd->require_subcommand(1);
   const std::vector<std::pair<const char*, const char*>> node_actions = {
       {"cordon", "place no new work on the node"},
@@ -296,6 +297,16 @@ int run_cli(int argc, char** argv) {
     sub->add_option("node", node_name, "node name or id")->required();
     sub->callback([&, action] { code = cmd_node_action(action, node_name); });
   }
+  std::string notice_in = "120s", notice_reason;
+  auto* interrupt_cmd = node_cmd->add_subcommand(
+      "interrupt",
+      "deliver a spot notice: interrupt the node's jobs with this deadline (they checkpoint and "
+      "resume elsewhere); the node takes no new work and is gone after the deadline");
+  interrupt_cmd->add_option("node", node_name, "node name or id")->required();
+  interrupt_cmd->add_option("--in", notice_in, "time until the node is taken, 0s..1h")
+      ->capture_default_str();
+  interrupt_cmd->add_option("--reason", notice_reason, "why, for the jobs and the audit log");
+  interrupt_cmd->callback([&] { code = cmd_node_interrupt(node_name, notice_in, notice_reason); });
 
   SimFgdOptions fgd;
   auto* sim_cmd = app.add_subcommand("sim", "simulate placement on real GPU-cluster traces");

@@ -138,6 +138,8 @@ int cmd_ps(bool all, bool json);
 int cmd_show(const std::string& id, bool json);
 int cmd_logs(const std::string& id, bool follow, int rank);
 int cmd_cancel(const std::string& id);
+/// `gpucloud node interrupt NODE --in D [--reason TEXT]`: a spot notice (docs/interruptions.md).
+int cmd_node_interrupt(const std::string& node, const std::string& in, const std::string& reason);
 /// `gpucloud checkpoint commit [--dir DIR]`: marks the checkpoint in DIR (default
 /// $GPUCLOUD_CHECKPOINT_DIR) as complete, atomically.
 int cmd_checkpoint_commit(const std::string& dir);

@@ -82,6 +82,19 @@ int cmd_token_revoke(const std::string& name) {
   return 0;
 }
 
+int cmd_node_interrupt(const std::string& node, const std::string& in, const std::string& reason) {
+  auto api = ApiClient::from_environment();
+  if (!api) return fail(api.error());
+  nlohmann::json body = {{"in", in}};
+  if (!reason.empty()) body["reason"] = reason;
+  auto r = api->call("POST", "/v1/nodes/" + net::url_encode(node) + "/interrupt", &body);
+  if (!r) return fail(r.error());
+  std::cout << fmt::format(
+      "node {} is being reclaimed by {}: {} job(s) interrupted, to resume elsewhere\n",
+      r->value("name", node), r->value("deadline", ""), r->value("jobs_interrupted", 0));
+  return 0;
+}
+
 int cmd_node_action(const std::string& action, const std::string& node) {
   auto api = ApiClient::from_environment();
   if (!api) return fail(api.error());

@@ -136,7 +136,12 @@ class Server {
   net::HttpResponse revoke_token(const std::string& name, const Principal& who);
   /// POST /v1/nodes/NODE/{cordon,uncordon,drain}.
   net::HttpResponse node_action(const std::string& node, const std::string& action,
-                                const Principal& who);
+                                const Principal& who, const std::string& body);
+  /// A spot notice (`gpucloud node interrupt`): every job on the node is interrupted with the
+  /// notice's deadline (cause spot), the node takes no new work (`interrupting`) and is `gone`
+  /// once the deadline has passed.
+  net::HttpResponse interrupt_node(store::NodeRecord& node, const std::string& body,
+                                   const Principal& who);
   /// Routes /v1/tokens... and /v1/nodes/...; false when the path is not one of them.
   bool route_admin(net::HttpRequest& req, const Principal& who, net::Responder& respond);
   Status prepare_tls(net::HttpServerConfig& http);
@@ -196,7 +201,9 @@ class Server {
   /// Takes the job's running replicas out of their nodes' desired sets; with a cause, as an
   /// interruption: the agents write the job's interrupt file with the cause and a deadline of
   /// now + its grace period (docs/interruptions.md).
-  void stop_replicas(Job& job, const std::string& cause = "", const std::string& why = "");
+  /// `deadline_ms` 0: now + the job's grace period.
+  void stop_replicas(Job& job, const std::string& cause = "", const std::string& why = "",
+                     TimeMs deadline_ms = 0);
   /// Appends the ending attempt to the job's attempt records (before its replicas are cleared).
   void record_attempt(Job& job, const std::string& end);
   /// Drops the per-replica bookkeeping of the job's current attempt (it has ended).

@@ -68,7 +68,7 @@ bool Server::route_admin(net::HttpRequest& req, const Principal& who, net::Respo
     size_t slash = rest.find('/');
     if (slash == std::string::npos) return false;
     if (m != "POST") return not_allowed("POST");
-    return respond(node_action(rest.substr(0, slash), rest.substr(slash + 1), who)), true;
+    return respond(node_action(rest.substr(0, slash), rest.substr(slash + 1), who, req.body)), true;
   }
   return false;
 }
@@ -210,10 +210,12 @@ net::HttpResponse Server::revoke_token(const std::string& name, const Principal&
 }
 
 net::HttpResponse Server::node_action(const std::string& node, const std::string& action,
-                                      const Principal& who) {
-  if (action != "cordon" && action != "uncordon" && action != "drain" && action != "replace")
+                                      const Principal& who, const std::string& body) {
+  if (action != "cordon" && action != "uncordon" && action != "drain" && action != "replace" &&
+      action != "interrupt")
     return error_response(not_found(fmt::format(
-        "no such node action '{}': use cordon, uncordon, drain or replace (see docs/api.md)",
+        "no such node action '{}': use cordon, uncordon, drain, replace or interrupt (see "
+        "docs/api.md)",
         action.substr(0, 64))));
   if (!who.is_admin()) return error_response(admin_only(("node " + action).c_str()));
   store::NodeRecord* rec = nullptr;
@@ -222,6 +224,7 @@ net::HttpResponse Server::node_action(const std::string& node, const std::string
   if (!rec)
     return error_response(
         not_found(fmt::format("no node named '{}'; `gpucloud nodes` lists them", node)));
+  if (action == "interrupt") return interrupt_node(*rec, body, who);
   TimeMs now = clock_.now_ms();
   store::WriteBatch batch;
   if (action == "replace") {
@@ -269,6 +272,78 @@ net::HttpResponse Server::node_action(const std::string& node, const std::string
   return json_response(200, {{"id", rec->id},
                              {"name", rec->info.name},
                              {"cordoned", rec->cordoned},
+                             {"jobs_interrupted", interrupted}});
+}
+
+net::HttpResponse Server::interrupt_node(store::NodeRecord& node, const std::string& body,
+                                         const Principal& who) {
+  auto doc = parse_json_body(body.empty() ? "{}" : body);
+  if (!doc) return error_response(doc.error());
+  if (!doc->is_object()) return error_response(invalid("interrupt: expected a JSON object"));
+  for (const auto& [key, value] : doc->items())
+    if (key != "in" && key != "reason")
+      return error_response(invalid(fmt::format(
+          "interrupt: unknown field '{}'; a notice has in and reason", key.substr(0, 64))));
+  int64_t in_ms = 120'000;  // the common provider notice
+  if (doc->contains("in")) {
+    const auto& in = (*doc)["in"];
+    auto parsed = in.is_string() ? parse_duration_ms(in.get<std::string>())
+                                 : Result<int64_t>(invalid("not a string"));
+    if (!parsed || *parsed > 3'600'000)
+      return error_response(
+          invalid(fmt::format("interrupt: in {} must be a duration from 0s to 1h, e.g. \"120s\"",
+                              in.dump().substr(0, 64))));
+    in_ms = *parsed;
+  }
+  std::string reason = "the provider reclaims this spot node";
+  if (doc->contains("reason")) {
+    if (!(*doc)["reason"].is_string() || (*doc)["reason"].get<std::string>().size() > 256)
+      return error_response(invalid("interrupt: reason must be a string of at most 256 bytes"));
+    reason = (*doc)["reason"].get<std::string>();
+  }
+  if (node.state == "gone" || node.state == "left")
+    return error_response(
+        {ErrorCode::kConflict, fmt::format("node {} is {} already", node.info.name, node.state)});
+  TimeMs now = clock_.now_ms();
+  TimeMs deadline = now + in_ms;
+  store::WriteBatch batch;
+  node.state = "interrupting";  // no new work from now on
+  batch.nodes.push_back(node);
+  batch.audit.push_back({now, who.name, "node.interrupt", node.id,
+                         fmt::format("in {}: {}", format_duration_ms(in_ms), reason)});
+  int interrupted = 0;
+  std::string why = fmt::format("spot notice for node {}: {}", node.info.name, reason);
+  for (Job* job_here : jobs_on(node.id)) {
+    Job& job = *job_here;
+    if (job.cancel_requested || !job.interrupt_reason.empty() || is_terminal(job.state) ||
+        job.replicas.empty())
+      continue;
+    job.interrupt_reason = why;
+    job.message = fmt::format("{}; stopping by {}", why, format_time_iso(deadline));
+    stop_replicas(job, interrupt_cause::kSpot, why, deadline);
+    batch.jobs.push_back(job);
+    batch.audit.push_back({now, who.name, "job.interrupt", job.id, why});
+    ++interrupted;
+  }
+  if (auto st = commit(batch); !st.ok()) return error_response(st.error());
+  node_changed(node.id);
+  spdlog::info("{}: spot notice for node {} ({} jobs interrupted, gone in {})", who.name,
+               node.info.name, interrupted, format_duration_ms(in_ms));
+  std::string node_id = node.id;
+  loop_.run_after(in_ms, [this, node_id] {
+    auto it = nodes_.find(node_id);
+    if (it == nodes_.end() || it->second.state != "interrupting") return;
+    it->second.state = "gone";
+    store::WriteBatch gone;
+    gone.nodes.push_back(it->second);
+    gone.audit.push_back({clock_.now_ms(), "server", "node.gone", node_id, "spot notice ended"});
+    (void)commit(gone);
+    node_changed(node_id);
+  });
+  return json_response(200, {{"id", node.id},
+                             {"name", node.info.name},
+                             {"state", node.state},
+                             {"deadline", format_time_iso(deadline)},
                              {"jobs_interrupted", interrupted}});
 }
 

@@ -204,7 +204,8 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
   }
   if (poll->leaving) {
     leave_node(node, *poll, batch);
-  } else if (node.state != "ready") {
+  } else if (node.state != "ready" && node.state != "interrupting" && node.state != "gone" &&
+             node.state != "left") {
     spdlog::info("node {} is reachable again (was {})", node.info.name, node.state);
     batch.audit.push_back({now, "server", "node.ready", node.id, "was " + node.state});
     node.state = "ready";

@@ -256,11 +256,13 @@ void Server::preempt(const std::vector<sched::Preemption>& preemptions, store::W
   }
 }
 
-void Server::stop_replicas(Job& job, const std::string& cause, const std::string& why) {
+void Server::stop_replicas(Job& job, const std::string& cause, const std::string& why,
+                           TimeMs deadline_ms) {
   std::set<std::string> nodes;
   for (const auto& r : job.replicas)
     if (r.state != ReplicaState::kExited) nodes.insert(r.node_id);
-  InterruptNotice notice{cause, clock_.now_ms() + job.spec.grace_period_ms, why};
+  InterruptNotice notice{
+      cause, deadline_ms > 0 ? deadline_ms : clock_.now_ms() + job.spec.grace_period_ms, why};
   for (const auto& node_id : nodes) {
     auto& rt = runtime_[node_id];
     for (const auto& r : job.replicas)

@@ -1,8 +1,8 @@
 // The interruption protocol in a dev cluster: a checkpointing program (counts to N, checkpoints
 // every K steps into $GPUCLOUD_CHECKPOINT_DIR, resumes from the last one) is drained off one
-// node and preempted on the other, and still prints what an uninterrupted run prints; each
-// interruption reaches it through $GPUCLOUD_INTERRUPT with its cause, and `show` lists the
-// attempts with their checkpoints.
+// node, preempted on the other and given a spot notice, and still prints what an uninterrupted run
+// prints; each interruption reaches it through $GPUCLOUD_INTERRUPT with its cause, and `show` lists
+// the attempts with their checkpoints.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -19,7 +19,7 @@ bool running(const DevCluster& c, const std::string& id) {
   return c.job(id)["state"] == "running";
 }
 
-TEST(DevInterruptions, ACheckpointingJobSurvivesADrainAndAPreemptionWithTheSameResult) {
+TEST(DevInterruptions, ACheckpointingJobSurvivesADrainAPreemptionAndASpotNoticeWithTheSameResult) {
   DevCluster cluster({"--sim-gpus", "1xA100-80GB", "--sim-nodes", "2"});
   std::string job = cluster.submit(
       {"--priority", "low", "--gpus", "1", "--", "python3", "-c", kCheckpointCounter});
@@ -45,21 +45,39 @@ TEST(DevInterruptions, ACheckpointingJobSurvivesADrainAndAPreemptionWithTheSameR
       << cluster.job(urgent).dump() << cluster.job(job).dump();
   EXPECT_EQ(cluster.job(job)["state"], "pending");
   cluster.cli({"cancel", urgent});
+  ASSERT_TRUE(wait_until([&] { return running(cluster, job) && cluster.job(job)["attempt"] == 3; },
+                         std::chrono::seconds(40)))
+      << cluster.job(job).dump();
+  cluster.cli({"cancel", filler});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
 
-  // 3. It resumes once a GPU is free and finishes with the uninterrupted result.
+  // 3. A spot notice: the node goes, the job resumes on the other one.
+  std::string spot_node = cluster.job(job)["replicas"][0]["node"];
+  auto bad = cluster.cli({"node", "interrupt", spot_node, "--in", "5h"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("must be a duration from 0s to 1h"), std::string::npos) << bad.err;
+  auto unknown = cluster.cli({"node", "interrupt", "no-such-node"});
+  EXPECT_NE(unknown.err.find("no node named 'no-such-node'"), std::string::npos) << unknown.err;
+  auto notice = cluster.cli({"node", "interrupt", spot_node, "--in", "5s", "--reason", "test"});
+  ASSERT_EQ(notice.exit_code, 0) << notice.err;
+  EXPECT_NE(notice.out.find("1 job(s) interrupted"), std::string::npos) << notice.out;
+
+  // 4. It finishes with the uninterrupted result.
   json done = cluster.wait_done(job, std::chrono::seconds(90));
   EXPECT_EQ(done["state"], "succeeded") << done.dump();
-  EXPECT_EQ(done["attempt"], 3);
+  EXPECT_EQ(done["attempt"], 4);
+  EXPECT_NE(done["replicas"][0]["node"], spot_node);
   std::string log = cluster.cli({"logs", job}).out;
   EXPECT_NE(log.find("resumed at"), std::string::npos) << log;
   EXPECT_NE(log.find("result 820"), std::string::npos) << log;  // 1 + ... + 40
 
   const json& attempts = done["attempts"];
-  ASSERT_EQ(attempts.size(), 3u) << done.dump(2);
+  ASSERT_EQ(attempts.size(), 4u) << done.dump(2);
   EXPECT_EQ(attempts[0]["cause"], "drain");
   EXPECT_EQ(attempts[1]["cause"], "preemption");
-  EXPECT_EQ(attempts[2]["cause"], "");
-  for (int i : {0, 1}) {
+  EXPECT_EQ(attempts[2]["cause"], "spot");
+  EXPECT_EQ(attempts[3]["cause"], "");
+  for (int i : {0, 1, 2}) {
     EXPECT_TRUE(attempts[i]["checkpoint_committed"].get<bool>()) << attempts[i].dump();
     EXPECT_GT(attempts[i]["checkpoint_bytes"].get<int64_t>(), 0);
     // It checkpoints when told to stop: nothing is lost but the time since then.
@@ -68,7 +86,12 @@ TEST(DevInterruptions, ACheckpointingJobSurvivesADrainAndAPreemptionWithTheSameR
   std::string shown = cluster.cli({"show", job}).out;
   EXPECT_NE(shown.find("attempts:"), std::string::npos) << shown;
   EXPECT_NE(shown.find("drain"), std::string::npos) << shown;
-  cluster.cli({"cancel", filler});
+  EXPECT_NE(cluster.cli({"nodes"}).out.find("interrupting"), std::string::npos)
+      << "no new work on it until the notice's deadline";
+  EXPECT_TRUE(
+      wait_until([&] { return cluster.cli({"nodes"}).out.find("gone") != std::string::npos; },
+                 std::chrono::seconds(15)))
+      << "the spot node is gone after its deadline: " << cluster.cli({"nodes"}).out;
 }
 
 }  // namespace
