@@ -30,7 +30,9 @@ bool node_could_fit(const JobRequest& req, const NodeState& node, std::string* w
   if (req.capacity_class != CapacityClass::kAny) {
     auto it = node.labels.find("capacity-class");
     std::string cls = it == node.labels.end() ? "on-demand" : it->second;
-    if (cls != to_string(req.capacity_class)) return fail(fmt::format("capacity class is {}", cls));
+    if (cls != to_string(req.capacity_class))
+      return fail(fmt::format("capacity class: the node is {}, the job asks for {} nodes", cls,
+                              to_string(req.capacity_class)));
   }
   if (req.cpu_milli > node.cpu_milli) return fail("too few CPUs");
   if (req.memory_mib > node.memory_mib) return fail("too little memory");

@@ -150,7 +150,8 @@ TEST(ClusterScheduler, CapacityClassFollowsTheNodeLabelWithOnDemandAsDefault) {
 
   plan = schedule({plain}, {s});
   EXPECT_EQ(placement_of(plan, "s"), nullptr);
-  EXPECT_THAT(reason_of(plan, "s"), HasSubstr("capacity class is on-demand"));
+  EXPECT_THAT(reason_of(plan, "s"),
+              HasSubstr("capacity class: the node is on-demand, the job asks for spot nodes"));
   EXPECT_NE(placement_of(schedule({spot}, {any}), "any"), nullptr);
 }
 
