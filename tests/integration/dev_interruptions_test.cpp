@@ -94,5 +94,25 @@ TEST(DevInterruptions, ACheckpointingJobSurvivesADrainAPreemptionAndASpotNoticeW
       << "the spot node is gone after its deadline: " << cluster.cli({"nodes"}).out;
 }
 
+TEST(DevInterruptions, AJobThatIgnoresSigtermIsKilledAtTheDeadlineAndStillRequeued) {
+  DevCluster cluster({"--sim-gpus", "1xA100-80GB", "--sim-nodes", "2"});
+  std::string job = cluster.submit({"--gpus", "1", "--grace", "2s", "--", "/bin/sh", "-c",
+                                    "trap '' TERM; while :; do sleep 0.1; done"});
+  ASSERT_TRUE(wait_until([&] { return running(cluster, job); })) << cluster.job(job).dump();
+  std::string node = cluster.job(job)["replicas"][0]["node"];
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(cluster.cli({"node", "interrupt", node, "--in", "1s"}).exit_code, 0);
+  ASSERT_TRUE(wait_until([&] { return running(cluster, job) && cluster.job(job)["attempt"] == 2; },
+                         std::chrono::seconds(20)))
+      << cluster.job(job).dump();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(seconds, 0.9) << "it had until the notice's deadline";
+  EXPECT_LT(seconds, 5.0) << "killed at the notice's deadline (1 s), not its grace (2 s) + more";
+  json j = cluster.job(job);
+  EXPECT_EQ(j["attempts"][0]["cause"], "spot");
+  EXPECT_EQ(j["interruptions"], 1);
+  cluster.cli({"cancel", job});
+}
+
 }  // namespace
 }  // namespace gpucloud::testing
