@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -91,6 +92,7 @@ class ClusterScheduler final : public Scheduler {
     std::string last_reason;
     std::vector<std::string> victims;  // preempted for this job and still running
     int signature = -1;                // its partition in waiting_ (-1: not indexed)
+    int wait_group = -1;               // its group there (wait_groups_)
     uint64_t decided_pass = 0;         // the last pass that decided it
     int64_t rank = 0;                  // QueueKey::rank under the queue policy
     int base_priority = 0;             // the caller's priority (req.priority is las-adjusted)
@@ -371,7 +373,13 @@ class ClusterScheduler final : public Scheduler {
   uint64_t next_seq_ = 1;
   std::map<uint64_t, PendingJob*> undecided_;  // submitted since the last pass, by seq
   std::unordered_map<uint64_t, PendingJob*> pending_by_seq_;
-  WaitIndex waiting_;             // every pending job, by tenant and fit signature
+  WaitIndex waiting_;  // every pending job, by tenant and fit signature
+  // waiting_'s groups: (shape, replicas, priority) -> id; a tenant's jobs of one id share a
+  // WaitKey but for ending before the reservation.
+  std::map<std::tuple<int, int, int>, int> wait_groups_;
+  // Pending jobs that chose victims (by seq; some may have left or ended their preemption):
+  // a wake-up looks at them one by one, as their WaitKey does not make them wait.
+  std::set<uint64_t> preemptors_;
   size_t waiting_groups_ = 0;     // static groups when waiting_ was built
   bool decide_all_ = true;        // the next pass decides every pending job
   std::vector<int> freed_slots_;  // capacity freed since the last pass

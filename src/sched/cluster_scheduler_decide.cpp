@@ -128,6 +128,7 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
       }
       nominate(job.req.job_id, job.req.priority, where);
       job.victims = *victims;
+      preemptors_.insert(job.seq);
       set_reason(job,
                  fmt::format("preempting {} job{} to start ({}); {}", victims->size(),
                              victims->size() == 1 ? "" : "s", id_list(*victims),

@@ -47,12 +47,15 @@ WaitNeed ClusterScheduler::wait_need(const PendingJob& job) const {
 void ClusterScheduler::index_waiting(PendingJob& job) {
   if (waiting_groups_ != classes_.static_groups()) return;  // rebuilt before the next pass
   job.signature = fit_signature(shapes_[job.shape]);
-  waiting_.add(job.tenant, job.signature, job.key(), wait_need(job), &job);
+  auto group = wait_groups_.try_emplace({job.shape, job.req.replicas, job.req.priority},
+                                        static_cast<int>(wait_groups_.size()));
+  job.wait_group = group.first->second;
+  waiting_.add(job.tenant, job.signature, job.wait_group, job.key(), wait_need(job), &job);
 }
 
 void ClusterScheduler::unindex_waiting(PendingJob& job) {
   if (job.signature < 0) return;
-  waiting_.remove(job.tenant, job.signature, job.key());
+  waiting_.remove(job.tenant, job.signature, job.wait_group, job.key());
   job.signature = -1;
 }
 
@@ -357,6 +360,24 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
     const PendingJob& job = *static_cast<const PendingJob*>(owner);
     return job.decided_pass != pass_ && !waits_now(job, now);
   };
+  // A group is closed when each of its jobs would get the reason a job of its WaitKey got in
+  // this pass: jobs that end before the reservation and jobs that do not, as the group has them.
+  // (Its preemptors, whose WaitKey does not count, are looked at below.)
+  static const std::string kNoReservation;
+  const std::string& reservation = reservation_ ? reservation_->job_id : kNoReservation;
+  auto key_waits = [&](const PendingJob& job, bool ends_before) {
+    auto it = waits_.find({job.shape, job.req.replicas, job.req.priority, ends_before, job.tenant});
+    return it != waits_.end() && it->second.now == now && it->second.reservation == reservation;
+  };
+  auto closed = [&](void* owner, const WaitRuntimes& runtimes) {
+    const PendingJob& job = *static_cast<const PendingJob*>(owner);
+    bool timed = reservation_ && reservation_->start != kNever;
+    bool some_before = timed && runtimes.shortest != WaitCapacity::kAny &&
+                       now + runtimes.shortest <= reservation_->start;
+    bool some_after = !timed || runtimes.longest == WaitCapacity::kAny ||
+                      now + runtimes.longest > reservation_->start;
+    return (!some_after || key_waits(job, false)) && (!some_before || key_waits(job, true));
+  };
   // The tenant's quota on each shared capacity's GPU model, asked once per call. Within its
   // nominal quota a job may preempt even where its cohort lent that quota out (choose_victims),
   // so the nominal headroom counts too.
@@ -367,22 +388,50 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
     headroom.push_back(std::max(quota_headroom(tenant, model),
                                 tenants_.nominal_headroom(tenant_names_[tenant], model)));
   }
+  // The capacities a signature's jobs may use: those of the static groups it fits.
+  std::vector<WaitCapacity> caps;
+  auto caps_for = [&](int signature) {
+    const std::string& fits = signature_bits_[signature];
+    auto fitting = [&](int group) {
+      return group < static_cast<int>(fits.size()) && fits[group] == '1';
+    };
+    caps.clear();
+    for (size_t i = 0; i < shared_list_.size(); ++i)
+      if (fitting(shared_list_[i].first)) {
+        caps.push_back(shared_list_[i].second);
+        caps.back().quota_milli = headroom[i];
+      }
+    for (const auto& [group, cap] : own)
+      if (fitting(group)) caps.push_back(cap);
+  };
   PendingJob* best = nullptr;
   QueueKey best_key;
   for (const auto& [signature, partition] : waiting_.partitions_of(tenant)) {
-    const std::string& fits = signature_bits_[signature];
-    auto query = [&](int group, const WaitCapacity& cap) {
-      if (group >= static_cast<int>(fits.size()) || fits[group] != '1') return;
-      auto* found = static_cast<PendingJob*>(
-          waiting_.first_admitted(partition, after, cap, accept, best ? &best_key : nullptr));
-      if (found) best = found, best_key = found->key();
-    };
-    for (size_t i = 0; i < shared_list_.size(); ++i) {
-      WaitCapacity cap = shared_list_[i].second;
-      cap.quota_milli = headroom[i];
-      query(shared_list_[i].first, cap);
+    caps_for(signature);
+    if (caps.empty()) continue;
+    auto* found = static_cast<PendingJob*>(waiting_.first_admitted(
+        partition, after, caps, closed, accept, best ? &best_key : nullptr));
+    if (found) best = found, best_key = found->key();
+  }
+  // Jobs that chose victims or hold nodes: decided as any job is, whatever their WaitKey.
+  for (auto it = preemptors_.begin(); it != preemptors_.end();) {
+    auto pending = pending_by_seq_.find(*it);
+    if (pending == pending_by_seq_.end() ||
+        (pending->second->victims.empty() &&
+         !nominated_slots_.count(pending->second->req.job_id))) {
+      it = preemptors_.erase(it);
+      continue;
     }
-    for (const auto& [group, cap] : own) query(group, cap);
+    ++it;
+    PendingJob& job = *pending->second;
+    if (job.tenant != tenant || job.signature < 0) continue;
+    QueueKey key = job.key();
+    if ((after && !(*after < key)) || (best && !(key < best_key))) continue;
+    caps_for(job.signature);
+    WaitNeed need = wait_need(job);
+    bool admitted = false;
+    for (const WaitCapacity& cap : caps) admitted |= cap.admits(need, job.req.priority);
+    if (admitted && accept(&job)) best = &job, best_key = key;
   }
   return best;
 }
