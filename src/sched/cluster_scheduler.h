@@ -377,9 +377,6 @@ class ClusterScheduler final : public Scheduler {
   // waiting_'s groups: (shape, replicas, priority) -> id; a tenant's jobs of one id share a
   // WaitKey but for ending before the reservation.
   std::map<std::tuple<int, int, int>, int> wait_groups_;
-  // Pending jobs that chose victims (by seq; some may have left or ended their preemption):
-  // a wake-up looks at them one by one, as their WaitKey does not make them wait.
-  std::set<uint64_t> preemptors_;
   size_t waiting_groups_ = 0;     // static groups when waiting_ was built
   bool decide_all_ = true;        // the next pass decides every pending job
   std::vector<int> freed_slots_;  // capacity freed since the last pass

@@ -51,6 +51,8 @@ void ClusterScheduler::index_waiting(PendingJob& job) {
                                         static_cast<int>(wait_groups_.size()));
   job.wait_group = group.first->second;
   waiting_.add(job.tenant, job.signature, job.wait_group, job.key(), wait_need(job), &job);
+  if (!job.victims.empty() || nominated_slots_.count(job.req.job_id))
+    waiting_.pin(job.tenant, job.signature, job.wait_group, job.key(), true);
 }
 
 void ClusterScheduler::unindex_waiting(PendingJob& job) {
@@ -362,7 +364,7 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
   };
   // A group is closed when each of its jobs would get the reason a job of its WaitKey got in
   // this pass: jobs that end before the reservation and jobs that do not, as the group has them.
-  // (Its preemptors, whose WaitKey does not count, are looked at below.)
+  // (Jobs that chose victims, whose WaitKey does not count, are pinned: see decide().)
   static const std::string kNoReservation;
   const std::string& reservation = reservation_ ? reservation_->job_id : kNoReservation;
   auto key_waits = [&](const PendingJob& job, bool ends_before) {
@@ -412,26 +414,6 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
     auto* found = static_cast<PendingJob*>(waiting_.first_admitted(
         partition, after, caps, closed, accept, best ? &best_key : nullptr));
     if (found) best = found, best_key = found->key();
-  }
-  // Jobs that chose victims or hold nodes: decided as any job is, whatever their WaitKey.
-  for (auto it = preemptors_.begin(); it != preemptors_.end();) {
-    auto pending = pending_by_seq_.find(*it);
-    if (pending == pending_by_seq_.end() ||
-        (pending->second->victims.empty() &&
-         !nominated_slots_.count(pending->second->req.job_id))) {
-      it = preemptors_.erase(it);
-      continue;
-    }
-    ++it;
-    PendingJob& job = *pending->second;
-    if (job.tenant != tenant || job.signature < 0) continue;
-    QueueKey key = job.key();
-    if ((after && !(*after < key)) || (best && !(key < best_key))) continue;
-    caps_for(job.signature);
-    WaitNeed need = wait_need(job);
-    bool admitted = false;
-    for (const WaitCapacity& cap : caps) admitted |= cap.admits(need, job.req.priority);
-    if (admitted && accept(&job)) best = &job, best_key = key;
   }
   return best;
 }

@@ -16,10 +16,10 @@ void WaitIndex::Group::summarise() {
   if (undeclared > 0) runtimes.longest = WaitCapacity::kAny;
 }
 
-std::vector<WaitIndex::Entry>::const_iterator WaitIndex::first_beyond(const Group& g,
-                                                                      const QueueKey* after) {
-  if (!after) return g.entries.begin();
-  return std::upper_bound(g.entries.begin(), g.entries.end(), *after,
+std::vector<WaitIndex::Entry>::const_iterator WaitIndex::first_beyond(
+    const std::vector<Entry>& entries, const QueueKey* after) {
+  if (!after) return entries.begin();
+  return std::upper_bound(entries.begin(), entries.end(), *after,
                           [](const QueueKey& k, const Entry& e) { return k < e.key; });
 }
 
@@ -45,7 +45,7 @@ void WaitIndex::add(int tenant, int signature, int group, const QueueKey& key, c
   if (g.entries.empty() || g.entries.back().key < key)
     g.entries.push_back(e);
   else
-    g.entries.insert(first_beyond(g, &key), e);
+    g.entries.insert(first_beyond(g.entries, &key), e);
   ++size_;
   if (need.runtime_ms > 0) {
     g.runtimes.shortest = std::min(g.runtimes.shortest, need.runtime_ms);
@@ -68,6 +68,11 @@ void WaitIndex::remove(int tenant, int signature, int group, const QueueKey& key
   if (pos == g.entries.end() || key < pos->key) return;
   int64_t runtime = pos->runtime_ms;
   g.entries.erase(pos);
+  if (!g.pinned.empty()) {
+    auto pin = std::lower_bound(g.pinned.begin(), g.pinned.end(), key,
+                                [](const Entry& e, const QueueKey& k) { return e.key < k; });
+    if (pin != g.pinned.end() && !(key < pin->key)) g.pinned.erase(pin);
+  }
   --size_;
   if (!g.entries.empty()) {
     // Only removing an extreme can change the summary.
@@ -87,6 +92,22 @@ void WaitIndex::remove(int tenant, int signature, int group, const QueueKey& key
   if (p.groups.empty()) by_tenant_[tenant].erase(signature);
 }
 
+void WaitIndex::pin(int tenant, int signature, int group, const QueueKey& key, bool pinned) {
+  auto id = partition_ids_.find({tenant, signature});
+  if (id == partition_ids_.end()) return;
+  Partition& p = partitions_[id->second];
+  auto at = p.group_at.find(group);
+  if (at == p.group_at.end()) return;
+  Group& g = p.groups[at->second];
+  auto by_key = [](const Entry& e, const QueueKey& k) { return e.key < k; };
+  auto entry = std::lower_bound(g.entries.begin(), g.entries.end(), key, by_key);
+  if (entry == g.entries.end() || key < entry->key) return;
+  auto pin = std::lower_bound(g.pinned.begin(), g.pinned.end(), key, by_key);
+  bool there = pin != g.pinned.end() && !(key < pin->key);
+  if (pinned && !there) g.pinned.insert(pin, *entry);
+  if (!pinned && there) g.pinned.erase(pin);
+}
+
 void WaitIndex::clear() {
   partitions_.clear();
   partition_ids_.clear();
@@ -103,7 +124,7 @@ const std::map<int, int>& WaitIndex::partitions_of(int tenant) const {
 void* WaitIndex::first_after(int partition, const QueueKey* after, QueueKey* key) const {
   const Entry* first = nullptr;
   for (const Group& g : partitions_[partition].groups) {
-    auto it = first_beyond(g, after);
+    auto it = first_beyond(g.entries, after);
     if (it != g.entries.end() && (!first || it->key < first->key)) first = &*it;
   }
   if (!first) return nullptr;
@@ -129,6 +150,13 @@ bool WaitIndex::consistent() const {
       if (copy.undeclared != g.undeclared || copy.runtimes.shortest != g.runtimes.shortest ||
           copy.runtimes.longest != g.runtimes.longest)
         return false;
+      for (size_t k = 0; k < g.pinned.size(); ++k) {
+        auto e = first_beyond(g.entries, nullptr);
+        while (e != g.entries.end() && e->key < g.pinned[k].key) ++e;
+        if (e == g.entries.end() || g.pinned[k].key < e->key || e->owner != g.pinned[k].owner)
+          return false;
+        if (k > 0 && !(g.pinned[k - 1].key < g.pinned[k].key)) return false;
+      }
       for (size_t k = 0; k < g.entries.size(); ++k) {
         if (g.entries[k].key.priority != g.priority) return false;
         if (k > 0 && !(g.entries[k - 1].key < g.entries[k].key)) return false;

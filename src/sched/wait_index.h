@@ -96,6 +96,10 @@ class WaitIndex {
            void* owner);
   /// Removes a job added before (with the same tenant, signature, group and key).
   void remove(int tenant, int signature, int group, const QueueKey& key);
+  /// Pins a job added before, or unpins it: a pinned job is still looked at (by `accept`) when
+  /// its group is closed (see first_admitted). For the few jobs whose group does not decide
+  /// whether they wait (a job that chose victims).
+  void pin(int tenant, int signature, int group, const QueueKey& key, bool pinned);
   /// Removes every job.
   void clear();
 
@@ -105,9 +109,10 @@ class WaitIndex {
   /// The first job of the partition after `after` (nullptr: from the start) and ahead of
   /// `before` (nullptr: anywhere) that one of `caps` admits and `accept(owner)` accepts, as its
   /// owner; nullptr when there is none. `closed(owner, runtimes)`, asked with a job of a group
-  /// whose need some capacity admits, says whether `accept` refuses every job of that group (the
-  /// group is then skipped whole). Costs the partition's groups, and in each group whose first
-  /// job after `after` comes ahead of the best so far, a binary search and the jobs visited.
+  /// whose need some capacity admits, says whether `accept` refuses every job of that group but
+  /// the pinned ones (only those are then looked at). Costs the partition's groups, and in each
+  /// group whose first job after `after` comes ahead of the best so far, a binary search and
+  /// the jobs visited.
   template <typename Closed, typename Accept>
   void* first_admitted(int partition, const QueueKey* after, const std::vector<WaitCapacity>& caps,
                        Closed&& closed, Accept&& accept, const QueueKey* before = nullptr) const;
@@ -134,6 +139,7 @@ class WaitIndex {
     WaitNeed need;               // runtime_ms aside
     int priority = 0;            // of every entry
     std::vector<Entry> entries;  // in queue order, never empty
+    std::vector<Entry> pinned;   // some of them, in queue order
     WaitRuntimes runtimes;
     int64_t undeclared = 0;  // entries without a declared runtime
     void summarise();
@@ -142,7 +148,8 @@ class WaitIndex {
     std::vector<Group> groups;                 // in no particular order
     std::unordered_map<int, size_t> group_at;  // the caller's group id -> index in groups
   };
-  static std::vector<Entry>::const_iterator first_beyond(const Group& g, const QueueKey* after);
+  static std::vector<Entry>::const_iterator first_beyond(const std::vector<Entry>& entries,
+                                                         const QueueKey* after);
 
   std::vector<Partition> partitions_;
   std::map<std::pair<int, int>, int> partition_ids_;  // (tenant, signature) -> partition
@@ -171,10 +178,15 @@ void* WaitIndex::first_admitted(int partition, const QueueKey* after,
       limit = std::max(limit, cap.runtime_limit);
     }
     if (!admitted || (!any_runtime && g.runtimes.shortest > limit)) continue;
-    auto it = first_beyond(g, after);
+    auto it = first_beyond(g.entries, after);
     if (it == g.entries.end() || (bound && !(it->key < *bound))) continue;
-    if (closed(it->owner, g.runtimes)) continue;
-    for (; it != g.entries.end(); ++it) {
+    const std::vector<Entry>* visit = &g.entries;
+    if (closed(it->owner, g.runtimes)) {
+      if (g.pinned.empty()) continue;
+      visit = &g.pinned;
+      it = first_beyond(g.pinned, after);
+    }
+    for (; it != visit->end(); ++it) {
       if (bound && !(it->key < *bound)) break;
       if (!any_runtime && !(it->runtime_ms > 0 && it->runtime_ms <= limit)) continue;
       if (accept(it->owner)) {

@@ -21,6 +21,7 @@ struct Job {
   std::string id;
   WaitNeed need;
   bool refused = false;  // what the query's accept() says no to
+  bool pinned = false;   // looked at even when its group is closed
   QueueKey key() const { return {priority, rank, created_at, &id}; }
 };
 
@@ -91,10 +92,16 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
     if (round % 50 == 0) {
       ASSERT_TRUE(index.consistent()) << "round " << round;
     }
-    // Closed groups: every job refused, and the index told so.
+    // Pinned jobs come and go.
+    for (int n = 0; n < 3 && !jobs.empty(); ++n) {
+      Job& j = *std::next(jobs.begin(), pick(static_cast<int>(jobs.size())));
+      j.pinned = !j.pinned;
+      index.pin(j.tenant, j.signature, j.group, j.key(), j.pinned);
+    }
+    // Closed groups: every job but the pinned ones refused, and the index told so.
     std::vector<char> closed_group(kGroups);
     for (auto& c : closed_group) c = pick(4) == 0;
-    for (auto& j : jobs) j.refused = closed_group[j.group] || pick(8) == 0;
+    for (auto& j : jobs) j.refused = (closed_group[j.group] && !j.pinned) || pick(8) == 0;
     // A query per partition, from the start or after a random job of it.
     for (int tenant = 0; tenant < 3; ++tenant)
       for (const auto& [signature, partition] : index.partitions_of(tenant)) {
