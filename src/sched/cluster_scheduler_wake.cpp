@@ -405,6 +405,7 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
       }
     for (const auto& [group, cap] : own)
       if (fitting(group)) caps.push_back(cap);
+    WaitIndex::drop_within(caps);
   };
   PendingJob* best = nullptr;
   QueueKey best_key;

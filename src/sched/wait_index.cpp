@@ -108,6 +108,22 @@ void WaitIndex::pin(int tenant, int signature, int group, const QueueKey& key, b
   if (!pinned && there) g.pinned.erase(pin);
 }
 
+void WaitIndex::drop_within(std::vector<WaitCapacity>& caps) {
+  constexpr size_t kMost = 256;  // beyond, comparing every pair costs more than it saves
+  if (caps.size() < 2 || caps.size() > kMost) return;
+  std::vector<char> dropped(caps.size(), 0);
+  for (size_t j = 0; j < caps.size(); ++j)
+    for (size_t i = 0; i < caps.size() && !dropped[j]; ++i) {
+      if (i == j || dropped[i] || !caps[j].within(caps[i])) continue;
+      // Of two equal capacities the first stays.
+      dropped[j] = !caps[i].within(caps[j]) || i < j;
+    }
+  size_t kept = 0;
+  for (size_t j = 0; j < caps.size(); ++j)
+    if (!dropped[j]) caps[kept++] = caps[j];
+  caps.resize(kept);
+}
+
 void WaitIndex::clear() {
   partitions_.clear();
   partition_ids_.clear();

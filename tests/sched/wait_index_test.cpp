@@ -111,7 +111,15 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
         std::sort(part.begin(), part.end(),
                   [](const Job* a, const Job* b) { return a->key() < b->key(); });
         std::vector<WaitCapacity> caps;
-        for (int c = pick(3) + 1; c > 0; --c) caps.push_back(random_capacity(rng));
+        for (int c = pick(6) + 1; c > 0; --c) {
+          caps.push_back(random_capacity(rng));
+          if (pick(3) == 0) {  // one within it (or equal)
+            WaitCapacity less = caps.back();
+            less.whole_gpus -= pick(2) * std::min(less.whole_gpus, 1);
+            less.cpu_milli -= pick(2) * std::min<int64_t>(less.cpu_milli, 1000);
+            caps.push_back(less);
+          }
+        }
         const Job* after =
             pick(2) && !part.empty() ? part[pick(static_cast<int>(part.size()))] : nullptr;
         QueueKey after_key = after ? after->key() : QueueKey{};
@@ -128,8 +136,11 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
         auto closed = [&](void* owner, const WaitRuntimes&) {
           return closed_group[static_cast<Job*>(owner)->group] != 0;
         };
+        // Dropping the capacities within others changes no answer.
+        std::vector<WaitCapacity> kept = caps;
+        WaitIndex::drop_within(kept);
         void* got =
-            index.first_admitted(partition, after ? &after_key : nullptr, caps, closed, accept);
+            index.first_admitted(partition, after ? &after_key : nullptr, kept, closed, accept);
         ++queries;
         found += expected != nullptr;
         ASSERT_EQ(got, static_cast<const void*>(expected))
