@@ -377,6 +377,10 @@ class ClusterScheduler final : public Scheduler {
   // waiting_'s groups: (shape, replicas, priority) -> id; a tenant's jobs of one id share a
   // WaitKey but for ending before the reservation.
   std::map<std::tuple<int, int, int>, int> wait_groups_;
+  // What waiting_'s closed groups were found under (see next_woken), and its stamp for them.
+  uint64_t closed_pass_ = 0, closed_stamp_ = 0;
+  TimeMs closed_now_ = 0, closed_start_ = 0;
+  std::string closed_reservation_;
   size_t waiting_groups_ = 0;     // static groups when waiting_ was built
   bool decide_all_ = true;        // the next pass decides every pending job
   std::vector<int> freed_slots_;  // capacity freed since the last pass

@@ -371,6 +371,17 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
     auto it = waits_.find({job.shape, job.req.replicas, job.req.priority, ends_before, job.tenant});
     return it != waits_.end() && it->second.now == now && it->second.reservation == reservation;
   };
+  // A group's WaitKeys that wait keep waiting until the pass, its time or the reservation
+  // change: so long, a group found closed stays closed.
+  TimeMs reserved_start = reservation_ ? reservation_->start : kNever;
+  if (closed_pass_ != pass_ || closed_now_ != now || closed_reservation_ != reservation ||
+      closed_start_ != reserved_start) {
+    closed_pass_ = pass_;
+    closed_now_ = now;
+    closed_reservation_ = reservation;
+    closed_start_ = reserved_start;
+    ++closed_stamp_;
+  }
   auto closed = [&](void* owner, const WaitRuntimes& runtimes) {
     const PendingJob& job = *static_cast<const PendingJob*>(owner);
     bool timed = reservation_ && reservation_->start != kNever;
@@ -413,7 +424,7 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
     caps_for(signature);
     if (caps.empty()) continue;
     auto* found = static_cast<PendingJob*>(waiting_.first_admitted(
-        partition, after, caps, closed, accept, best ? &best_key : nullptr));
+        partition, after, caps, closed, accept, best ? &best_key : nullptr, closed_stamp_));
     if (found) best = found, best_key = found->key();
   }
   return best;

@@ -40,6 +40,7 @@ void WaitIndex::add(int tenant, int signature, int group, const QueueKey& key, c
     p.groups.push_back(std::move(g));
   }
   Group& g = p.groups[at->second];
+  g.closed_stamp = 0;  // the new job may not wait
   // New jobs usually come last in their group's order.
   Entry e{key, need.runtime_ms, owner};
   if (g.entries.empty() || g.entries.back().key < key)

@@ -124,12 +124,14 @@ class WaitIndex {
   /// `before` (nullptr: anywhere) that one of `caps` admits and `accept(owner)` accepts, as its
   /// owner; nullptr when there is none. `closed(owner, runtimes)`, asked with a job of a group
   /// whose need some capacity admits, says whether `accept` refuses every job of that group but
-  /// the pinned ones (only those are then looked at). Costs the partition's groups, and in each
-  /// group whose first job after `after` comes ahead of the best so far, a binary search and
-  /// the jobs visited.
+  /// the pinned ones (only those are then looked at). A group found closed is taken to stay so
+  /// while the caller passes the same `stamp` (0: not kept) and no job joins it. Costs the
+  /// partition's groups, and in each group not closed whose first job after `after` comes ahead
+  /// of the best so far, a binary search and the jobs visited.
   template <typename Closed, typename Accept>
   void* first_admitted(int partition, const QueueKey* after, const std::vector<WaitCapacity>& caps,
-                       Closed&& closed, Accept&& accept, const QueueKey* before = nullptr) const;
+                       Closed&& closed, Accept&& accept, const QueueKey* before = nullptr,
+                       uint64_t stamp = 0) const;
   /// The first job of the partition after `after`, with its key (nullptr: none).
   void* first_after(int partition, const QueueKey* after, QueueKey* key = nullptr) const;
 
@@ -155,7 +157,8 @@ class WaitIndex {
     std::vector<Entry> entries;  // in queue order, never empty
     std::vector<Entry> pinned;   // some of them, in queue order
     WaitRuntimes runtimes;
-    int64_t undeclared = 0;  // entries without a declared runtime
+    int64_t undeclared = 0;             // entries without a declared runtime
+    mutable uint64_t closed_stamp = 0;  // the caller's stamp when the group was found closed
     void summarise();
   };
   struct Partition {
@@ -174,7 +177,7 @@ class WaitIndex {
 template <typename Closed, typename Accept>
 void* WaitIndex::first_admitted(int partition, const QueueKey* after,
                                 const std::vector<WaitCapacity>& caps, Closed&& closed,
-                                Accept&& accept, const QueueKey* before) const {
+                                Accept&& accept, const QueueKey* before, uint64_t stamp) const {
   const Partition& p = partitions_[partition];
   void* best = nullptr;
   const QueueKey* bound = before;
@@ -191,6 +194,8 @@ void* WaitIndex::first_admitted(int partition, const QueueKey* after,
     most.min_priority = std::min(most.min_priority, cap.min_priority);
   }
   for (const Group& g : p.groups) {
+    bool known_closed = stamp != 0 && g.closed_stamp == stamp;
+    if (known_closed && g.pinned.empty()) continue;
     if (!most.admits_any_runtime(g.need, g.priority)) continue;
     // The capacities that admit the group's need: any runtime, or up to the longest limit.
     bool any_runtime = false, admitted = false;
@@ -205,15 +210,14 @@ void* WaitIndex::first_admitted(int partition, const QueueKey* after,
       limit = std::max(limit, cap.runtime_limit);
     }
     if (!admitted || (!any_runtime && g.runtimes.shortest > limit)) continue;
-    auto it = first_beyond(g.entries, after);
-    if (it == g.entries.end() || (bound && !(it->key < *bound))) continue;
-    const std::vector<Entry>* visit = &g.entries;
-    if (closed(it->owner, g.runtimes)) {
-      if (g.pinned.empty()) continue;
-      visit = &g.pinned;
-      it = first_beyond(g.pinned, after);
+    if (!known_closed && closed(g.entries.front().owner, g.runtimes)) {
+      known_closed = true;
+      g.closed_stamp = stamp;
     }
-    for (; it != visit->end(); ++it) {
+    if (known_closed && g.pinned.empty()) continue;
+    const std::vector<Entry>& visit = known_closed ? g.pinned : g.entries;
+    auto it = first_beyond(visit, after);
+    for (; it != visit.end(); ++it) {
       if (bound && !(it->key < *bound)) break;
       if (!any_runtime && !(it->runtime_ms > 0 && it->runtime_ms <= limit)) continue;
       if (accept(it->owner)) {

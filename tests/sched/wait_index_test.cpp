@@ -139,8 +139,9 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
         // Dropping the capacities within others changes no answer.
         std::vector<WaitCapacity> kept = caps;
         WaitIndex::drop_within(kept);
-        void* got =
-            index.first_admitted(partition, after ? &after_key : nullptr, kept, closed, accept);
+        // Groups stay closed within a round (stamped so) and change between rounds.
+        void* got = index.first_admitted(partition, after ? &after_key : nullptr, kept, closed,
+                                         accept, nullptr, static_cast<uint64_t>(round) + 1);
         ++queries;
         found += expected != nullptr;
         ASSERT_EQ(got, static_cast<const void*>(expected))
