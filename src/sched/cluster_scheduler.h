@@ -226,6 +226,10 @@ class ClusterScheduler final : public Scheduler {
   const std::vector<std::pair<int, WaitCapacity>>& wake_caps(int tenant, TimeMs now);
   // What the static group offers a tenant whose quota grew (its free GPUs, at most).
   void quota_caps(int tenant, int group, std::vector<std::pair<int, WaitCapacity>>& caps);
+  // What quota_caps() finds free in a static group's usable classes, before any tenant's quota.
+  void class_caps(int group, std::vector<WaitCapacity>& caps);
+  // Drops from shared_list_ the capacities within another of their static group.
+  void drop_shared_within();
   // A wake-up capacity as a key: (static group, WaitCapacity's fields in order).
   using WakeCapKey =
       std::tuple<int, int32_t, int32_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t>;
@@ -379,6 +383,11 @@ class ClusterScheduler final : public Scheduler {
   std::map<std::tuple<int, int, int>, int> wait_groups_;
   // What waiting_'s closed groups were found under (see next_woken), and its stamp for them.
   uint64_t closed_pass_ = 0, closed_stamp_ = 0;
+  // class_caps() per static group, valid while wake_version_ is quota_class_version_.
+  std::vector<std::vector<WaitCapacity>> quota_class_caps_;
+  std::vector<char> quota_class_found_;
+  uint64_t quota_class_version_ = 0;
+  bool quota_class_valid_ = false;
   TimeMs closed_now_ = 0, closed_start_ = 0;
   std::string closed_reservation_;
   size_t waiting_groups_ = 0;     // static groups when waiting_ was built

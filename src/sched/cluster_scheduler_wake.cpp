@@ -201,12 +201,31 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
 
 void ClusterScheduler::quota_caps(int tenant, int group,
                                   std::vector<std::pair<int, WaitCapacity>>& caps) {
+  const int64_t quota = quota_headroom(tenant, classes_.group_example(group).gpu_model);
+  if (quota == 0) return;
+  // What the group's classes offer is the same for every tenant: found once per wake version.
+  if (quota_class_version_ != wake_version_ || !quota_class_valid_ ||
+      quota_class_caps_.size() != classes_.static_groups()) {
+    quota_class_caps_.assign(classes_.static_groups(), {});
+    quota_class_found_.assign(classes_.static_groups(), 0);
+    quota_class_version_ = wake_version_;
+    quota_class_valid_ = true;
+  }
+  if (!quota_class_found_[group]) {
+    class_caps(group, quota_class_caps_[group]);
+    quota_class_found_[group] = 1;
+  }
+  for (WaitCapacity cap : quota_class_caps_[group]) {
+    cap.quota_milli = quota;
+    caps.push_back({group, cap});
+  }
+}
+
+void ClusterScheduler::class_caps(int group, std::vector<WaitCapacity>& caps) {
   // Quota limits GPUs only: the classes with a GPU (or part of one) free, on a node not held for
   // a reservation or a preemptor; each class's own capacity while they are few (a full
   // cluster), else each dimension at its most over them.
   constexpr size_t kMaxClasses = 16;
-  const int64_t quota = quota_headroom(tenant, classes_.group_example(group).gpu_model);
-  if (quota == 0) return;
   auto usable = [&](int class_id) {
     for (int slot : classes_.get(class_id).members) {
       bool reserved =
@@ -234,9 +253,8 @@ void ClusterScheduler::quota_caps(int tenant, int group,
     cap.max_free_milli = c.max_free_milli;
     cap.cpu_milli = c.cpu_free_milli;
     cap.memory_mib = c.memory_free_mib;
-    cap.quota_milli = quota;
     if (found.size() <= kMaxClasses) {
-      caps.push_back({group, cap});
+      caps.push_back(cap);
       continue;
     }
     merged.whole_gpus = std::max(merged.whole_gpus, cap.whole_gpus);
@@ -244,10 +262,7 @@ void ClusterScheduler::quota_caps(int tenant, int group,
     merged.cpu_milli = i ? std::max(merged.cpu_milli, cap.cpu_milli) : cap.cpu_milli;
     merged.memory_mib = i ? std::max(merged.memory_mib, cap.memory_mib) : cap.memory_mib;
   }
-  if (found.size() > kMaxClasses) {
-    merged.quota_milli = quota;
-    caps.push_back({group, merged});
-  }
+  if (found.size() > kMaxClasses) caps.push_back(merged);
 }
 
 namespace {
@@ -278,6 +293,24 @@ std::pair<int, WaitCapacity> cap_of(const CapKey& k) {
 }
 
 }  // namespace
+
+void ClusterScheduler::drop_shared_within() {
+  // Within a static group every capacity gets the same quota (its GPU model's) per tenant, so
+  // one within another stays so: the list is thinned once for all tenants. (shared_caps_ is
+  // ordered by group first.)
+  std::vector<std::pair<int, WaitCapacity>> kept;
+  std::vector<WaitCapacity> same_group;
+  for (size_t i = 0; i < shared_list_.size();) {
+    size_t j = i;
+    same_group.clear();
+    for (; j < shared_list_.size() && shared_list_[j].first == shared_list_[i].first; ++j)
+      same_group.push_back(shared_list_[j].second);
+    WaitIndex::drop_within(same_group);
+    for (const WaitCapacity& cap : same_group) kept.push_back({shared_list_[i].first, cap});
+    i = j;
+  }
+  shared_list_ = std::move(kept);
+}
 
 void ClusterScheduler::start_wake_sources() {
   shared_caps_.clear();
@@ -326,6 +359,7 @@ const std::vector<std::pair<int, WaitCapacity>>& ClusterScheduler::wake_caps(int
   if (shared_version_ != wake_version_ || !shared_valid_) {
     shared_list_.clear();
     for (const auto& [k, count] : shared_caps_) shared_list_.push_back(cap_of(k));
+    drop_shared_within();
     shared_version_ = wake_version_;
     shared_valid_ = true;
   }
@@ -416,7 +450,6 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
       }
     for (const auto& [group, cap] : own)
       if (fitting(group)) caps.push_back(cap);
-    WaitIndex::drop_within(caps);
   };
   PendingJob* best = nullptr;
   QueueKey best_key;
