@@ -16,7 +16,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -92,7 +91,6 @@ class ClusterScheduler final : public Scheduler {
     std::string last_reason;
     std::vector<std::string> victims;  // preempted for this job and still running
     int signature = -1;                // its partition in waiting_ (-1: not indexed)
-    int wait_group = -1;               // its group there (wait_groups_)
     uint64_t decided_pass = 0;         // the last pass that decided it
     int64_t rank = 0;                  // QueueKey::rank under the queue policy
     int base_priority = 0;             // the caller's priority (req.priority is las-adjusted)
@@ -226,10 +224,6 @@ class ClusterScheduler final : public Scheduler {
   const std::vector<std::pair<int, WaitCapacity>>& wake_caps(int tenant, TimeMs now);
   // What the static group offers a tenant whose quota grew (its free GPUs, at most).
   void quota_caps(int tenant, int group, std::vector<std::pair<int, WaitCapacity>>& caps);
-  // What quota_caps() finds free in a static group's usable classes, before any tenant's quota.
-  void class_caps(int group, std::vector<WaitCapacity>& caps);
-  // Drops from shared_list_ the capacities within another of their static group.
-  void drop_shared_within();
   // A wake-up capacity as a key: (static group, WaitCapacity's fields in order).
   using WakeCapKey =
       std::tuple<int, int32_t, int32_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t>;
@@ -377,19 +371,7 @@ class ClusterScheduler final : public Scheduler {
   uint64_t next_seq_ = 1;
   std::map<uint64_t, PendingJob*> undecided_;  // submitted since the last pass, by seq
   std::unordered_map<uint64_t, PendingJob*> pending_by_seq_;
-  WaitIndex waiting_;  // every pending job, by tenant and fit signature
-  // waiting_'s groups: (shape, replicas, priority) -> id; a tenant's jobs of one id share a
-  // WaitKey but for ending before the reservation.
-  std::map<std::tuple<int, int, int>, int> wait_groups_;
-  // What waiting_'s closed groups were found under (see next_woken), and its stamp for them.
-  uint64_t closed_pass_ = 0, closed_stamp_ = 0;
-  // class_caps() per static group, valid while wake_version_ is quota_class_version_.
-  std::vector<std::vector<WaitCapacity>> quota_class_caps_;
-  std::vector<char> quota_class_found_;
-  uint64_t quota_class_version_ = 0;
-  bool quota_class_valid_ = false;
-  TimeMs closed_now_ = 0, closed_start_ = 0;
-  std::string closed_reservation_;
+  WaitIndex waiting_;             // every pending job, by tenant and fit signature
   size_t waiting_groups_ = 0;     // static groups when waiting_ was built
   bool decide_all_ = true;        // the next pass decides every pending job
   std::vector<int> freed_slots_;  // capacity freed since the last pass

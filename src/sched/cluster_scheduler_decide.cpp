@@ -35,8 +35,6 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
   for (const auto& v : job.victims)
     if (running_.count(v)) still_running.push_back(v);
   job.victims = still_running;
-  if (job.victims.empty() && job.signature >= 0 && !nominated_slots_.count(job.req.job_id))
-    waiting_.pin(job.tenant, job.signature, job.wait_group, job.key(), false);
 
   Filter f;
   f.job = &job;
@@ -130,8 +128,6 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
       }
       nominate(job.req.job_id, job.req.priority, where);
       job.victims = *victims;
-      if (job.signature >= 0)  // looked at by wake-ups whatever its WaitKey (waits_now)
-        waiting_.pin(job.tenant, job.signature, job.wait_group, job.key(), true);
       set_reason(job,
                  fmt::format("preempting {} job{} to start ({}); {}", victims->size(),
                              victims->size() == 1 ? "" : "s", id_list(*victims),

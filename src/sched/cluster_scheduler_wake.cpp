@@ -47,17 +47,12 @@ WaitNeed ClusterScheduler::wait_need(const PendingJob& job) const {
 void ClusterScheduler::index_waiting(PendingJob& job) {
   if (waiting_groups_ != classes_.static_groups()) return;  // rebuilt before the next pass
   job.signature = fit_signature(shapes_[job.shape]);
-  auto group = wait_groups_.try_emplace({job.shape, job.req.replicas, job.req.priority},
-                                        static_cast<int>(wait_groups_.size()));
-  job.wait_group = group.first->second;
-  waiting_.add(job.tenant, job.signature, job.wait_group, job.key(), wait_need(job), &job);
-  if (!job.victims.empty() || nominated_slots_.count(job.req.job_id))
-    waiting_.pin(job.tenant, job.signature, job.wait_group, job.key(), true);
+  waiting_.add(job.tenant, job.signature, job.key(), wait_need(job), &job);
 }
 
 void ClusterScheduler::unindex_waiting(PendingJob& job) {
   if (job.signature < 0) return;
-  waiting_.remove(job.tenant, job.signature, job.wait_group, job.key());
+  waiting_.remove(job.tenant, job.signature, job.key());
   job.signature = -1;
 }
 
@@ -201,31 +196,12 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
 
 void ClusterScheduler::quota_caps(int tenant, int group,
                                   std::vector<std::pair<int, WaitCapacity>>& caps) {
-  const int64_t quota = quota_headroom(tenant, classes_.group_example(group).gpu_model);
-  if (quota == 0) return;
-  // What the group's classes offer is the same for every tenant: found once per wake version.
-  if (quota_class_version_ != wake_version_ || !quota_class_valid_ ||
-      quota_class_caps_.size() != classes_.static_groups()) {
-    quota_class_caps_.assign(classes_.static_groups(), {});
-    quota_class_found_.assign(classes_.static_groups(), 0);
-    quota_class_version_ = wake_version_;
-    quota_class_valid_ = true;
-  }
-  if (!quota_class_found_[group]) {
-    class_caps(group, quota_class_caps_[group]);
-    quota_class_found_[group] = 1;
-  }
-  for (WaitCapacity cap : quota_class_caps_[group]) {
-    cap.quota_milli = quota;
-    caps.push_back({group, cap});
-  }
-}
-
-void ClusterScheduler::class_caps(int group, std::vector<WaitCapacity>& caps) {
   // Quota limits GPUs only: the classes with a GPU (or part of one) free, on a node not held for
   // a reservation or a preemptor; each class's own capacity while they are few (a full
   // cluster), else each dimension at its most over them.
   constexpr size_t kMaxClasses = 16;
+  const int64_t quota = quota_headroom(tenant, classes_.group_example(group).gpu_model);
+  if (quota == 0) return;
   auto usable = [&](int class_id) {
     for (int slot : classes_.get(class_id).members) {
       bool reserved =
@@ -253,8 +229,9 @@ void ClusterScheduler::class_caps(int group, std::vector<WaitCapacity>& caps) {
     cap.max_free_milli = c.max_free_milli;
     cap.cpu_milli = c.cpu_free_milli;
     cap.memory_mib = c.memory_free_mib;
+    cap.quota_milli = quota;
     if (found.size() <= kMaxClasses) {
-      caps.push_back(cap);
+      caps.push_back({group, cap});
       continue;
     }
     merged.whole_gpus = std::max(merged.whole_gpus, cap.whole_gpus);
@@ -262,7 +239,10 @@ void ClusterScheduler::class_caps(int group, std::vector<WaitCapacity>& caps) {
     merged.cpu_milli = i ? std::max(merged.cpu_milli, cap.cpu_milli) : cap.cpu_milli;
     merged.memory_mib = i ? std::max(merged.memory_mib, cap.memory_mib) : cap.memory_mib;
   }
-  if (found.size() > kMaxClasses) caps.push_back(merged);
+  if (found.size() > kMaxClasses) {
+    merged.quota_milli = quota;
+    caps.push_back({group, merged});
+  }
 }
 
 namespace {
@@ -293,24 +273,6 @@ std::pair<int, WaitCapacity> cap_of(const CapKey& k) {
 }
 
 }  // namespace
-
-void ClusterScheduler::drop_shared_within() {
-  // Within a static group every capacity gets the same quota (its GPU model's) per tenant, so
-  // one within another stays so: the list is thinned once for all tenants. (shared_caps_ is
-  // ordered by group first.)
-  std::vector<std::pair<int, WaitCapacity>> kept;
-  std::vector<WaitCapacity> same_group;
-  for (size_t i = 0; i < shared_list_.size();) {
-    size_t j = i;
-    same_group.clear();
-    for (; j < shared_list_.size() && shared_list_[j].first == shared_list_[i].first; ++j)
-      same_group.push_back(shared_list_[j].second);
-    WaitIndex::drop_within(same_group);
-    for (const WaitCapacity& cap : same_group) kept.push_back({shared_list_[i].first, cap});
-    i = j;
-  }
-  shared_list_ = std::move(kept);
-}
 
 void ClusterScheduler::start_wake_sources() {
   shared_caps_.clear();
@@ -359,7 +321,6 @@ const std::vector<std::pair<int, WaitCapacity>>& ClusterScheduler::wake_caps(int
   if (shared_version_ != wake_version_ || !shared_valid_) {
     shared_list_.clear();
     for (const auto& [k, count] : shared_caps_) shared_list_.push_back(cap_of(k));
-    drop_shared_within();
     shared_version_ = wake_version_;
     shared_valid_ = true;
   }
@@ -396,35 +357,6 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
     const PendingJob& job = *static_cast<const PendingJob*>(owner);
     return job.decided_pass != pass_ && !waits_now(job, now);
   };
-  // A group is closed when each of its jobs would get the reason a job of its WaitKey got in
-  // this pass: jobs that end before the reservation and jobs that do not, as the group has them.
-  // (Jobs that chose victims, whose WaitKey does not count, are pinned: see decide().)
-  static const std::string kNoReservation;
-  const std::string& reservation = reservation_ ? reservation_->job_id : kNoReservation;
-  auto key_waits = [&](const PendingJob& job, bool ends_before) {
-    auto it = waits_.find({job.shape, job.req.replicas, job.req.priority, ends_before, job.tenant});
-    return it != waits_.end() && it->second.now == now && it->second.reservation == reservation;
-  };
-  // A group's WaitKeys that wait keep waiting until the pass, its time or the reservation
-  // change: so long, a group found closed stays closed.
-  TimeMs reserved_start = reservation_ ? reservation_->start : kNever;
-  if (closed_pass_ != pass_ || closed_now_ != now || closed_reservation_ != reservation ||
-      closed_start_ != reserved_start) {
-    closed_pass_ = pass_;
-    closed_now_ = now;
-    closed_reservation_ = reservation;
-    closed_start_ = reserved_start;
-    ++closed_stamp_;
-  }
-  auto closed = [&](void* owner, const WaitRuntimes& runtimes) {
-    const PendingJob& job = *static_cast<const PendingJob*>(owner);
-    bool timed = reservation_ && reservation_->start != kNever;
-    bool some_before = timed && runtimes.shortest != WaitCapacity::kAny &&
-                       now + runtimes.shortest <= reservation_->start;
-    bool some_after = !timed || runtimes.longest == WaitCapacity::kAny ||
-                      now + runtimes.longest > reservation_->start;
-    return (!some_after || key_waits(job, false)) && (!some_before || key_waits(job, true));
-  };
   // The tenant's quota on each shared capacity's GPU model, asked once per call. Within its
   // nominal quota a job may preempt even where its cohort lent that quota out (choose_victims),
   // so the nominal headroom counts too.
@@ -435,30 +367,22 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
     headroom.push_back(std::max(quota_headroom(tenant, model),
                                 tenants_.nominal_headroom(tenant_names_[tenant], model)));
   }
-  // The capacities a signature's jobs may use: those of the static groups it fits.
-  std::vector<WaitCapacity> caps;
-  auto caps_for = [&](int signature) {
-    const std::string& fits = signature_bits_[signature];
-    auto fitting = [&](int group) {
-      return group < static_cast<int>(fits.size()) && fits[group] == '1';
-    };
-    caps.clear();
-    for (size_t i = 0; i < shared_list_.size(); ++i)
-      if (fitting(shared_list_[i].first)) {
-        caps.push_back(shared_list_[i].second);
-        caps.back().quota_milli = headroom[i];
-      }
-    for (const auto& [group, cap] : own)
-      if (fitting(group)) caps.push_back(cap);
-  };
   PendingJob* best = nullptr;
   QueueKey best_key;
   for (const auto& [signature, partition] : waiting_.partitions_of(tenant)) {
-    caps_for(signature);
-    if (caps.empty()) continue;
-    auto* found = static_cast<PendingJob*>(waiting_.first_admitted(
-        partition, after, caps, closed, accept, best ? &best_key : nullptr, closed_stamp_));
-    if (found) best = found, best_key = found->key();
+    const std::string& fits = signature_bits_[signature];
+    auto query = [&](int group, const WaitCapacity& cap) {
+      if (group >= static_cast<int>(fits.size()) || fits[group] != '1') return;
+      auto* found = static_cast<PendingJob*>(
+          waiting_.first_admitted(partition, after, cap, accept, best ? &best_key : nullptr));
+      if (found) best = found, best_key = found->key();
+    };
+    for (size_t i = 0; i < shared_list_.size(); ++i) {
+      WaitCapacity cap = shared_list_[i].second;
+      cap.quota_milli = headroom[i];
+      query(shared_list_[i].first, cap);
+    }
+    for (const auto& [group, cap] : own) query(group, cap);
   }
   return best;
 }

@@ -1,128 +1,99 @@
 #include "sched/wait_index.h"
 
+#include <algorithm>
+
 namespace gpucloud::sched {
 
-void WaitIndex::Group::summarise() {
-  runtimes = WaitRuntimes{};
-  undeclared = 0;
+void WaitIndex::Block::summarise() {
+  min_whole = min_share = std::numeric_limits<int32_t>::max();
+  min_cpu = min_memory = min_quota = min_runtime = WaitCapacity::kAny;
   for (const Entry& e : entries) {
-    if (e.runtime_ms > 0) {
-      runtimes.shortest = std::min(runtimes.shortest, e.runtime_ms);
-      runtimes.longest = std::max(runtimes.longest, e.runtime_ms);
-    } else {
-      ++undeclared;
-    }
+    if (e.need.share_milli > 0)
+      min_share = std::min(min_share, e.need.share_milli);
+    else
+      min_whole = std::min(min_whole, e.need.whole_gpus);
+    min_cpu = std::min(min_cpu, e.need.cpu_milli);
+    min_memory = std::min(min_memory, e.need.memory_mib);
+    min_quota = std::min(min_quota, e.need.quota_milli);
+    if (e.need.runtime_ms > 0) min_runtime = std::min(min_runtime, e.need.runtime_ms);
   }
-  if (undeclared > 0) runtimes.longest = WaitCapacity::kAny;
 }
 
-std::vector<WaitIndex::Entry>::const_iterator WaitIndex::first_beyond(
-    const std::vector<Entry>& entries, const QueueKey* after) {
-  if (!after) return entries.begin();
-  return std::upper_bound(entries.begin(), entries.end(), *after,
-                          [](const QueueKey& k, const Entry& e) { return k < e.key; });
+bool WaitIndex::Block::may_admit(const WaitCapacity& cap) const {
+  if (min_whole > cap.whole_gpus && min_share > cap.max_free_milli) return false;
+  if (min_cpu > cap.cpu_milli || min_memory > cap.memory_mib || min_quota > cap.quota_milli)
+    return false;
+  return cap.runtime_limit == WaitCapacity::kAny || min_runtime <= cap.runtime_limit;
 }
 
-void WaitIndex::add(int tenant, int signature, int group, const QueueKey& key, const WaitNeed& need,
+size_t WaitIndex::block_for(const Partition& p, const QueueKey& key) {
+  auto it =
+      std::lower_bound(p.blocks.begin(), p.blocks.end(), key,
+                       [](const Block& b, const QueueKey& k) { return b.entries.back().key < k; });
+  return static_cast<size_t>(it - p.blocks.begin());
+}
+
+void WaitIndex::add(int tenant, int signature, const QueueKey& key, const WaitNeed& need,
                     void* owner) {
   auto [it, fresh] =
       partition_ids_.try_emplace({tenant, signature}, static_cast<int>(partitions_.size()));
   if (fresh) partitions_.emplace_back();
   by_tenant_[tenant][signature] = it->second;
   Partition& p = partitions_[it->second];
-  auto [at, new_group] = p.group_at.try_emplace(group, p.groups.size());
-  if (new_group) {
-    Group g;
-    g.id = group;
-    g.need = need;
-    g.need.runtime_ms = 0;
-    g.priority = key.priority;
-    p.groups.push_back(std::move(g));
-  }
-  Group& g = p.groups[at->second];
-  g.closed_stamp = 0;  // the new job may not wait
-  // New jobs usually come last in their group's order.
-  Entry e{key, need.runtime_ms, owner};
-  if (g.entries.empty() || g.entries.back().key < key)
-    g.entries.push_back(e);
-  else
-    g.entries.insert(first_beyond(g.entries, &key), e);
+  // After every key: the last block (a new one when there is none).
+  size_t b = std::min(block_for(p, key), p.blocks.size() - (p.blocks.empty() ? 0 : 1));
+  if (p.blocks.empty()) p.blocks.emplace_back();
+  Block& block = p.blocks[b];
+  auto pos = std::upper_bound(block.entries.begin(), block.entries.end(), key,
+                              [](const QueueKey& k, const Entry& e) { return k < e.key; });
+  block.entries.insert(pos, Entry{key, need, owner});
   ++size_;
-  if (need.runtime_ms > 0) {
-    g.runtimes.shortest = std::min(g.runtimes.shortest, need.runtime_ms);
-    g.runtimes.longest = std::max(g.runtimes.longest, need.runtime_ms);
-  } else {
-    ++g.undeclared;
-    g.runtimes.longest = WaitCapacity::kAny;
-  }
-}
-
-void WaitIndex::remove(int tenant, int signature, int group, const QueueKey& key) {
-  auto id = partition_ids_.find({tenant, signature});
-  if (id == partition_ids_.end()) return;
-  Partition& p = partitions_[id->second];
-  auto at = p.group_at.find(group);
-  if (at == p.group_at.end()) return;
-  Group& g = p.groups[at->second];
-  auto pos = std::lower_bound(g.entries.begin(), g.entries.end(), key,
-                              [](const Entry& e, const QueueKey& k) { return e.key < k; });
-  if (pos == g.entries.end() || key < pos->key) return;
-  int64_t runtime = pos->runtime_ms;
-  g.entries.erase(pos);
-  if (!g.pinned.empty()) {
-    auto pin = std::lower_bound(g.pinned.begin(), g.pinned.end(), key,
-                                [](const Entry& e, const QueueKey& k) { return e.key < k; });
-    if (pin != g.pinned.end() && !(key < pin->key)) g.pinned.erase(pin);
-  }
-  --size_;
-  if (!g.entries.empty()) {
-    // Only removing an extreme can change the summary.
-    if (runtime <= 0 ? --g.undeclared == 0
-                     : runtime == g.runtimes.shortest || runtime == g.runtimes.longest)
-      g.summarise();
+  if (block.entries.size() >= 2 * kBlock) {
+    Block upper;
+    upper.entries.assign(block.entries.begin() + kBlock, block.entries.end());
+    block.entries.resize(kBlock);
+    block.summarise();
+    upper.summarise();
+    p.blocks.insert(p.blocks.begin() + static_cast<long>(b) + 1, std::move(upper));
     return;
   }
-  // The emptied group's place goes to the last group.
-  size_t index = at->second;
-  p.group_at.erase(at);
-  if (index + 1 != p.groups.size()) {
-    p.groups[index] = std::move(p.groups.back());
-    p.group_at[p.groups[index].id] = index;
-  }
-  p.groups.pop_back();
-  if (p.groups.empty()) by_tenant_[tenant].erase(signature);
+  // Adding can only lower the least needs.
+  if (need.share_milli > 0)
+    block.min_share = std::min(block.min_share, need.share_milli);
+  else
+    block.min_whole = std::min(block.min_whole, need.whole_gpus);
+  block.min_cpu = std::min(block.min_cpu, need.cpu_milli);
+  block.min_memory = std::min(block.min_memory, need.memory_mib);
+  block.min_quota = std::min(block.min_quota, need.quota_milli);
+  if (need.runtime_ms > 0) block.min_runtime = std::min(block.min_runtime, need.runtime_ms);
 }
 
-void WaitIndex::pin(int tenant, int signature, int group, const QueueKey& key, bool pinned) {
+void WaitIndex::remove(int tenant, int signature, const QueueKey& key) {
   auto id = partition_ids_.find({tenant, signature});
   if (id == partition_ids_.end()) return;
   Partition& p = partitions_[id->second];
-  auto at = p.group_at.find(group);
-  if (at == p.group_at.end()) return;
-  Group& g = p.groups[at->second];
-  auto by_key = [](const Entry& e, const QueueKey& k) { return e.key < k; };
-  auto entry = std::lower_bound(g.entries.begin(), g.entries.end(), key, by_key);
-  if (entry == g.entries.end() || key < entry->key) return;
-  auto pin = std::lower_bound(g.pinned.begin(), g.pinned.end(), key, by_key);
-  bool there = pin != g.pinned.end() && !(key < pin->key);
-  if (pinned && !there) g.pinned.insert(pin, *entry);
-  if (!pinned && there) g.pinned.erase(pin);
-}
-
-void WaitIndex::drop_within(std::vector<WaitCapacity>& caps) {
-  constexpr size_t kMost = 256;  // beyond, comparing every pair costs more than it saves
-  if (caps.size() < 2 || caps.size() > kMost) return;
-  std::vector<char> dropped(caps.size(), 0);
-  for (size_t j = 0; j < caps.size(); ++j)
-    for (size_t i = 0; i < caps.size() && !dropped[j]; ++i) {
-      if (i == j || dropped[i] || !caps[j].within(caps[i])) continue;
-      // Of two equal capacities the first stays.
-      dropped[j] = !caps[i].within(caps[j]) || i < j;
-    }
-  size_t kept = 0;
-  for (size_t j = 0; j < caps.size(); ++j)
-    if (!dropped[j]) caps[kept++] = caps[j];
-  caps.resize(kept);
+  size_t b = block_for(p, key);
+  if (b == p.blocks.size()) return;
+  Block& block = p.blocks[b];
+  auto pos = std::lower_bound(block.entries.begin(), block.entries.end(), key,
+                              [](const Entry& e, const QueueKey& k) { return e.key < k; });
+  if (pos == block.entries.end() || key < pos->key) return;
+  block.entries.erase(pos);
+  --size_;
+  if (block.entries.empty()) {
+    p.blocks.erase(p.blocks.begin() + static_cast<long>(b));
+    if (p.blocks.empty()) by_tenant_[tenant].erase(signature);
+    return;
+  }
+  // A small block takes in its successor while both fit one block (removals do not leave a
+  // partition of many nearly empty blocks).
+  if (block.entries.size() < kBlock / 4 && b + 1 < p.blocks.size() &&
+      block.entries.size() + p.blocks[b + 1].entries.size() <= kBlock) {
+    Block& next = p.blocks[b + 1];
+    block.entries.insert(block.entries.end(), next.entries.begin(), next.entries.end());
+    p.blocks.erase(p.blocks.begin() + static_cast<long>(b) + 1);
+  }
+  p.blocks[b].summarise();
 }
 
 void WaitIndex::clear() {
@@ -139,45 +110,30 @@ const std::map<int, int>& WaitIndex::partitions_of(int tenant) const {
 }
 
 void* WaitIndex::first_after(int partition, const QueueKey* after, QueueKey* key) const {
-  const Entry* first = nullptr;
-  for (const Group& g : partitions_[partition].groups) {
-    auto it = first_beyond(g.entries, after);
-    if (it != g.entries.end() && (!first || it->key < first->key)) first = &*it;
-  }
-  if (!first) return nullptr;
-  if (key) *key = first->key;
-  return first->owner;
-}
-
-size_t WaitIndex::groups() const {
-  size_t n = 0;
-  for (const Partition& p : partitions_) n += p.groups.size();
-  return n;
+  const Partition& p = partitions_[partition];
+  for (size_t b = after ? block_for(p, *after) : 0; b < p.blocks.size(); ++b)
+    for (const Entry& e : p.blocks[b].entries)
+      if (!after || *after < e.key) {
+        if (key) *key = e.key;
+        return e.owner;
+      }
+  return nullptr;
 }
 
 bool WaitIndex::consistent() const {
   for (const Partition& p : partitions_) {
-    if (p.group_at.size() != p.groups.size()) return false;
-    for (size_t i = 0; i < p.groups.size(); ++i) {
-      const Group& g = p.groups[i];
-      auto at = p.group_at.find(g.id);
-      if (g.entries.empty() || at == p.group_at.end() || at->second != i) return false;
-      Group copy = g;
+    for (size_t b = 0; b < p.blocks.size(); ++b) {
+      const Block& block = p.blocks[b];
+      if (block.entries.empty()) return false;
+      Block copy = block;
       copy.summarise();
-      if (copy.undeclared != g.undeclared || copy.runtimes.shortest != g.runtimes.shortest ||
-          copy.runtimes.longest != g.runtimes.longest)
+      if (copy.min_whole != block.min_whole || copy.min_share != block.min_share ||
+          copy.min_cpu != block.min_cpu || copy.min_memory != block.min_memory ||
+          copy.min_quota != block.min_quota || copy.min_runtime != block.min_runtime)
         return false;
-      for (size_t k = 0; k < g.pinned.size(); ++k) {
-        auto e = first_beyond(g.entries, nullptr);
-        while (e != g.entries.end() && e->key < g.pinned[k].key) ++e;
-        if (e == g.entries.end() || g.pinned[k].key < e->key || e->owner != g.pinned[k].owner)
-          return false;
-        if (k > 0 && !(g.pinned[k - 1].key < g.pinned[k].key)) return false;
-      }
-      for (size_t k = 0; k < g.entries.size(); ++k) {
-        if (g.entries[k].key.priority != g.priority) return false;
-        if (k > 0 && !(g.entries[k - 1].key < g.entries[k].key)) return false;
-      }
+      for (size_t i = 1; i < block.entries.size(); ++i)
+        if (!(block.entries[i - 1].key < block.entries[i].key)) return false;
+      if (b > 0 && !(p.blocks[b - 1].entries.back().key < block.entries.front().key)) return false;
     }
   }
   return true;

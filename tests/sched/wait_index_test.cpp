@@ -1,5 +1,5 @@
 // WaitIndex against a plain list: after random adds and removes, every query answers what a walk
-// of all jobs in queue order answers, and the groups' summaries match their jobs.
+// of all jobs in queue order answers, and the blocks' summaries match their jobs.
 #include "sched/wait_index.h"
 
 #include <gtest/gtest.h>
@@ -14,14 +14,13 @@ namespace gpucloud::sched {
 namespace {
 
 struct Job {
-  int tenant = 0, signature = 0, group = 0;
+  int tenant = 0, signature = 0;
   int priority = 0;
   int64_t rank = 0;
   int64_t created_at = 0;
   std::string id;
   WaitNeed need;
   bool refused = false;  // what the query's accept() says no to
-  bool pinned = false;   // looked at even when its group is closed
   QueueKey key() const { return {priority, rank, created_at, &id}; }
 };
 
@@ -60,48 +59,29 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   std::list<Job> jobs;  // stable addresses: the index keeps pointers to them
   WaitIndex index;
-  // Groups: one need (but for the runtime) and one priority each.
-  constexpr int kGroups = 40;
-  std::vector<WaitNeed> group_need;
-  std::vector<int> group_priority;
-  for (int g = 0; g < kGroups; ++g) {
-    group_need.push_back(random_need(rng));
-    group_priority.push_back(100 * pick(3));
-  }
   int next_id = 0, found = 0, queries = 0;
   for (int round = 0; round < 4000; ++round) {
     if (jobs.empty() || pick(3) != 0) {
       Job j;
       j.tenant = pick(3);
       j.signature = pick(4);
-      j.group = pick(kGroups);
-      j.priority = group_priority[j.group];
+      j.priority = 100 * pick(3);
       j.rank = pick(3) == 0 ? 0 : pick(4);  // ranks of a queue policy, often equal
       j.created_at = pick(50);              // many equal times: ids decide
       j.id = "job-" + std::to_string(next_id++ * 7919 % 100003);
-      j.need = group_need[j.group];
-      j.need.runtime_ms = random_need(rng).runtime_ms;
+      j.need = random_need(rng);
       jobs.push_back(j);
-      index.add(j.tenant, j.signature, j.group, jobs.back().key(), j.need, &jobs.back());
+      index.add(j.tenant, j.signature, jobs.back().key(), j.need, &jobs.back());
     } else {
       auto it = std::next(jobs.begin(), pick(static_cast<int>(jobs.size())));
-      index.remove(it->tenant, it->signature, it->group, it->key());
+      index.remove(it->tenant, it->signature, it->key());
       jobs.erase(it);
     }
     ASSERT_EQ(index.size(), jobs.size());
     if (round % 50 == 0) {
       ASSERT_TRUE(index.consistent()) << "round " << round;
     }
-    // Pinned jobs come and go.
-    for (int n = 0; n < 3 && !jobs.empty(); ++n) {
-      Job& j = *std::next(jobs.begin(), pick(static_cast<int>(jobs.size())));
-      j.pinned = !j.pinned;
-      index.pin(j.tenant, j.signature, j.group, j.key(), j.pinned);
-    }
-    // Closed groups: every job but the pinned ones refused, and the index told so.
-    std::vector<char> closed_group(kGroups);
-    for (auto& c : closed_group) c = pick(4) == 0;
-    for (auto& j : jobs) j.refused = (closed_group[j.group] && !j.pinned) || pick(8) == 0;
+    for (auto& j : jobs) j.refused = pick(8) == 0;
     // A query per partition, from the start or after a random job of it.
     for (int tenant = 0; tenant < 3; ++tenant)
       for (const auto& [signature, partition] : index.partitions_of(tenant)) {
@@ -110,38 +90,19 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
           if (j.tenant == tenant && j.signature == signature) part.push_back(&j);
         std::sort(part.begin(), part.end(),
                   [](const Job* a, const Job* b) { return a->key() < b->key(); });
-        std::vector<WaitCapacity> caps;
-        for (int c = pick(6) + 1; c > 0; --c) {
-          caps.push_back(random_capacity(rng));
-          if (pick(3) == 0) {  // one within it (or equal)
-            WaitCapacity less = caps.back();
-            less.whole_gpus -= pick(2) * std::min(less.whole_gpus, 1);
-            less.cpu_milli -= pick(2) * std::min<int64_t>(less.cpu_milli, 1000);
-            caps.push_back(less);
-          }
-        }
+        WaitCapacity cap = random_capacity(rng);
         const Job* after =
             pick(2) && !part.empty() ? part[pick(static_cast<int>(part.size()))] : nullptr;
         QueueKey after_key = after ? after->key() : QueueKey{};
         const Job* expected = nullptr;
         for (const Job* j : part) {
           if (after && !(after_key < j->key())) continue;
-          bool admitted = false;
-          for (const auto& cap : caps) admitted |= cap.admits(j->need, j->priority);
-          if (j->refused || !admitted) continue;
+          if (j->refused || !cap.admits(j->need, j->priority)) continue;
           expected = j;
           break;
         }
         auto accept = [](void* owner) { return !static_cast<Job*>(owner)->refused; };
-        auto closed = [&](void* owner, const WaitRuntimes&) {
-          return closed_group[static_cast<Job*>(owner)->group] != 0;
-        };
-        // Dropping the capacities within others changes no answer.
-        std::vector<WaitCapacity> kept = caps;
-        WaitIndex::drop_within(kept);
-        // Groups stay closed within a round (stamped so) and change between rounds.
-        void* got = index.first_admitted(partition, after ? &after_key : nullptr, kept, closed,
-                                         accept, nullptr, static_cast<uint64_t>(round) + 1);
+        void* got = index.first_admitted(partition, after ? &after_key : nullptr, cap, accept);
         ++queries;
         found += expected != nullptr;
         ASSERT_EQ(got, static_cast<const void*>(expected))
