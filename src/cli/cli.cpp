@@ -382,6 +382,13 @@ int run_cli(int argc, char** argv) {
   replay_cmd->add_option("--checkpoint-interval", replay.checkpoint_interval,
                          "a running job checkpoints after every this much work, e.g. 10m; a "
                          "preempted job resumes from its last one (default: it starts over)");
+  replay_cmd->add_option("--spot-interrupt-rate", replay.spot_interrupt_rate,
+                         "interruptions per hour of each node labelled capacity-class=spot "
+                         "(Poisson, from --seed); its jobs resume elsewhere from their checkpoints "
+                         "(default 0: none)");
+  replay_cmd->add_option("--spot-downtime", replay.spot_downtime,
+                         "how long a taken spot node is away before its replacement joins "
+                         "(default 10m)");
   replay_cmd->add_option("--restart-cost", replay.restart_cost,
                          "time a job spends restarting after a preemption before its work goes "
                          "on, e.g. 30s (default 0)");

@@ -33,7 +33,8 @@ int cmd_sim_replay(const SimReplayOptions& o) {
   auto until = duration_flag("--until", o.until, INT64_MAX);
   auto interval = duration_flag("--checkpoint-interval", o.checkpoint_interval, 0);
   auto restart = duration_flag("--restart-cost", o.restart_cost, 0);
-  for (const auto* r : {&until, &interval, &restart})
+  auto downtime = duration_flag("--spot-downtime", o.spot_downtime, options.spot_downtime_ms);
+  for (const auto* r : {&until, &interval, &restart, &downtime})
     if (!r->ok()) {
       fail(r->error().message);
       return kExitUsage;
@@ -41,6 +42,13 @@ int cmd_sim_replay(const SimReplayOptions& o) {
   int64_t until_ms = *until;
   options.checkpoint_interval_ms = *interval;
   options.restart_cost_ms = *restart;
+  options.spot_downtime_ms = *downtime;
+  if (!(o.spot_interrupt_rate >= 0 && o.spot_interrupt_rate <= 100)) {
+    fail(fmt::format("--spot-interrupt-rate: {} per node-hour must be 0..100",
+                     o.spot_interrupt_rate));
+    return kExitUsage;
+  }
+  options.spot_interrupt_rate_per_hour = o.spot_interrupt_rate;
   auto queue = queue_settings_from(o.queue);
   if (!queue) {
     fail(queue.error().message);

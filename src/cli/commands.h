@@ -120,6 +120,8 @@ struct SimReplayOptions {
   std::string until;                // stop at this virtual time ("36h"); empty: run to the end
   std::string checkpoint_interval;  // --checkpoint-interval ("10m"); empty: none
   std::string restart_cost;         // --restart-cost ("30s"); empty: none
+  double spot_interrupt_rate = 0;   // --spot-interrupt-rate: per spot node per hour
+  std::string spot_downtime;        // --spot-downtime ("10m"); empty: the default
 };
 
 /// `gpucloud sim variant`: a variant of an Alibaba pod list (docs/sim.md, "sim variant").

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <queue>
+#include <random>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -77,21 +80,32 @@ class Replayer {
  public:
   Replayer(const SimCluster& cluster, const std::vector<TraceJob>& jobs, sched::Scheduler& s,
            const ReplayOptions& options, ReplayResult& out)
-      : jobs_(jobs),
+      : cluster_(cluster),
+        jobs_(jobs),
         sched_(s),
         options_(options),
         out_(out),
         frag_(cluster, jobs),
         state_(jobs.size()) {
     for (size_t i = 0; i < jobs.size(); ++i) index_[jobs[i].id] = i;
+    if (options.spot_interrupt_rate_per_hour > 0) {
+      spot_rng_.seed(options.seed);
+      for (size_t n = 0; n < cluster.nodes.size(); ++n)
+        if (auto it = cluster.nodes[n].labels.find("capacity-class");
+            it != cluster.nodes[n].labels.end() && it->second == "spot")
+          spot_.emplace(next_spot_interrupt(0), n, false);
+    }
   }
 
   void run(const std::vector<size_t>& order) {
     size_t next = 0;
-    while (next < order.size() || !ends_.empty()) {
+    // Jobs wait for a spot node's replacement when every node that fits them was taken.
+    while (next < order.size() || !ends_.empty() ||
+           (nodes_down_ > 0 && sched_.pending_count() > 0)) {
       int64_t t = INT64_MAX;
       if (next < order.size()) t = jobs_[order[next]].submit_ms;
       if (!ends_.empty()) t = std::min(t, std::get<0>(ends_.top()));
+      if (!spot_.empty()) t = std::min(t, std::get<0>(spot_.top()));
       // A decision due without an event (las) matters only while jobs wait.
       if (sched_.pending_count() > 0)
         if (auto due = sched_.next_timed_decision(); due && *due > now_) t = std::min(t, *due);
@@ -109,6 +123,11 @@ class Replayer {
         stop(job, t);
         out_.jobs[job].end_ms = t;
         ++progress_.done;
+      }
+      while (!spot_.empty() && std::get<0>(spot_.top()) <= t) {
+        auto [at, node, back] = spot_.top();
+        spot_.pop();
+        spot_event(node, back, t);
       }
       while (next < order.size() && jobs_[order[next]].submit_ms <= t) {
         submit(order[next++], t);
@@ -145,20 +164,58 @@ class Replayer {
       for (const sched::Preemption& p : plan.preemptions) {
         auto it = index_.find(p.job_id);
         if (it == index_.end()) continue;
-        size_t job = it->second;
         ++out_.preemptions;
-        JobState& s = state_[job];
-        int64_t worked = std::max<int64_t>(0, t - s.started_at - s.restart_ms);
-        if (options_.checkpoint_interval_ms > 0)
-          s.saved_ms += worked / options_.checkpoint_interval_ms * options_.checkpoint_interval_ms;
-        s.attained_gpu_ms +=
-            (t - s.started_at) * jobs_[job].replicas * jobs_[job].gpu_milli_per_replica() / 1000;
-        stop(job, t);
-        ++s.attempt;  // its scheduled end no longer counts
-        submit(job, t);
+        interrupt(it->second, t);
       }
       if (plan.preemptions.empty()) break;
     }
+  }
+
+  /// The running job is interrupted at t: it keeps the work of its last checkpoint, the rest
+  /// (and its restart time) is lost, and it goes back to the queue.
+  void interrupt(size_t job, int64_t t) {
+    JobState& s = state_[job];
+    int64_t worked = std::max<int64_t>(0, t - s.started_at - s.restart_ms);
+    int64_t kept = options_.checkpoint_interval_ms > 0
+                       ? worked / options_.checkpoint_interval_ms * options_.checkpoint_interval_ms
+                       : 0;
+    s.saved_ms += kept;
+    int64_t milli = int64_t{jobs_[job].replicas} * jobs_[job].gpu_milli_per_replica();
+    out_.gpu_hours_lost += static_cast<double>(t - s.started_at - kept) / 3'600'000.0 *
+                           static_cast<double>(milli) / 1000.0;
+    s.attained_gpu_ms += (t - s.started_at) * milli / 1000;
+    stop(job, t);
+    ++s.attempt;  // its scheduled end no longer counts
+    submit(job, t);
+  }
+
+  /// A spot node is taken (its jobs are interrupted, the scheduler loses it) or its
+  /// replacement joins (and its next interruption is drawn).
+  void spot_event(size_t node, bool back, int64_t t) {
+    const sched::NodeState& n = cluster_.nodes[node];
+    if (back) {
+      --nodes_down_;
+      sched_.upsert_node(n);
+      spot_.emplace(next_spot_interrupt(t), node, false);
+      return;
+    }
+    ++out_.spot_interruptions;
+    ++nodes_down_;
+    std::vector<size_t> victims;
+    if (auto it = jobs_on_node_.find(n.id); it != jobs_on_node_.end())
+      victims.assign(it->second.begin(), it->second.end());
+    sched_.remove_node(n.id);
+    for (size_t job : victims) {
+      ++out_.jobs_spot_interrupted;
+      interrupt(job, t);
+    }
+    spot_.emplace(t + options_.spot_downtime_ms, node, true);
+  }
+
+  int64_t next_spot_interrupt(int64_t from) {
+    double u = (static_cast<double>(spot_rng_() >> 11) + 1) * 0x1.0p-53;  // (0, 1]
+    double hours = -std::log(u) / options_.spot_interrupt_rate_per_hour;
+    return from + static_cast<int64_t>(std::min(hours * 3'600'000.0, 1e15));
   }
 
   void start(sched::Placement p, int64_t t) {
@@ -175,7 +232,10 @@ class Replayer {
     int64_t run = s.restart_ms + std::max<int64_t>(0, j.duration_ms - s.saved_ms);
     o.stopped_at_max_runtime = j.max_runtime_ms > 0 && run > j.max_runtime_ms;
     if (o.stopped_at_max_runtime) run = j.max_runtime_ms;
-    for (const sched::ReplicaPlacement& r : p.replicas) frag_.apply(r, +1);
+    for (const sched::ReplicaPlacement& r : p.replicas) {
+      frag_.apply(r, +1);
+      if (!spot_.empty()) jobs_on_node_[r.node_id].insert(job);
+    }
     s.started_at = t;
     s.placement = std::move(p);
     ends_.emplace(t + run, job, s.attempt);
@@ -186,7 +246,10 @@ class Replayer {
     JobState& s = state_[job];
     sched_.finish(jobs_[job].id);
     charge(job, t);
-    for (const sched::ReplicaPlacement& r : s.placement.replicas) frag_.apply(r, -1);
+    for (const sched::ReplicaPlacement& r : s.placement.replicas) {
+      frag_.apply(r, -1);
+      if (auto it = jobs_on_node_.find(r.node_id); it != jobs_on_node_.end()) it->second.erase(job);
+    }
     s.placement = {};
   }
 
@@ -230,6 +293,7 @@ class Replayer {
       out_.timeline.push_back(p);
   }
 
+  const SimCluster& cluster_;
   const std::vector<TraceJob>& jobs_;
   sched::Scheduler& sched_;
   const ReplayOptions& options_;
@@ -241,6 +305,11 @@ class Replayer {
   std::unordered_map<std::string, size_t> index_;
   using End = std::tuple<int64_t, size_t, int>;  // end time, job, attempt
   std::priority_queue<End, std::vector<End>, std::greater<>> ends_;
+  using SpotEvent = std::tuple<int64_t, size_t, bool>;  // time, node, the replacement joins
+  std::priority_queue<SpotEvent, std::vector<SpotEvent>, std::greater<>> spot_;
+  std::mt19937_64 spot_rng_;
+  std::unordered_map<std::string, std::set<size_t>> jobs_on_node_;  // with spot interruptions
+  int64_t nodes_down_ = 0;  // spot nodes taken and not yet replaced
 };
 
 }  // namespace

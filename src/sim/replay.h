@@ -47,6 +47,12 @@ struct ReplayOptions {
   // its checkpoint, warming up) before its work goes on.
   int64_t checkpoint_interval_ms = 0;
   int64_t restart_cost_ms = 0;
+  // Spot interruptions: each node labelled capacity-class=spot is taken by its provider at
+  // this rate (a Poisson process, drawn from `seed`); its jobs are interrupted as preempted
+  // jobs are (checkpoint, restart cost) and go back to the queue, and a replacement node joins
+  // spot_downtime_ms later. 0: no interruptions.
+  double spot_interrupt_rate_per_hour = 0;
+  int64_t spot_downtime_ms = 10 * 60'000;
   // Called after every instant's events and once more, with final set, at the end. Called
   // often: the caller rate-limits what it prints (the replay never reads the wall clock).
   std::function<void(const ReplayProgress&)> progress;

@@ -110,6 +110,7 @@ nlohmann::json replay_json(const ReplayResult& r, const PriceCatalog* prices) {
             {"stopped_at_max_runtime", s.stopped},
             {"unfinished", s.unfinished},
             {"preemptions", r.preemptions},
+            {"spot_interrupted", r.jobs_spot_interrupted},
             {"never_fit", r.never_fit.size()}}},
           {"queueing_delay_s", dist_json(s.delay)},
           {"completion_time_s", dist_json(s.completion)},
@@ -121,6 +122,10 @@ nlohmann::json replay_json(const ReplayResult& r, const PriceCatalog* prices) {
            {{"ratio_pct", s.means.frag_ratio_pct}, {"milli_pct", s.means.frag_milli_pct}}},
           {"queued", {{"time_weighted_mean", s.means.queued}, {"peak", s.means.peak_queued}}},
           {"makespan_s", s.makespan_s},
+          {"interruptions",
+           {{"spot_nodes_taken", r.spot_interruptions},
+            {"jobs_spot_interrupted", r.jobs_spot_interrupted},
+            {"gpu_hours_lost", r.gpu_hours_lost}}},
           {"never_fit", {{"count", r.never_fit.size()}, {"examples", examples}}},
           {"tenants", tenants},
           {"total_usd", prices != nullptr ? nlohmann::json(s.total_usd) : nlohmann::json()}};
@@ -133,6 +138,12 @@ std::string format_replay_report(const ReplayResult& r, const PriceCatalog* pric
       "max_runtime, {} unfinished, {} never fit), {} preemptions, makespan {:.1f} h\n\n",
       r.policy, r.nodes, r.gpus, r.jobs.size() + r.never_fit.size(), s.completed, s.stopped,
       s.unfinished, r.never_fit.size(), r.preemptions, s.makespan_s / 3600);
+  if (r.spot_interruptions > 0 || r.gpu_hours_lost > 0)
+    out.insert(out.size() - 1,
+               fmt::format("interruptions: {} spot nodes taken, {} jobs interrupted by them; "
+                           "{:.1f} GPU-hours of work lost to interruptions (since the last "
+                           "checkpoint, and restarts)\n",
+                           r.spot_interruptions, r.jobs_spot_interrupted, r.gpu_hours_lost));
   if (r.stopped) out.insert(out.size() - 1, format_replay_stop(*r.stopped) + "\n");
   out +=
       fmt::format("{:<22} {:>12} {:>12} {:>12} {:>12}\n", "seconds", "mean", "p50", "p95", "p99");

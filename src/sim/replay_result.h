@@ -56,6 +56,11 @@ struct ReplayResult {
   std::vector<TimePoint> timeline;                  // ascending t; a point holds until the next one
   int64_t first_submit_ms = 0, last_submit_ms = 0;  // of the replayed jobs
   int64_t preemptions = 0;
+  int64_t spot_interruptions = 0;     // spot nodes taken (ReplayOptions::spot_interrupt_rate)
+  int64_t jobs_spot_interrupted = 0;  // jobs running on them then
+  // GPU-hours of work lost to preemptions and spot interruptions: run time since the last
+  // checkpoint (or since the start), and restart time, of the attempts that were interrupted.
+  double gpu_hours_lost = 0;
   int64_t schedule_calls = 0;
   // GPU-hours used per tenant and GPU model (a share counts its fraction; preempted runs count).
   std::map<std::string, std::map<std::string, double>> gpu_hours;

@@ -126,6 +126,32 @@ TEST(ReplayTest, LasLetsAShortJobPassALongOneThatDroppedALevel) {
   EXPECT_EQ(job(*las, "long").attempts, 2);
 }
 
+TEST(ReplayTest, SpotInterruptionsCostAtMostACheckpointIntervalEach) {
+  ReplayOptions o;
+  o.spot_interrupt_rate_per_hour = 2;
+  o.spot_downtime_ms = 60'000;
+  o.checkpoint_interval_ms = 300'000;
+  o.restart_cost_ms = 10'000;
+  auto r =
+      run_replay(one_node(1, {{"capacity-class", "spot"}}), trace("long,t,0,3600,,1,,,,\n"), o);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const JobOutcome& j = job(*r, "long");
+  ASSERT_GE(r->spot_interruptions, 1) << "2 per hour over more than an hour (seed 42)";
+  EXPECT_EQ(r->jobs_spot_interrupted, r->spot_interruptions) << "the job was always running";
+  EXPECT_EQ(j.attempts, 1 + r->jobs_spot_interrupted);
+  ASSERT_GT(j.end_ms, 0) << "it finishes on the replacement nodes";
+  // Each interruption costs the node's downtime, at most one checkpoint interval of work and
+  // the restart.
+  int64_t n = r->spot_interruptions;
+  EXPECT_GE(j.end_ms, 3'600'000 + n * (60'000 + 10'000));
+  EXPECT_LE(j.end_ms, 3'600'000 + n * (60'000 + 10'000 + 300'000));
+  EXPECT_GT(r->gpu_hours_lost, 0);
+  EXPECT_LE(r->gpu_hours_lost, n * (300'000 + 10'000) / 3'600'000.0 + 1e-9);
+  auto none = run_replay(one_node(1), trace("long,t,0,3600,,1,,,,\n"), o);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->spot_interruptions, 0) << "only nodes labelled spot are taken";
+}
+
 TEST(ReplayTest, JobsThatCanNeverFitAreReportedWithWhereTheyWereRead) {
   auto r =
       run_replay(one_node(2), trace("a,t,0,10,,4,,,,\nb,t,0,10,,1,,H100,,\nc,t,0,10,,1,,,,\n"), {});
