@@ -168,7 +168,9 @@ TEST_F(CliSimReplayTest, QueuePolicyLasPreemptsAtALevelCrossingAndBadSettingsAre
            {"--las-thresholds=-1", "--las-thresholds: las thresholds: -1 is not"},
            {"--las-starvation soon", "--las-starvation: duration 'soon'"},
            {"--checkpoint-interval -5m", "--checkpoint-interval: duration '-5m'"},
-           {"--restart-cost 1parsec", "--restart-cost: duration '1parsec'"}}) {
+           {"--restart-cost 1parsec", "--restart-cost: duration '1parsec'"},
+           {"--spot-interrupt-rate 500", "--spot-interrupt-rate: 500 per node-hour must be 0..100"},
+           {"--spot-downtime soon", "--spot-downtime: duration 'soon'"}}) {
     Output bad = run(files + " --queue-policy las " + flags);
     EXPECT_EQ(bad.status, 2) << flags;
     EXPECT_NE(bad.text.find(message), std::string::npos) << flags << ": " << bad.text;
