@@ -291,7 +291,8 @@ int run_cli(int argc, char** argv) {
       {"drain", "cordon, and stop and re-queue its jobs"},
       {"replace",
        "let the next agent that joins with this node's name take it over (a machine that "
-       "lost its agent state); the node must not be ready"}};
+       "lost its agent state); the node must not be ready"},
+      {"remove", "delete a node that is down, gone or left (its agent stopped for good)"}};
   for (const auto& [action, help] : node_actions) {
     auto* sub = node_cmd->add_subcommand(action, help);
     sub->add_option("node", node_name, "node name or id")->required();

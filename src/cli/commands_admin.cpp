@@ -104,6 +104,8 @@ int cmd_node_action(const std::string& action, const std::string& node) {
     std::cout << fmt::format(
         "node {} drained: no new work; {} job(s) interrupted and re-queued once stopped\n",
         r->value("name", node), r->value("jobs_interrupted", 0));
+  else if (action == "remove")
+    std::cout << fmt::format("node {} removed\n", r->value("name", node));
   else if (action == "replace")
     std::cout << fmt::format(
         "node {}: the next agent that joins with this name and a join token takes it over; its "

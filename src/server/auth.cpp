@@ -26,6 +26,13 @@ void Authenticator::set_node_credential(const std::string& sha256, const std::st
   nodes_[sha256] = Principal{node_name, "node", {}, node_id};
 }
 
+void Authenticator::remove_node_credential(const std::string& node_id) {
+  auto it = credential_of_node_.find(node_id);
+  if (it == credential_of_node_.end()) return;
+  nodes_.erase(it->second);
+  credential_of_node_.erase(it);
+}
+
 std::optional<Principal> Authenticator::authenticate(const std::string& header, TimeMs now) const {
   const std::string prefix = "Bearer ";
   if (header.size() <= prefix.size() || header.compare(0, prefix.size(), prefix) != 0)

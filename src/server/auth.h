@@ -30,6 +30,8 @@ class Authenticator {
   /// Adds or replaces one node credential (by hash).
   void set_node_credential(const std::string& sha256, const std::string& node_id,
                            const std::string& node_name);
+  /// Forgets the node's credential (the node was removed): it is refused from now on.
+  void remove_node_credential(const std::string& node_id);
   /// The principal for an "Authorization: Bearer ..." header value, or nullopt.
   std::optional<Principal> authenticate(const std::string& authorization_header, TimeMs now) const;
   /// Why a known token was refused (revoked, expired) with what to do, or "" when the token is

@@ -142,6 +142,8 @@ class Server {
   /// once the deadline has passed.
   net::HttpResponse interrupt_node(store::NodeRecord& node, const std::string& body,
                                    const Principal& who);
+  /// Deletes a node that is down, gone or left and runs nothing (`gpucloud node remove`).
+  net::HttpResponse remove_node(store::NodeRecord& node, const Principal& who);
   /// Routes /v1/tokens... and /v1/nodes/...; false when the path is not one of them.
   bool route_admin(net::HttpRequest& req, const Principal& who, net::Responder& respond);
   Status prepare_tls(net::HttpServerConfig& http);

@@ -212,10 +212,10 @@ net::HttpResponse Server::revoke_token(const std::string& name, const Principal&
 net::HttpResponse Server::node_action(const std::string& node, const std::string& action,
                                       const Principal& who, const std::string& body) {
   if (action != "cordon" && action != "uncordon" && action != "drain" && action != "replace" &&
-      action != "interrupt")
+      action != "interrupt" && action != "remove")
     return error_response(not_found(fmt::format(
-        "no such node action '{}': use cordon, uncordon, drain, replace or interrupt (see "
-        "docs/api.md)",
+        "no such node action '{}': use cordon, uncordon, drain, replace, interrupt or remove "
+        "(see docs/api.md)",
         action.substr(0, 64))));
   if (!who.is_admin()) return error_response(admin_only(("node " + action).c_str()));
   store::NodeRecord* rec = nullptr;
@@ -225,6 +225,7 @@ net::HttpResponse Server::node_action(const std::string& node, const std::string
     return error_response(
         not_found(fmt::format("no node named '{}'; `gpucloud nodes` lists them", node)));
   if (action == "interrupt") return interrupt_node(*rec, body, who);
+  if (action == "remove") return remove_node(*rec, who);
   TimeMs now = clock_.now_ms();
   store::WriteBatch batch;
   if (action == "replace") {
@@ -273,6 +274,39 @@ net::HttpResponse Server::node_action(const std::string& node, const std::string
                              {"name", rec->info.name},
                              {"cordoned", rec->cordoned},
                              {"jobs_interrupted", interrupted}});
+}
+
+net::HttpResponse Server::remove_node(store::NodeRecord& node, const Principal& who) {
+  if (node.state != "down" && node.state != "gone" && node.state != "left")
+    return error_response(
+        {ErrorCode::kConflict,
+         fmt::format("node {} is {}; only a node that is down, gone or left can be removed (stop "
+                     "its agent first, or wait until it is down)",
+                     node.info.name, node.state)});
+  for (Job* job : jobs_on(node.id))
+    for (const auto& r : job->replicas)
+      if (r.node_id == node.id && r.state != ReplicaState::kExited && !is_terminal(job->state))
+        return error_response(
+            {ErrorCode::kConflict, fmt::format("node {} still has a replica of job {} that has not "
+                                               "ended; try again once it has",
+                                               node.info.name, job->id)});
+  TimeMs now = clock_.now_ms();
+  store::WriteBatch batch;
+  batch.removed_nodes.push_back(node.id);
+  batch.audit.push_back({now, who.name, "node.remove", node.id, node.info.name});
+  if (auto st = commit(batch); !st.ok()) return error_response(st.error());
+  std::string id = node.id, name = node.info.name;
+  if (auto named = node_ids_by_name_.find(name); named != node_ids_by_name_.end()) {
+    named->second.erase(id);
+    if (named->second.empty()) node_ids_by_name_.erase(named);
+  }
+  nodes_.erase(id);  // `node` is gone from here on
+  runtime_.erase(id);
+  auth_.remove_node_credential(id);  // its agent joins again with a join token
+  node_builds_.reset();
+  node_changed(id);  // the scheduler forgets it at its next pass
+  spdlog::info("{}: removed node {} ({})", who.name, name, id);
+  return json_response(200, {{"id", id}, {"name", name}, {"state", "removed"}});
 }
 
 net::HttpResponse Server::interrupt_node(store::NodeRecord& node, const std::string& body,

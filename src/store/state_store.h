@@ -51,11 +51,15 @@ struct AuditEntry {
 
 /// A set of changes written in one transaction: all or nothing.
 struct WriteBatch {
-  std::vector<Job> jobs;            // insert or replace
-  std::vector<NodeRecord> nodes;    // insert or replace
-  std::vector<TokenRecord> tokens;  // insert or replace
-  std::vector<AuditEntry> audit;    // appended
-  bool empty() const { return jobs.empty() && nodes.empty() && tokens.empty() && audit.empty(); }
+  std::vector<Job> jobs;                   // insert or replace
+  std::vector<NodeRecord> nodes;           // insert or replace
+  std::vector<TokenRecord> tokens;         // insert or replace
+  std::vector<AuditEntry> audit;           // appended
+  std::vector<std::string> removed_nodes;  // node ids deleted (after the writes above)
+  bool empty() const {
+    return jobs.empty() && nodes.empty() && tokens.empty() && audit.empty() &&
+           removed_nodes.empty();
+  }
 };
 
 /// The durable state of a server.

@@ -232,9 +232,20 @@ TEST_F(NetnsClusterTest, AnAgentStoppedWithSigtermLeavesAndItsJobResumesElsewher
   EXPECT_EQ(j.value("interruptions", 0), 1) << "an interruption, not a failure or a restart";
   ASSERT_EQ(j["attempts"].size(), 1u) << j.dump();
   EXPECT_EQ(j["attempts"][0]["cause"], "agent-shutdown");
-  // The node comes back: it is ready again and takes work.
+  // A node that left can be removed; a ready one cannot.
+  auto busy = cluster_->cli({"node", "remove", second});
+  EXPECT_EQ(busy.exit_code, 1);
+  EXPECT_NE(busy.err.find("only a node that is down, gone or left can be removed"),
+            std::string::npos)
+      << busy.err;
+  auto removed = cluster_->cli({"node", "remove", first});
+  ASSERT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_EQ(cluster_->node_state(first), "");
+  // Its machine comes back: its old credential is refused, it joins again with the join token
+  // under the same name, and takes work.
   cluster_->start_agent(host_of(first));
-  EXPECT_TRUE(wait_until([&] { return cluster_->node_state(first) == "ready"; }, 10s));
+  EXPECT_TRUE(wait_until([&] { return cluster_->node_state(first) == "ready"; }, 15s))
+      << read_file(cluster_->work_dir() + "/" + first + ".log");
 }
 
 TEST_F(NetnsClusterTest, ACheckpointingJobResumesOnOtherMachinesAfterADrainAndAnAgentStop) {

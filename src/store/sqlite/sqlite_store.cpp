@@ -300,6 +300,15 @@ class SqliteStore final : public StateStore {
         st.reset();
       }
     }
+    if (!batch.removed_nodes.empty()) {
+      Statement st(db_, "DELETE FROM nodes WHERE id = ?1");
+      if (!st.ok()) return error("prepare node delete");
+      for (const auto& id : batch.removed_nodes) {
+        st.bind(1, id);
+        if (st.step() != SQLITE_DONE) return error("delete node " + id);
+        st.reset();
+      }
+    }
     if (!batch.tokens.empty()) {
       Statement st(db_, "INSERT OR REPLACE INTO tokens (sha256, doc) VALUES (?1, ?2)");
       if (!st.ok()) return error("prepare token write");
