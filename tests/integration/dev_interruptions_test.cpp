@@ -5,6 +5,7 @@
 // the attempts with their checkpoints.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <thread>
 
 #include "checkpoint_counter.h"
@@ -112,6 +113,24 @@ TEST(DevInterruptions, AJobThatIgnoresSigtermIsKilledAtTheDeadlineAndStillRequeu
   EXPECT_EQ(j["attempts"][0]["cause"], "spot");
   EXPECT_EQ(j["interruptions"], 1);
   cluster.cli({"cancel", job});
+}
+
+TEST(DevInterruptions, CheckpointCommitWritesTheMarkerAndNeedsADirectory) {
+  TempDir dir;
+  auto ok = run_command({GPUCLOUD_BINARY, "checkpoint", "commit"},
+                        {{"GPUCLOUD_CHECKPOINT_DIR", dir.path()}, {"GPUCLOUD_ATTEMPT", "3"}});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  json marker = json::parse(std::ifstream(dir.path() + "/COMMITTED"));
+  EXPECT_EQ(marker["attempt"], 3);
+  auto outside =
+      run_command({GPUCLOUD_BINARY, "checkpoint", "commit"}, {{"GPUCLOUD_CHECKPOINT_DIR", ""}});
+  EXPECT_EQ(outside.exit_code, 2);
+  EXPECT_NE(outside.err.find("GPUCLOUD_CHECKPOINT_DIR is not set"), std::string::npos)
+      << outside.err;
+  auto missing =
+      run_command({GPUCLOUD_BINARY, "checkpoint", "commit", "--dir", dir.path() + "/nope"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("cannot commit the checkpoint"), std::string::npos) << missing.err;
 }
 
 }  // namespace
