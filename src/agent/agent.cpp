@@ -555,9 +555,8 @@ void Agent::start_replica(const Allocation& a) {
     }
   }
   // The job's checkpoint directory, kept across its attempts (docs/interruptions.md).
-  auto checkpoints = ensure_checkpoint_dir(
-      config_.checkpoint_root.empty() ? config_.data_dir + "/checkpoints" : config_.checkpoint_root,
-      a.job_id, *user ? spec.uid : -1, *user ? spec.gid : -1);
+  auto checkpoints = ensure_checkpoint_dir(checkpoint_root(), a.job_id, *user ? spec.uid : -1,
+                                           *user ? spec.gid : -1);
   if (!checkpoints.ok()) {
     spdlog::warn("agent {}: cannot start {}: {}", node_info_.name, a.key,
                  checkpoints.error().message);
@@ -646,6 +645,15 @@ Result<bool> Agent::set_job_user(const Allocation& a, exec::LaunchSpec& spec) {
 }
 
 void Agent::on_exit(const exec::ExitInfo& info) {
+  std::string job_id;
+  {
+    std::lock_guard lock(mu_);
+    auto it = state_.replicas.find(info.key);
+    if (it == state_.replicas.end() || it->second.exited) return;
+    job_id = it->second.allocation.job_id;
+  }
+  // Outside the lock: it walks the job's checkpoint files. (One exit callback per process.)
+  CheckpointState checkpoint = read_checkpoint(checkpoint_root() + "/" + job_id);
   std::lock_guard lock(mu_);
   auto it = state_.replicas.find(info.key);
   if (it == state_.replicas.end() || it->second.exited) return;
@@ -669,7 +677,6 @@ void Agent::on_exit(const exec::ExitInfo& info) {
   event.at = clock_.now_ms();
   // A claim lost in a machine crash does not prove that the command never ran.
   event.not_started = info.never_started && !r.before_reboot;
-  CheckpointState checkpoint = read_checkpoint(checkpoint_dir(r.allocation.job_id));
   event.checkpoint_at = checkpoint.committed_at;
   event.checkpoint_bytes = checkpoint.bytes;
   event.interrupt_cause = r.interrupt_cause;
@@ -762,10 +769,9 @@ void Agent::watch() {
   }
 }
 
-std::string Agent::checkpoint_dir(const std::string& job_id) const {
-  return (config_.checkpoint_root.empty() ? config_.data_dir + "/checkpoints"
-                                          : config_.checkpoint_root) +
-         "/" + job_id;
+std::string Agent::checkpoint_root() const {
+  return config_.checkpoint_root.empty() ? config_.data_dir + "/checkpoints"
+                                         : config_.checkpoint_root;
 }
 
 void Agent::interrupt(const std::string& key, LocalReplica& r, const InterruptNotice& notice,

@@ -93,8 +93,8 @@ class Agent {
   /// mu_ held; the caller stops what `to_stop` lists once it has let go of the lock.
   void interrupt(const std::string& key, LocalReplica& r, const InterruptNotice& notice,
                  std::vector<std::pair<std::string, int64_t>>& to_stop);
-  /// The job's checkpoint directory on this node.
-  std::string checkpoint_dir(const std::string& job_id) const;
+  /// Where the jobs' checkpoint directories are (AgentConfig::checkpoint_root).
+  std::string checkpoint_root() const;
   /// Settles a replica whose start was cut short before its shim's pid was saved: re-adopts
   /// the shim that claimed it, or reports it never started. Called with mu_ held.
   void recover_start(const std::string& key, LocalReplica& r);
