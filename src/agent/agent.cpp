@@ -294,6 +294,7 @@ void Agent::loop() {
     TimeMs now = clock_.now_ms();
     if (now - last_readings_at_ >= 5000) {
       last_readings_at_ = now;
+      if (gpus_->utilization_from_processes()) gpus_->set_process_load(process_load_by_gpu(now));
       if (auto r = gpus_->telemetry(); r.ok()) {
         for (const auto& t : *r)
           readings.push_back(
@@ -463,6 +464,7 @@ void Agent::apply_response(const PollResponse& response) {
       start_queue_.push_back(a);
       queued = true;
     }
+    apply_warnings(response, desired);
     for (auto it = state_.replicas.begin(); it != state_.replicas.end();) {
       auto& r = it->second;
       if (!desired.count(it->first) && !r.exited && !r.stop_sent && !r.starting) {
@@ -500,6 +502,61 @@ void Agent::apply_response(const PollResponse& response) {
     (void)executor_->stop(key, grace);
   }
   if (queued) cv_.notify_all();
+}
+
+void Agent::apply_warnings(const PollResponse& response, const std::set<std::string>& desired) {
+  for (auto& [key, r] : state_.replicas) {
+    if (!desired.count(key) || r.exited || r.stop_sent || r.process.attempt_dir.empty()) continue;
+    std::string path = r.process.attempt_dir + "/" + kInterruptFile;
+    auto warning = response.warnings.find(key);
+    if (warning != response.warnings.end() && warning->second.deadline_ms != r.warned_deadline) {
+      if (auto st = write_interrupt_file(path, warning->second, r.job_gid); !st.ok()) {
+        spdlog::warn("agent {}: {}: cannot write the idle warning: {}", node_info_.name, key,
+                     st.error().message);
+        continue;
+      }
+      r.warned_deadline = warning->second.deadline_ms;
+      spdlog::info("agent {}: warned {}: {}", node_info_.name, key, warning->second.message);
+    } else if (warning == response.warnings.end() && r.warned_deadline != 0) {
+      std::error_code ec;
+      fs::remove(path, ec);  // the warning is withdrawn: the job is busy again
+      r.warned_deadline = 0;
+    }
+  }
+}
+
+std::map<int, int> Agent::process_load_by_gpu(TimeMs now) {
+  struct Bound {
+    std::string key;
+    std::vector<GpuShare> gpus;
+    TimeMs started_at;
+  };
+  std::vector<Bound> bound;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, r] : state_.replicas)
+      if (!r.exited && !r.starting && r.started_at > 0 && !r.allocation.gpus.empty())
+        bound.push_back({key, r.allocation.gpus, r.started_at});
+  }
+  std::map<int, int> load;
+  std::map<std::string, std::pair<double, TimeMs>> samples;
+  for (const auto& b : bound) {
+    auto stats = executor_->stats(b.key);
+    if (!stats.ok()) continue;
+    auto last = cpu_samples_.find(b.key);
+    auto [cpu_before, at_before] =
+        last != cpu_samples_.end() ? last->second : std::pair<double, TimeMs>{0.0, b.started_at};
+    samples[b.key] = {stats->cpu_seconds, now};
+    double wall_s = static_cast<double>(now - at_before) / 1000;
+    if (wall_s <= 0) continue;
+    double pct = std::clamp(100 * (stats->cpu_seconds - cpu_before) / wall_s, 0.0, 100.0);
+    for (const auto& g : b.gpus) {
+      int& gpu_load = load[g.index];
+      gpu_load = std::min(100, gpu_load + static_cast<int>(std::lround(pct * g.milli / 1000)));
+    }
+  }
+  cpu_samples_ = std::move(samples);  // replicas that ended are dropped
+  return load;
 }
 
 void Agent::starter() {

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -93,6 +94,13 @@ class Agent {
   /// mu_ held; the caller stops what `to_stop` lists once it has let go of the lock.
   void interrupt(const std::string& key, LocalReplica& r, const InterruptNotice& notice,
                  std::vector<std::pair<std::string, int64_t>>& to_stop);
+  /// For a GPU backend whose utilisation is its processes' load: each GPU's load since the
+  /// last call, from the CPU time of the replicas bound to it (a share counts its fraction).
+  /// Called from the poll loop only, without mu_.
+  std::map<int, int> process_load_by_gpu(TimeMs now);
+  /// Writes or removes the idle warnings the server sends for replicas that keep running.
+  /// Called with mu_ held.
+  void apply_warnings(const PollResponse& response, const std::set<std::string>& desired);
   /// Where the jobs' checkpoint directories are (AgentConfig::checkpoint_root).
   std::string checkpoint_root() const;
   /// Settles a replica whose start was cut short before its shim's pid was saved: re-adopts
@@ -118,6 +126,8 @@ class Agent {
   AgentState state_;
   int64_t applied_version_ = 0;
   TimeMs last_readings_at_ = 0;
+  // CPU seconds of each running replica at the last load reading, and when (the poll loop's).
+  std::map<std::string, std::pair<double, TimeMs>> cpu_samples_;
   TimeMs last_contact_ = 0;  // the last poll the server answered
   bool fenced_ = false;      // replicas were stopped for lack of contact (until contact returns)
   bool leaving_ = false;     // leave() was called: no new work, polls say so

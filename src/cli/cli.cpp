@@ -130,6 +130,9 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_option("--restart", run.restart, "never | on-lost (default) | on-failure | always");
   run_cmd->add_option("--grace", run.grace,
                       "time between SIGTERM and SIGKILL on stop (default 30s)");
+  run_cmd->add_option("--idle-timeout", run.idle_timeout,
+                      "hand the job's GPUs back after they sit idle this long, e.g. 30m, or off "
+                      "(default: the tenant's or server's window)");
   run_cmd->add_option("--tenant", run.tenant, "tenant to run as");
   run_cmd->add_option("--priority", run.priority, "low | normal | high");
   run_cmd->add_option("--capacity-class", run.capacity_class, "on-demand | spot | any");

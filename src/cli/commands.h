@@ -18,7 +18,7 @@ constexpr int kExitAuth = 77;  // the server refused the token or credential (EX
 
 struct RunOptions {
   std::string gpus, gpu_type, gpu_milli, gpu_memory, cpus, mem, replicas, name, workdir,
-      max_runtime, expected_runtime, restart, grace;
+      max_runtime, expected_runtime, restart, grace, idle_timeout;
   std::string tenant, priority, capacity_class;
   std::vector<std::string> env, selector, command;
   bool wait = false;

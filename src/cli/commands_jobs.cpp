@@ -71,6 +71,7 @@ int exit_code_of(const json& job) {
   std::string state = job.value("state", "");
   if (state == "succeeded") return 0;
   if (state == "lost") return kExitLost;
+  if (state == "idle-reclaimed") return kExitError;  // whatever its exit code after SIGTERM
   if (job.contains("exit_code") && job["exit_code"].is_number_integer())
     return job["exit_code"].get<int>();
   return kExitError;
@@ -159,6 +160,7 @@ int cmd_run(const RunOptions& o) {
   set("max_runtime", o.max_runtime, false);
   set("expected_runtime", o.expected_runtime, false);
   set("grace_period", o.grace, false);
+  set("idle_timeout", o.idle_timeout, false);
   set("tenant", o.tenant, false);
   set("priority", o.priority, false);
   set("capacity_class", o.capacity_class, false);
@@ -195,6 +197,20 @@ int cmd_submit(const std::string& file, bool wait) {
   return submit_spec(std::move(spec), wait);
 }
 
+namespace {
+
+/// How long a running job's GPUs have been idle ("-" when busy, unknown or not running).
+std::string idle_column(const json& job) {
+  TimeMs since = job.value("idle_since_ms", TimeMs{0});
+  if (job.value("state", "") != "running" || since <= 0) return "-";
+  TimeMs now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+  return format_duration_ms(std::max<TimeMs>(0, now - since) / 1000 * 1000);
+}
+
+}  // namespace
+
 int cmd_ps(bool all, bool as_json) {
   auto api = ApiClient::from_environment();
   if (!api) return fail(api.error().message);
@@ -219,7 +235,7 @@ int cmd_ps(bool all, bool as_json) {
     std::cout << jobs.dump(2) << "\n";
     return 0;
   }
-  Table t({"ID", "NAME", "TENANT", "STATE", "GPUS", "NODE", "AGE", "REASON"});
+  Table t({"ID", "NAME", "TENANT", "STATE", "GPUS", "NODE", "AGE", "IDLE", "REASON"});
   for (const auto& j : jobs) {
     std::string node;
     for (const auto& r2 : j["replicas"]) node += (node.empty() ? "" : ",") + r2.value("node", "");
@@ -229,7 +245,7 @@ int cmd_ps(bool all, bool as_json) {
     if (!j["exit_code"].is_null() && state != "running")
       state += fmt::format("({})", j["exit_code"].get<int>());
     t.add({short_id(j.value("id", "")), j.value("name", ""), j.value("tenant", ""), state,
-           gpus_column(j), node.empty() ? "-" : node, age(j), reason});
+           gpus_column(j), node.empty() ? "-" : node, age(j), idle_column(j), reason});
   }
   t.print(std::cout);
   return 0;
@@ -293,6 +309,7 @@ int cmd_show(const std::string& id, bool as_json) {
   line("state:", j->value("state", ""));
   if (j->value("state", "") == "pending") line("reason:", j->value("pending_reason", ""));
   if (!j->value("message", "").empty()) line("message:", j->value("message", ""));
+  if (std::string idle = idle_column(*j); idle != "-") line("idle for:", idle);
   line("exit code:", or_dash((*j)["exit_code"]));
   line("attempt:", std::to_string(j->value("attempt", 1)));
   std::string cmd;

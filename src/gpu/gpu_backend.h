@@ -1,6 +1,7 @@
 // GpuBackend: how an agent discovers its GPUs and reads their telemetry.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,15 @@ class GpuBackend {
   virtual std::string driver_version() const = 0;
   /// CUDA driver API version ("12.4"), or "".
   virtual std::string cuda_version() const = 0;
+  /// Whether utilisation readings come from the load of the processes bound to each GPU
+  /// instead of from hardware (GPUs that do not exist): the agent then reports that load with
+  /// set_process_load() before each telemetry().
+  virtual bool utilization_from_processes() const { return false; }
+  /// The load of each GPU's processes since the last report, by GPU index: CPU time as a
+  /// percentage of the wall time, 0..100 (a busy loop is 100, `sleep` 0). Unlisted GPUs: 0.
+  virtual void set_process_load(const std::map<int, int>& load_pct_by_index) {
+    (void)load_pct_by_index;
+  }
 };
 
 /// How to choose and configure a backend.

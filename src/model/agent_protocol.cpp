@@ -199,11 +199,11 @@ json poll_response_to_json(const PollResponse& r) {
               {"allocations", allocations},
               {"acked_seq", r.acked_seq},
               {"log_offsets", r.log_offsets}};
-  if (!r.interrupts.empty()) {
-    json interrupts = json::object();
-    for (const auto& [key, notice] : r.interrupts)
-      interrupts[key] = interrupt_notice_to_json(notice);
-    out["interrupts"] = interrupts;
+  for (const auto* notices : {&r.interrupts, &r.warnings}) {
+    if (notices->empty()) continue;
+    json field = json::object();
+    for (const auto& [key, notice] : *notices) field[key] = interrupt_notice_to_json(notice);
+    out[notices == &r.interrupts ? "interrupts" : "warnings"] = field;
   }
   return out;
 }
@@ -220,14 +220,17 @@ Result<PollResponse> poll_response_from_json(const json& j) {
       if (!alloc) return alloc.error();
       r.allocations.push_back(std::move(*alloc));
     }
-    if (j.contains("interrupts")) {
-      const auto& interrupts = j.at("interrupts");
-      if (!interrupts.is_object() || interrupts.size() > 10'000)
-        return invalid("malformed poll response: interrupts must map at most 10,000 keys");
-      for (const auto& [key, notice] : interrupts.items()) {
+    for (const char* field : {"interrupts", "warnings"}) {
+      if (!j.contains(field)) continue;
+      const auto& notices = j.at(field);
+      if (!notices.is_object() || notices.size() > 10'000)
+        return invalid(
+            fmt::format("malformed poll response: {} must map at most 10,000 keys", field));
+      auto& out = std::string(field) == "interrupts" ? r.interrupts : r.warnings;
+      for (const auto& [key, notice] : notices.items()) {
         auto n = interrupt_notice_from_json(notice);
         if (!n) return n.error();
-        r.interrupts[key] = std::move(*n);
+        out[key] = std::move(*n);
       }
     }
     return r;

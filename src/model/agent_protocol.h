@@ -109,6 +109,10 @@ struct PollResponse {
   // Replicas the server stops as interruptions (absent from `allocations`): key -> notice.
   // A replica stopped without one (its job ended, say) gets no interrupt file.
   std::map<std::string, InterruptNotice> interrupts;
+  // Warnings of an interruption to come (an idle job, docs/interruptions.md): key -> notice.
+  // The replica stays desired; the agent writes its interrupt file and sends no signal, and
+  // removes the file when the warning is withdrawn. Absent from older servers.
+  std::map<std::string, InterruptNotice> warnings;
 };
 
 nlohmann::json allocation_to_json(const Allocation& a);

@@ -21,13 +21,15 @@ const char* to_string(JobState s) {
       return "cancelled";
     case JobState::kLost:
       return "lost";
+    case JobState::kIdleReclaimed:
+      return "idle-reclaimed";
   }
   return "pending";
 }
 
 Result<JobState> job_state_from_string(const std::string& s) {
   for (auto st : {JobState::kPending, JobState::kRunning, JobState::kSucceeded, JobState::kFailed,
-                  JobState::kCancelled, JobState::kLost})
+                  JobState::kCancelled, JobState::kLost, JobState::kIdleReclaimed})
     if (s == to_string(st)) return st;
   return invalid("unknown job state '" + s + "'");
 }
@@ -49,8 +51,12 @@ bool replica_failed(const ReplicaAssignment& r) {
          (r.lost || r.exit_code.value_or(0) != 0 || r.end_reason == "max_runtime");
 }
 
+bool stop_requested(const Job& job) {
+  return job.cancel_requested || !job.interrupt_reason.empty() || !job.reclaim_reason.empty();
+}
+
 bool attempt_ending(const Job& job) {
-  return job.cancel_requested || !job.interrupt_reason.empty() ||
+  return stop_requested(job) ||
          std::any_of(job.replicas.begin(), job.replicas.end(), replica_failed);
 }
 
@@ -115,8 +121,10 @@ json job_to_json(const Job& job) {
           {"finished_at_ms", job.finished_at},
           {"cancel_requested", job.cancel_requested},
           {"interrupt_reason", job.interrupt_reason},
+          {"reclaim_reason", job.reclaim_reason},
           {"interruptions", job.interruptions},
           {"attained_gpu_ms", job.attained_gpu_ms},
+          {"idle_since_ms", job.idle_since},
           {"attempts", attempts},
           {"submitted_by", job.submitted_by},
           {"spec", job_spec_to_json(job.spec)}};
@@ -142,6 +150,7 @@ Result<Job> job_from_json(const json& j) {
     job.finished_at = j.at("finished_at_ms").get<TimeMs>();
     job.cancel_requested = j.value("cancel_requested", false);
     job.interrupt_reason = j.value("interrupt_reason", "");
+    job.reclaim_reason = j.value("reclaim_reason", "");
     job.interruptions = j.value("interruptions", 0);
     job.attained_gpu_ms = j.value("attained_gpu_ms", int64_t{0});
     job.submitted_by = j.value("submitted_by", "");

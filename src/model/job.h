@@ -12,9 +12,11 @@
 
 namespace gpucloud {
 
-/// The states a user sees. pending -> running -> succeeded | failed | cancelled | lost;
-/// a lost or failed attempt whose restart policy allows another goes back to pending.
-enum class JobState { kPending, kRunning, kSucceeded, kFailed, kCancelled, kLost };
+/// The states a user sees. pending -> running -> succeeded | failed | cancelled | lost |
+/// idle-reclaimed; a lost or failed attempt whose restart policy allows another goes back to
+/// pending. idle-reclaimed: its GPUs sat idle for its idle window and were handed back
+/// (docs/interruptions.md); it is never re-queued.
+enum class JobState { kPending, kRunning, kSucceeded, kFailed, kCancelled, kLost, kIdleReclaimed };
 
 const char* to_string(JobState s);
 Result<JobState> job_state_from_string(const std::string& s);
@@ -89,10 +91,16 @@ struct Job {
   /// 0193…", or a drain: "node gpu-7 is draining"): once its replicas have stopped the job
   /// returns to pending whatever its restart policy, without using a restart.
   std::string interrupt_reason;
+  // Set when idle reclaim stops the job (why, e.g. "GPUs idle for 2h"): once its replicas have
+  // stopped it ends as idle-reclaimed, whatever its restart policy.
+  std::string reclaim_reason;
   int interruptions = 0;  // attempts interrupted or never started (not counted as restarts)
   // GPU time its earlier attempts received, in GPU-ms (a share counts its fraction): queue
   // policy las orders by it.
   int64_t attained_gpu_ms = 0;
+  // Since when all its GPUs have been idle (0: busy, or not known yet); from its nodes'
+  // readings, not persisted (written with the job, not read back).
+  TimeMs idle_since = 0;
   std::vector<AttemptRecord> attempts;  // ended attempts, oldest first
   std::string submitted_by;             // the token's name
 };
@@ -100,6 +108,10 @@ struct Job {
 /// Whether a replica ended in a way that fails its attempt: lost, a non-zero exit, or stopped
 /// for exceeding max_runtime (even if it then exited 0).
 bool replica_failed(const ReplicaAssignment& r);
+
+/// Whether the platform or the user has asked the current attempt to stop: cancelled,
+/// interrupted or being idle-reclaimed (its replicas are then being stopped).
+bool stop_requested(const Job& job);
 
 /// Whether the current attempt is being wound down: cancelled, interrupted, or a replica failed.
 /// Its other replicas are then stopped (and not started if they have not been yet).

@@ -342,6 +342,14 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       auto d = read_duration(v, key);
       if (!d) return d.error();
       spec.grace_period_ms = *d;
+    } else if (key == "idle_timeout") {
+      if (v.is_string() && (v.get<std::string>() == "off" || v.get<std::string>() == "never")) {
+        spec.idle_timeout_ms = kIdleTimeoutOff;
+      } else {
+        auto d = read_duration(v, key);
+        if (!d) return d.error();
+        spec.idle_timeout_ms = *d;
+      }
     } else if (key == "env") {
       auto m = read_string_map(v, key, JobSpecLimits::kMaxEnvVars);
       if (!m) return m.error();
@@ -354,7 +362,8 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       return invalid(fmt::format(
           "{}: unknown field; a job spec has name, command, replicas, gpus, gpu_model, gpu_milli, "
           "gpu_memory, cpus, memory, tenant, priority, capacity_class, node_selector, max_runtime, "
-          "expected_runtime, restart, grace_period, env, workdir (see docs/jobspec.md)",
+          "expected_runtime, restart, grace_period, idle_timeout, env, workdir (see "
+          "docs/jobspec.md)",
           key.size() > 64 ? key.substr(0, 64) + "..." : key));
     }
   }
@@ -457,6 +466,12 @@ Status validate_job_spec(JobSpec& spec) {
   if (spec.grace_period_ms < 0 || spec.grace_period_ms > JobSpecLimits::kMaxGracePeriodMs)
     return field_error("grace_period", fmt::format("{} is outside 0s..1h",
                                                    format_duration_ms(spec.grace_period_ms)));
+  if (spec.idle_timeout_ms != kIdleTimeoutOff && spec.idle_timeout_ms != 0 &&
+      (spec.idle_timeout_ms < JobSpecLimits::kMinIdleTimeoutMs ||
+       spec.idle_timeout_ms > JobSpecLimits::kMaxIdleTimeoutMs))
+    return field_error("idle_timeout",
+                       fmt::format("{} is outside 1s..30d; give a window like 2h, or off",
+                                   format_duration_ms(spec.idle_timeout_ms)));
   if (spec.restart.max < 0 || spec.restart.max > JobSpecLimits::kMaxRestarts)
     return field_error("restart.max", fmt::format("{} is outside 0..{}", spec.restart.max,
                                                   JobSpecLimits::kMaxRestarts));
@@ -508,6 +523,10 @@ json job_spec_to_json(const JobSpec& spec) {
     j["expected_runtime"] = format_duration_ms(spec.expected_runtime_ms);
   j["restart"] = {{"policy", to_string(spec.restart.policy)}, {"max", spec.restart.max}};
   j["grace_period"] = format_duration_ms(spec.grace_period_ms);
+  if (spec.idle_timeout_ms == kIdleTimeoutOff)
+    j["idle_timeout"] = "off";
+  else if (spec.idle_timeout_ms > 0)
+    j["idle_timeout"] = format_duration_ms(spec.idle_timeout_ms);
   j["env"] = spec.env;
   j["workdir"] = spec.workdir;
   return j;

@@ -44,12 +44,19 @@ struct JobSpec {
   int64_t expected_runtime_ms = 0;
   RestartSpec restart;
   int64_t grace_period_ms = 30'000;
+  // How long its GPUs may stay idle before they are handed back (docs/interruptions.md):
+  // 0 = the tenant's or the server's window; kIdleTimeoutOff = never (refused where an
+  // administrator set a maximum).
+  int64_t idle_timeout_ms = 0;
   std::map<std::string, std::string> env;
   std::string workdir;  // absolute; the client fills in its own working directory
 
   /// GPUs per replica counting a share as one GPU.
   int gpus_per_replica() const { return gpu_milli > 0 ? 1 : gpus; }
 };
+
+/// JobSpec::idle_timeout_ms for "off": the job's GPUs are never reclaimed for idleness.
+inline constexpr int64_t kIdleTimeoutOff = -1;
 
 /// Hard limits on a spec, so that absurd values are rejected with a clear message.
 struct JobSpecLimits {
@@ -64,6 +71,8 @@ struct JobSpecLimits {
   static constexpr size_t kMaxNodeSelectorLabels = 64;
   static constexpr int kMaxRestarts = 100;
   static constexpr int64_t kMaxGracePeriodMs = 3'600'000;
+  static constexpr int64_t kMinIdleTimeoutMs = 1'000;
+  static constexpr int64_t kMaxIdleTimeoutMs = 30LL * 86'400'000;
 };
 
 /// Reads a spec from a JSON object, rejecting unknown fields and wrong types, then validates it.

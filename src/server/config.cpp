@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "common/units.h"
+#include "model/job_spec.h"
 #include "model/yaml_json.h"
 
 namespace gpucloud::server {
@@ -96,7 +98,82 @@ Status tenant_ids(const json& t, const std::string& where, TenantConfig& tc,
   return {};
 }
 
+// A window of `idle`: a duration ("2h", or seconds) within 1s..30d, or "off" (0) where allowed.
+Result<int64_t> idle_duration(const json& v, const std::string& where, bool off_allowed) {
+  if (off_allowed && v.is_string() && v.get<std::string>() == "off") return int64_t{0};
+  Result<int64_t> ms = invalid("");
+  if (v.is_number() && v.get<double>() >= 0 && v.get<double>() <= 30.0 * 86400)
+    ms = static_cast<int64_t>(v.get<double>() * 1000);
+  else if (v.is_string())
+    ms = parse_duration_ms(v.get<std::string>());
+  if (!ms || *ms < JobSpecLimits::kMinIdleTimeoutMs || *ms > JobSpecLimits::kMaxIdleTimeoutMs)
+    return invalid(fmt::format("{}: expected a duration within 1s..30d like 2h{}, got {}", where,
+                               off_allowed ? ", or off" : "", v.dump()));
+  return *ms;
+}
+
+// An `idle` mapping (at the top or in a tenant): timeout, threshold, max_timeout.
+Result<IdleOverrides> idle_block(const json& j, const std::string& where) {
+  if (auto st = known_keys(j, where, {"timeout", "threshold", "max_timeout"}); !st.ok())
+    return st.error();
+  IdleOverrides out;
+  if (j.contains("timeout")) {
+    auto ms = idle_duration(j["timeout"], where + ".timeout", true);
+    if (!ms) return ms.error();
+    out.timeout_ms = *ms;
+  }
+  if (j.contains("threshold")) {
+    const json& v = j["threshold"];
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 100)
+      return invalid(fmt::format(
+          "{}.threshold: expected a GPU utilisation percentage 1..100, got {}", where, v.dump()));
+    out.threshold_pct = v.get<int>();
+  }
+  if (j.contains("max_timeout")) {
+    auto ms = idle_duration(j["max_timeout"], where + ".max_timeout", false);
+    if (!ms) return ms.error();
+    out.max_timeout_ms = *ms;
+  }
+  return out;
+}
+
+IdlePolicy apply_overrides(IdlePolicy policy, const IdleOverrides& o) {
+  if (o.timeout_ms) policy.timeout_ms = *o.timeout_ms;
+  if (o.threshold_pct) policy.threshold_pct = *o.threshold_pct;
+  if (o.max_timeout_ms) policy.max_timeout_ms = *o.max_timeout_ms;
+  return policy;
+}
+
 }  // namespace
+
+IdlePolicy ServerFileConfig::idle_policy_for(const std::string& tenant) const {
+  for (const auto& t : tenants)
+    if (t.name == tenant) return apply_overrides(idle, t.idle);
+  return idle;
+}
+
+Result<int64_t> idle_window_for(const IdlePolicy& policy, int64_t job_idle_timeout_ms) {
+  int64_t max = policy.max_timeout_ms;
+  if (job_idle_timeout_ms == kIdleTimeoutOff) {
+    if (max > 0)
+      return invalid(fmt::format(
+          "idle_timeout: off is not allowed here: an administrator set a maximum idle window "
+          "of {}; give a window of at most that",
+          format_duration_ms(max)));
+    return int64_t{0};
+  }
+  if (job_idle_timeout_ms > 0) {
+    if (max > 0 && job_idle_timeout_ms > max)
+      return invalid(fmt::format(
+          "idle_timeout: {} is above the maximum idle window of {} an administrator set; give "
+          "at most {}",
+          format_duration_ms(job_idle_timeout_ms), format_duration_ms(max),
+          format_duration_ms(max)));
+    return job_idle_timeout_ms;
+  }
+  if (max > 0 && (policy.timeout_ms == 0 || policy.timeout_ms > max)) return max;
+  return policy.timeout_ms;
+}
 
 Result<ServerFileConfig> load_server_config(const std::string& path) {
   std::ifstream in(path);
@@ -107,9 +184,15 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
   if (!doc) return doc.error();
   auto fail = [&](const Error& e) { return invalid(fmt::format("{}: {}", path, e.message)); };
   if (doc->is_null()) return ServerFileConfig{};
-  if (auto st = known_keys(*doc, "config", {"tenants", "tokens", "priority_classes"}); !st.ok())
+  if (auto st = known_keys(*doc, "config", {"tenants", "tokens", "priority_classes", "idle"});
+      !st.ok())
     return fail(st.error());
   ServerFileConfig config;
+  if (doc->contains("idle")) {
+    auto idle = idle_block((*doc)["idle"], "idle");
+    if (!idle) return fail(idle.error());
+    config.idle = apply_overrides(config.idle, *idle);
+  }
   std::set<std::string> tenant_names;
   if (doc->contains("tenants")) {
     const json& tenants = (*doc)["tenants"];
@@ -117,9 +200,9 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
     for (size_t i = 0; i < tenants.size(); ++i) {
       const json& t = tenants[i];
       std::string where = fmt::format("tenants[{}]", i);
-      if (auto st = known_keys(
-              t, where,
-              {"name", "weight", "cohort", "quota", "borrowing_limit", "uid", "gid", "allow_root"});
+      if (auto st = known_keys(t, where,
+                               {"name", "weight", "cohort", "quota", "borrowing_limit", "uid",
+                                "gid", "allow_root", "idle"});
           !st.ok())
         return fail(st.error());
       TenantConfig tc;
@@ -149,6 +232,11 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
       }
       auto ids = tenant_ids(t, where, tc, config.tenants);
       if (!ids.ok()) return fail(ids.error());
+      if (t.contains("idle")) {
+        auto idle = idle_block(t["idle"], where + ".idle");
+        if (!idle) return fail(idle.error());
+        tc.idle = *idle;
+      }
       config.tenants.push_back(std::move(tc));
     }
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,21 @@
 #include "store/state_store.h"
 
 namespace gpucloud::server {
+
+/// When a running job's GPUs count as idle and how long they may stay idle before they are
+/// handed back (docs/interruptions.md, "Idle GPUs handed back").
+struct IdlePolicy {
+  int64_t timeout_ms = 2 * 3'600'000;  // the idle window; 0 = idle reclaim off
+  int threshold_pct = 5;               // a GPU below this utilisation is idle
+  int64_t max_timeout_ms = 0;          // the longest window a job may ask for; 0 = no maximum
+};
+
+/// A tenant's changes to the file's idle policy: the fields it sets.
+struct IdleOverrides {
+  std::optional<int64_t> timeout_ms;
+  std::optional<int> threshold_pct;
+  std::optional<int64_t> max_timeout_ms;
+};
 
 /// A tenant: a team or project that owns jobs.
 struct TenantConfig {
@@ -23,6 +39,7 @@ struct TenantConfig {
   int64_t uid = -1;
   int64_t gid = -1;
   bool allow_root = false;
+  IdleOverrides idle;
 };
 
 struct ServerFileConfig {
@@ -31,6 +48,10 @@ struct ServerFileConfig {
   /// Priority classes by name: the built-in low (0), normal (100) and high (1000), with the
   /// file's `priority_classes` added or overriding them.
   std::map<std::string, int> priority_classes = default_priority_classes();
+  IdlePolicy idle;  // the file's `idle`, for tenants that do not override it
+
+  /// The idle policy of a tenant's jobs: the file's, with the tenant's overrides.
+  IdlePolicy idle_policy_for(const std::string& tenant) const;
 
   static std::map<std::string, int> default_priority_classes() {
     return {{"low", 0}, {"normal", 100}, {"high", 1000}};
@@ -38,6 +59,12 @@ struct ServerFileConfig {
   /// The class's value, or an error naming the known classes.
   Result<int> priority_value(const std::string& name) const;
 };
+
+/// The idle window of a job under a policy, in ms (0: never reclaimed): the job's own
+/// idle_timeout when it sets one, else the policy's, never above the policy's maximum. Fails
+/// (kInvalidArgument, saying the limit) when the job asks for more than the maximum or for off
+/// while there is one.
+Result<int64_t> idle_window_for(const IdlePolicy& policy, int64_t job_idle_timeout_ms);
 
 /// Reads and validates a config file. Errors name the file, the entry and the fix, e.g.
 /// "gpucloud.yaml: tokens[1].role: 'root' is not admin or member".

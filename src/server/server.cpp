@@ -241,6 +241,7 @@ Result<int> Server::start() {
       s->loop_.run_after(1000, [s] {
         s->check_node_liveness();
         s->log_connection_pressure();
+        s->reclaim_idle_jobs();
         // A decision due without an event (queue policy las: a level crossing, a starving job).
         if (auto due = s->scheduler_->next_timed_decision();
             due && *due <= s->clock_.now_ms() && s->scheduler_->pending_count() > 0)

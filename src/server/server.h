@@ -92,6 +92,7 @@ class Server {
     std::map<std::string, int64_t> removed_at;  // key -> version at which it left the desired set
     std::map<std::string, int64_t> placed_at;  // key -> version at which it entered the desired set
     std::map<std::string, InterruptNotice> interrupts;  // key -> why it is being stopped
+    std::map<std::string, InterruptNotice> warnings;    // key -> the idle warning it was given
     std::vector<GpuReading> readings;                   // the GPUs' latest readings (not persisted)
     // Ids of the jobs that may have a replica here that has not exited: every job placed here
     // since, plus some that have left (jobs_on drops those), so a poll never walks every job.
@@ -166,6 +167,23 @@ class Server {
   std::vector<Job*> jobs_on(const std::string& node_id);
   void bump_node(const std::string& node_id);
   void check_node_liveness();
+
+  // Idle reclaim (server_idle.cpp)
+  /// How long each replica of a running job has had all its GPUs idle (0: busy), and whether
+  /// the job was warned. Not persisted: after a restart idleness is counted afresh.
+  struct IdleClock {
+    std::map<int, TimeMs> since_by_rank;
+    bool warned = false;
+  };
+  /// Updates the idle clocks of the jobs on a node from its latest GPU readings, and withdraws
+  /// the warning of a job whose GPUs are busy again.
+  void observe_idleness(const std::string& node_id);
+  /// Takes the job's idle warnings out of its nodes' poll answers; with tell_nodes, answers
+  /// their held polls so the agents remove the warning files now.
+  void withdraw_idle_warning(const Job& job, bool tell_nodes = true);
+  /// Once a second: warns the jobs idle for 80 % of their idle window and interrupts (cause
+  /// idle) those idle for all of it; they end idle-reclaimed.
+  void reclaim_idle_jobs();
 
   // Lifecycle (server_lifecycle.cpp)
   void schedule_soon();
@@ -249,6 +267,7 @@ class Server {
   TimeMs last_full_sync_ = 0;
   std::optional<std::vector<sched::NodeState>> node_builds_;  // see node_builds()
   std::unordered_map<std::string, NodeRuntime> runtime_;
+  std::unordered_map<std::string, IdleClock> idle_clocks_;  // by job id
   int64_t version_clock_ = 0;
   net::HttpServerStats logged_http_stats_;  // as of the last log_connection_pressure()
   TimeMs http_stats_logged_at_ = 0;

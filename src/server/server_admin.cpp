@@ -257,7 +257,7 @@ net::HttpResponse Server::node_action(const std::string& node, const std::string
     // re-queued once its replicas have had their interruption signal and grace period.
     for (Job* job_here : jobs_on(rec->id)) {
       Job& job = *job_here;
-      if (job.cancel_requested || !job.interrupt_reason.empty() || is_terminal(job.state)) continue;
+      if (stop_requested(job) || is_terminal(job.state)) continue;
       job.interrupt_reason = fmt::format("node {} is draining", rec->info.name);
       job.message = job.interrupt_reason;
       stop_replicas(job, interrupt_cause::kDrain, job.interrupt_reason);
@@ -349,7 +349,7 @@ net::HttpResponse Server::interrupt_node(store::NodeRecord& node, const std::str
   std::string why = fmt::format("spot notice for node {}: {}", node.info.name, reason);
   for (Job* job_here : jobs_on(node.id)) {
     Job& job = *job_here;
-    if (job.cancel_requested || !job.interrupt_reason.empty() || is_terminal(job.state) ||
+    if (stop_requested(job) || is_terminal(job.state) ||
         job.replicas.empty())
       continue;
     job.interrupt_reason = why;

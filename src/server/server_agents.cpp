@@ -239,7 +239,10 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
     rt.acked_seq = ev.seq;
   }
   rt.applied_version = poll->applied_version;
-  if (!poll->gpus.empty()) rt.readings = poll->gpus;
+  if (!poll->gpus.empty()) {
+    rt.readings = poll->gpus;
+    observe_idleness(node.id);
+  }
   reconcile_running(node.id, *poll, batch);
   (void)commit(batch);
   // What the events freed is placed now, so this answer already carries the new allocations
@@ -326,7 +329,7 @@ void Server::leave_node(store::NodeRecord& node, const PollRequest& poll,
     // wait for this answer) and re-queued at once when their replicas have stopped.
     for (Job* job_here : jobs_on(node.id)) {
       Job& job = *job_here;
-      if (job.cancel_requested || !job.interrupt_reason.empty() || is_terminal(job.state) ||
+      if (stop_requested(job) || is_terminal(job.state) ||
           job.replicas.empty())
         continue;
       job.interrupt_reason =
@@ -451,6 +454,7 @@ net::HttpResponse Server::poll_response(const std::string& node_id,
   r.allocations = desired_for(node_id);
   r.log_offsets = log_offsets;
   r.interrupts = rt.interrupts;
+  r.warnings = rt.warnings;
   return json_response(200, poll_response_to_json(r));
 }
 

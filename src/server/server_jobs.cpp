@@ -43,6 +43,10 @@ net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principa
     return error_response({ErrorCode::kPermissionDenied,
                            fmt::format("tenant: token '{}' may not submit jobs for tenant '{}'",
                                        who.name, spec->tenant)});
+  if (auto window =
+          idle_window_for(file_config_.idle_policy_for(spec->tenant), spec->idle_timeout_ms);
+      !window)
+    return error_response(window.error());
   TimeMs now = clock_.now_ms();
   Job job;
   job.id = ids_.next(now);

@@ -245,7 +245,7 @@ void Server::preempt(const std::vector<sched::Preemption>& preemptions, store::W
     auto it = jobs_.find(p.job_id);
     if (it == jobs_.end()) continue;
     Job& job = it->second;
-    if (job.replicas.empty() || job.cancel_requested || !job.interrupt_reason.empty()) continue;
+    if (job.replicas.empty() || stop_requested(job)) continue;
     job.interrupt_reason = p.reason;
     job.message = fmt::format("{}; stopping (grace period {})", p.reason,
                               format_duration_ms(job.spec.grace_period_ms));
@@ -345,6 +345,7 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
         fmt::format("attempt {} {}; re-queued as attempt {}", job.attempt, why, job.attempt + 1);
     job.attempt += 1;
     job.replicas.clear();
+    job.idle_since = 0;
     job.state = JobState::kPending;
     job.started_at = 0;
     job.exit_code.reset();
@@ -354,7 +355,11 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
     schedule_soon();
   };
   int first_code = job.replicas.empty() ? 0 : job.replicas.front().exit_code.value_or(0);
-  if (!job.cancel_requested && !job.interrupt_reason.empty()) {
+  if (!job.reclaim_reason.empty()) {
+    end_job(job, JobState::kIdleReclaimed,
+            job.replicas.empty() ? std::nullopt : job.replicas.front().exit_code,
+            "idle-reclaimed: " + job.reclaim_reason, batch);
+  } else if (!job.cancel_requested && !job.interrupt_reason.empty()) {
     std::string why = job.interrupt_reason;
     job.interrupt_reason.clear();
     job.interruptions += 1;
@@ -395,6 +400,7 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
 }
 
 void Server::forget_attempt(const Job& job) {
+  idle_clocks_.erase(job.id);
   for (const auto& r : job.replicas) {
     std::string key = replica_key(job.id, job.attempt, r.rank);
     logs_.wake(key);  // followers see the end
@@ -403,6 +409,7 @@ void Server::forget_attempt(const Job& job) {
       it->second.placed_at.erase(key);
       it->second.removed_at.erase(key);
       it->second.interrupts.erase(key);
+      it->second.warnings.erase(key);
     }
   }
 }
@@ -414,6 +421,7 @@ void Server::end_job(Job& job, JobState state, std::optional<int> exit_code, std
   if (!message.empty()) job.message = std::move(message);
   job.finished_at = clock_.now_ms();
   job.pending_reason.clear();
+  job.idle_since = 0;
   record_attempt(job, std::string(to_string(state)) +
                           (exit_code ? fmt::format(" (exit code {})", *exit_code) : ""));
   batch.jobs.push_back(job);

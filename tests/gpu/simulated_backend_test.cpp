@@ -155,6 +155,27 @@ TEST(SimulatedBackend, TelemetryIsIdleAndVersionsAreEmpty) {
   EXPECT_EQ((*readings)[2].power_w, 10);
 }
 
+TEST(SimulatedBackend, UtilisationIsTheLoadOfTheProcessesBoundToEachGpu) {
+  GpuBackendConfig config;
+  config.sim_spec = "2xA100-80GB";
+  config.sim_node_name = "n";
+  auto backend = SimulatedBackend::create(config);
+  ASSERT_TRUE(backend.ok()) << backend.error().message;
+  EXPECT_TRUE((*backend)->utilization_from_processes());
+  (*backend)->set_process_load({{1, 100}});
+  auto busy = (*backend)->telemetry();
+  ASSERT_TRUE(busy.ok());
+  EXPECT_EQ((*busy)[0].utilization_pct, 0);
+  EXPECT_EQ((*busy)[1].utilization_pct, 100);
+  EXPECT_GT((*busy)[1].power_w, (*busy)[0].power_w);
+  EXPECT_GT((*busy)[1].temperature_c, (*busy)[0].temperature_c);
+  (*backend)->set_process_load({});  // the job ended or sleeps
+  auto idle = (*backend)->telemetry();
+  ASSERT_TRUE(idle.ok());
+  EXPECT_EQ((*idle)[1].utilization_pct, 0);
+  EXPECT_EQ((*idle)[1].power_w, (*idle)[0].power_w);
+}
+
 TEST(SimulatedBackend, NoNodeNameMeansTheHostname) {
   char host[256] = {};
   ASSERT_EQ(gethostname(host, sizeof host - 1), 0);

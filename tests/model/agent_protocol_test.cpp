@@ -195,6 +195,23 @@ TEST(Allocation, CarriesTheJobsUserAndReadsOlderServers) {
   EXPECT_FALSE(allocation_from_json(old).ok());
 }
 
+TEST(PollResponse, CarriesIdleWarningsApartFromInterruptions) {
+  PollResponse r;
+  r.warnings["abcd.1.0"] = {interrupt_cause::kIdle, 1'800'000'000'000, "warning: idle for 1h36m"};
+  json j = poll_response_to_json(r);
+  EXPECT_FALSE(j.contains("interrupts"));
+  auto back = poll_response_from_json(json::parse(j.dump()));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_TRUE(back->interrupts.empty());
+  ASSERT_EQ(back->warnings.count("abcd.1.0"), 1u);
+  EXPECT_EQ(back->warnings["abcd.1.0"].cause, "idle");
+  EXPECT_EQ(back->warnings["abcd.1.0"].deadline_ms, 1'800'000'000'000);
+  j["warnings"] = json::array();
+  auto bad = poll_response_from_json(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("warnings must map"), std::string::npos);
+}
+
 TEST(PollResponse, RejectsAMalformedAllocation) {
   PollResponse r;
   r.allocations = {sample_allocation()};

@@ -342,3 +342,30 @@ TEST(IsValidUtf8, AcceptsUtf8AndRejectsBrokenSequences) {
 
 }  // namespace
 }  // namespace gpucloud
+
+namespace gpucloud {
+namespace {
+
+TEST(JobSpecIdleTimeout, IsAWindowOrOffAndRoundTrips) {
+  json j = {{"command", {"python", "train.py"}}, {"idle_timeout", "30m"}};
+  EXPECT_EQ(parse(j).idle_timeout_ms, 30 * 60'000);
+  j["idle_timeout"] = "off";
+  JobSpec off = parse(j);
+  EXPECT_EQ(off.idle_timeout_ms, kIdleTimeoutOff);
+  EXPECT_EQ(job_spec_to_json(off)["idle_timeout"], "off");
+  EXPECT_EQ(parse(job_spec_to_json(off)).idle_timeout_ms, kIdleTimeoutOff);
+  JobSpec unset = parse({{"command", {"true"}}});
+  EXPECT_EQ(unset.idle_timeout_ms, 0);
+  EXPECT_FALSE(job_spec_to_json(unset).contains("idle_timeout"));
+}
+
+TEST(JobSpecIdleTimeout, RefusesNegativeTinyAndAbsurdWindows) {
+  EXPECT_TRUE(contains(rejected("idle_timeout", "-5s"), "-5s"));
+  EXPECT_TRUE(contains(rejected("idle_timeout", -5), "negative"));
+  EXPECT_TRUE(contains(rejected("idle_timeout", "500ms"), "outside 1s..30d"));
+  EXPECT_TRUE(contains(rejected("idle_timeout", "31d"), "outside 1s..30d"));
+  EXPECT_TRUE(contains(rejected("idle_timeout", true), "duration"));
+}
+
+}  // namespace
+}  // namespace gpucloud

@@ -95,11 +95,18 @@ Result<std::vector<GpuTelemetry>> SimulatedBackend::telemetry() {
   for (const auto& gpu : gpus_) {
     GpuTelemetry t;
     t.index = gpu.index;
-    t.temperature_c = 30;
-    t.power_w = idle_power_w_[gpu.index];
+    auto load = load_pct_.find(gpu.index);
+    t.utilization_pct = load == load_pct_.end() ? 0 : std::clamp(load->second, 0, 100);
+    // A plausible rise with load: up to 40 C more and three times the idle power at 100 %.
+    t.temperature_c = 30 + t.utilization_pct * 40 / 100;
+    t.power_w = idle_power_w_[gpu.index] * (100 + 2 * t.utilization_pct) / 100;
     out.push_back(t);
   }
   return out;
+}
+
+void SimulatedBackend::set_process_load(const std::map<int, int>& load_pct_by_index) {
+  load_pct_ = load_pct_by_index;
 }
 
 }  // namespace gpucloud::gpu

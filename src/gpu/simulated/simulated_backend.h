@@ -10,7 +10,10 @@
 //   models PCIe only; the first half of the GPUs is on NUMA node 0, the second half on node 1.
 // - UUIDs and PCI bus ids are deterministic: the same node name and spec give the same UUIDs,
 //   two node names give different ones.
-// - Telemetry is constant: 0 % busy, no memory used, 30 C, the model's idle power.
+// - Utilisation is the load of the processes bound to each GPU (CPU time over wall time, as
+//   the agent reports it): a busy loop reads as a busy GPU, `sleep` as an idle one, so idle
+//   reclaim can be tried without GPUs. Memory used stays 0; temperature and power follow the
+//   utilisation (30 C and the model's idle power when idle).
 #pragma once
 
 #include <memory>
@@ -33,8 +36,12 @@ class SimulatedBackend : public GpuBackend {
   std::string kind() const override { return "simulated"; }
   /// The GPUs of the spec, with their made-up topology.
   Result<std::vector<Gpu>> discover() override { return gpus_; }
-  /// Idle readings of every GPU.
+  /// Readings of every GPU, busy as its processes' load.
   Result<std::vector<GpuTelemetry>> telemetry() override;
+  /// True: utilisation is its processes' load.
+  bool utilization_from_processes() const override { return true; }
+  /// Keeps each GPU's load for the next telemetry().
+  void set_process_load(const std::map<int, int>& load_pct_by_index) override;
   /// "": there is no driver.
   std::string driver_version() const override { return ""; }
   /// "": there is no driver.
@@ -52,6 +59,7 @@ class SimulatedBackend : public GpuBackend {
   std::string node_name_;
   std::vector<Gpu> gpus_;
   std::vector<int> idle_power_w_;
+  std::map<int, int> load_pct_;  // by GPU index
 };
 
 }  // namespace gpucloud::gpu
