@@ -160,6 +160,11 @@ int run_cli(int argc, char** argv) {
   show_cmd->add_option("job", id, "job id or a unique prefix")->required();
   show_cmd->add_flag("--json", as_json, "print the job's JSON");
   show_cmd->callback([&] { code = cmd_show(id, as_json); });
+  auto* events_cmd = app.add_subcommand(
+      "events", "a job's events with their times: placements, starts, interruptions, exits");
+  events_cmd->add_option("job", id, "job id or a unique prefix")->required();
+  events_cmd->add_flag("--json", as_json, "print them as JSON");
+  events_cmd->callback([&] { code = cmd_events(id, as_json); });
 
   bool follow = false;
   int rank = 0;

@@ -138,6 +138,9 @@ int cmd_run(const RunOptions& o);
 int cmd_submit(const std::string& file, bool wait);
 int cmd_ps(bool all, bool json);
 int cmd_show(const std::string& id, bool json);
+/// `gpucloud events JOB`: every step of the job (submitted, placed, running, interrupt,
+/// exited, requeued, ended, ...) with its time, oldest first.
+int cmd_events(const std::string& id, bool json);
 int cmd_logs(const std::string& id, bool follow, int rank);
 int cmd_cancel(const std::string& id);
 /// `gpucloud node interrupt NODE --in D [--reason TEXT]`: a spot notice (docs/interruptions.md).

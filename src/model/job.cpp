@@ -51,6 +51,11 @@ bool replica_failed(const ReplicaAssignment& r) {
          (r.lost || r.exit_code.value_or(0) != 0 || r.end_reason == "max_runtime");
 }
 
+void add_job_event(Job& job, TimeMs at, std::string type, std::string message) {
+  if (job.events.size() >= kMaxJobEvents) job.events.erase(job.events.begin() + 1);
+  job.events.push_back({at, std::move(type), std::move(message)});
+}
+
 bool stop_requested(const Job& job) {
   return job.cancel_requested || !job.interrupt_reason.empty() || !job.reclaim_reason.empty();
 }
@@ -103,6 +108,10 @@ json job_to_json(const Job& job) {
                         {"checkpoint_at_ms", a.checkpoint_at},
                         {"checkpoint_bytes", a.checkpoint_bytes},
                         {"gpu_seconds_lost", a.gpu_seconds_lost}});
+  json events = json::array();
+  for (const auto& e : job.events)
+    events.push_back(
+        {{"at", time_or_null(e.at)}, {"at_ms", e.at}, {"type", e.type}, {"message", e.message}});
   return {{"id", job.id},
           {"name", job.spec.name},
           {"tenant", job.spec.tenant},
@@ -126,6 +135,7 @@ json job_to_json(const Job& job) {
           {"attained_gpu_ms", job.attained_gpu_ms},
           {"idle_since_ms", job.idle_since},
           {"attempts", attempts},
+          {"events", events},
           {"submitted_by", job.submitted_by},
           {"spec", job_spec_to_json(job.spec)}};
 }
@@ -191,6 +201,9 @@ Result<Job> job_from_json(const json& j) {
       a.gpu_seconds_lost = r.value("gpu_seconds_lost", 0.0);
       job.attempts.push_back(std::move(a));
     }
+    for (const auto& e : j.value("events", json::array()))
+      job.events.push_back({e.at("at_ms").get<TimeMs>(), e.at("type").get<std::string>(),
+                            e.at("message").get<std::string>()});
     return job;
   } catch (const json::exception& e) {
     return internal(std::string("stored job record is malformed: ") + e.what());

@@ -70,6 +70,18 @@ struct AttemptRecord {
   double gpu_seconds_lost = 0;        // interrupted: GPU time since its last checkpoint (or start)
 };
 
+/// One step in a job's life with its time, as `gpucloud events JOB` lists it. Types:
+/// submitted, placed, running, interrupt, stop, idle-warning, idle-warning-withdrawn, exited,
+/// requeued, cancel-requested, ended.
+struct JobEvent {
+  TimeMs at = 0;
+  std::string type;
+  std::string message;
+};
+
+/// Events a job record keeps: the first (submitted) and the newest.
+inline constexpr size_t kMaxJobEvents = 200;
+
 /// Attempts a job record keeps (the oldest are dropped beyond this).
 inline constexpr size_t kMaxAttemptRecords = 100;
 
@@ -102,8 +114,12 @@ struct Job {
   // readings, not persisted (written with the job, not read back).
   TimeMs idle_since = 0;
   std::vector<AttemptRecord> attempts;  // ended attempts, oldest first
+  std::vector<JobEvent> events;         // oldest first; see add_job_event
   std::string submitted_by;             // the token's name
 };
+
+/// Appends an event to the job's list; beyond kMaxJobEvents the oldest after the first go.
+void add_job_event(Job& job, TimeMs at, std::string type, std::string message);
 
 /// Whether a replica ended in a way that fails its attempt: lost, a non-zero exit, or stopped
 /// for exceeding max_runtime (even if it then exited 0).

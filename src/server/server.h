@@ -177,7 +177,7 @@ class Server {
   };
   /// Updates the idle clocks of the jobs on a node from its latest GPU readings, and withdraws
   /// the warning of a job whose GPUs are busy again.
-  void observe_idleness(const std::string& node_id);
+  void observe_idleness(const std::string& node_id, store::WriteBatch& batch);
   /// Takes the job's idle warnings out of its nodes' poll answers; with tell_nodes, answers
   /// their held polls so the agents remove the warning files now.
   void withdraw_idle_warning(const Job& job, bool tell_nodes = true);

@@ -241,7 +241,7 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
   rt.applied_version = poll->applied_version;
   if (!poll->gpus.empty()) {
     rt.readings = poll->gpus;
-    observe_idleness(node.id);
+    observe_idleness(node.id, batch);
   }
   reconcile_running(node.id, *poll, batch);
   (void)commit(batch);
@@ -295,6 +295,8 @@ void Server::apply_event(const std::string& node_id, const ReplicaEvent& ev,
       job.state = JobState::kRunning;
       job.started_at = ev.at ? ev.at : clock_.now_ms();
       job.pending_reason.clear();
+      add_job_event(job, job.started_at, "running",
+                    fmt::format("attempt {}: every replica has started", job.attempt));
     }
     batch.jobs.push_back(job);
   } else if (ev.type == "exited") {
@@ -310,6 +312,19 @@ void Server::apply_event(const std::string& node_id, const ReplicaEvent& ev,
     replica.checkpoint_at = ev.checkpoint_at;
     replica.checkpoint_bytes = ev.checkpoint_bytes;
     replica.interrupt_cause = ev.interrupt_cause;
+    std::string end = ev.lost
+                          ? "lost" + (ev.message.empty() ? "" : ": " + ev.message)
+                          : fmt::format("exit code {}{}", replica.exit_code.value_or(0),
+                                        replica.message.empty() ||
+                                                replica.message.rfind("exited with code", 0) == 0
+                                            ? ""
+                                            : " (" + replica.message + ")");
+    std::string checkpoint =
+        ev.checkpoint_at > 0 ? fmt::format("; last checkpoint {} bytes at {}", ev.checkpoint_bytes,
+                                           format_time_iso(ev.checkpoint_at))
+                             : "";
+    add_job_event(job, ev.at ? ev.at : clock_.now_ms(), "exited",
+                  fmt::format("rank {} on {}: {}{}", rank, replica.node_name, end, checkpoint));
     if (job.started_at == 0) job.started_at = ev.at ? ev.at : clock_.now_ms();
     logs_.wake(ev.key);
     settle_attempt(job, batch);
@@ -329,9 +344,7 @@ void Server::leave_node(store::NodeRecord& node, const PollRequest& poll,
     // wait for this answer) and re-queued at once when their replicas have stopped.
     for (Job* job_here : jobs_on(node.id)) {
       Job& job = *job_here;
-      if (stop_requested(job) || is_terminal(job.state) ||
-          job.replicas.empty())
-        continue;
+      if (stop_requested(job) || is_terminal(job.state) || job.replicas.empty()) continue;
       job.interrupt_reason =
           fmt::format("node {} is leaving (its agent was stopped)", node.info.name);
       job.message = job.interrupt_reason;

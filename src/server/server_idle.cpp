@@ -16,7 +16,7 @@ constexpr double kWarnAt = 0.8;
 
 }  // namespace
 
-void Server::observe_idleness(const std::string& node_id) {
+void Server::observe_idleness(const std::string& node_id, store::WriteBatch& batch) {
   auto rt = runtime_.find(node_id);
   if (rt == runtime_.end() || rt->second.readings.empty()) return;
   std::map<int, int> utilization;  // GPU index -> %
@@ -50,6 +50,9 @@ void Server::observe_idleness(const std::string& node_id) {
     if (since == 0 && clock.warned) {
       clock.warned = false;
       spdlog::info("job {}: its GPUs are busy again; the idle warning is withdrawn", job->id);
+      add_job_event(*job, now, "idle-warning-withdrawn", "its GPUs are busy again");
+      job->message = "its GPUs are busy again; the idle warning is withdrawn";
+      batch.jobs.push_back(*job);
       withdraw_idle_warning(*job);
     }
   }
@@ -108,6 +111,7 @@ void Server::reclaim_idle_jobs() {
                       "window {}) and its GPUs are handed back",
                       idle_text, format_time_iso(stop_at), format_duration_ms(window_ms))};
       job.message = notice.message;
+      add_job_event(job, now, "idle-warning", notice.message);
       spdlog::info("job {}: {}", job.id, notice.message);
       for (const auto& r : job.replicas) {
         if (r.state == ReplicaState::kExited) continue;

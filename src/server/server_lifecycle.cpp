@@ -227,6 +227,14 @@ void Server::run_scheduler() {
     std::string where;
     for (const auto& n : names) where += (where.empty() ? "" : ", ") + n;
     job.pending_reason = "starting on " + where;
+    std::string gpus;
+    for (const auto& r : job.replicas)
+      for (const auto& g : r.gpus)
+        gpus += fmt::format("{}{}:{}{}", gpus.empty() ? "" : " ", r.node_name, g.index,
+                            g.milli < 1000 ? fmt::format("({}m)", g.milli) : "");
+    add_job_event(job, clock_.now_ms(), "placed",
+                  fmt::format("attempt {} on {}{}", job.attempt, where,
+                              gpus.empty() ? "" : "; GPUs " + gpus));
     batch.jobs.push_back(job);
   }
   for (const auto& p : plan.pending)
@@ -263,6 +271,10 @@ void Server::stop_replicas(Job& job, const std::string& cause, const std::string
     if (r.state != ReplicaState::kExited) nodes.insert(r.node_id);
   InterruptNotice notice{
       cause, deadline_ms > 0 ? deadline_ms : clock_.now_ms() + job.spec.grace_period_ms, why};
+  if (!nodes.empty())
+    add_job_event(job, clock_.now_ms(), cause.empty() ? "stop" : "interrupt",
+                  fmt::format("{}{}SIGTERM now, SIGKILL at {}", cause.empty() ? "" : cause + ": ",
+                              why.empty() ? "" : why + "; ", format_time_iso(notice.deadline_ms)));
   for (const auto& node_id : nodes) {
     auto& rt = runtime_[node_id];
     for (const auto& r : job.replicas)
@@ -350,6 +362,7 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
     job.started_at = 0;
     job.exit_code.reset();
     job.pending_reason = "re-queued after " + why;
+    add_job_event(job, clock_.now_ms(), "requeued", job.message);
     batch.jobs.push_back(job);
     batch.audit.push_back({clock_.now_ms(), "server", "job.requeue", job.id, job.message});
     schedule_soon();
@@ -358,7 +371,7 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
   if (!job.reclaim_reason.empty()) {
     end_job(job, JobState::kIdleReclaimed,
             job.replicas.empty() ? std::nullopt : job.replicas.front().exit_code,
-            "idle-reclaimed: " + job.reclaim_reason, batch);
+            job.reclaim_reason, batch);
   } else if (!job.cancel_requested && !job.interrupt_reason.empty()) {
     std::string why = job.interrupt_reason;
     job.interrupt_reason.clear();
@@ -422,6 +435,10 @@ void Server::end_job(Job& job, JobState state, std::optional<int> exit_code, std
   job.finished_at = clock_.now_ms();
   job.pending_reason.clear();
   job.idle_since = 0;
+  add_job_event(job, job.finished_at, "ended",
+                std::string(to_string(state)) +
+                    (exit_code ? fmt::format(" (exit code {})", *exit_code) : "") +
+                    (job.message.empty() ? "" : ": " + job.message));
   record_attempt(job, std::string(to_string(state)) +
                           (exit_code ? fmt::format(" (exit code {})", *exit_code) : ""));
   batch.jobs.push_back(job);

@@ -64,6 +64,17 @@ TEST(DevIdle, ASleepingJobIsWarnedThenReclaimedWhileABusyOneIsNeverTouched) {
   EXPECT_LT(warned, term) << "the warning comes before the stop:\n" << log;
   EXPECT_NE(log.find("\"cause\":\"idle\""), std::string::npos) << log;
   EXPECT_NE(log.find("warning:"), std::string::npos) << log;
+  // Each step, with its time: `gpucloud events` and the job's `events`.
+  std::vector<std::string> types;
+  for (const auto& e : done["events"]) types.push_back(e["type"]);
+  std::vector<std::string> want = {"submitted", "placed", "running", "idle-warning",
+                                   "interrupt", "exited", "ended"};
+  EXPECT_EQ(types, want) << done["events"].dump(2);
+  auto events = cluster.cli({"events", sleeper});
+  EXPECT_EQ(events.exit_code, 0) << events.err;
+  EXPECT_NE(events.out.find("idle-warning"), std::string::npos) << events.out;
+  EXPECT_NE(events.out.find("idle: stopping"), std::string::npos) << events.out;
+  EXPECT_NE(events.out.find("idle-reclaimed"), std::string::npos) << events.out;
   // `run --wait` style exit: a reclaimed job is not a success.
   EXPECT_EQ(cluster.cli({"show", sleeper}).out.find("state:         succeeded"), std::string::npos);
 
