@@ -133,6 +133,9 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_option("--tenant", run.tenant, "tenant to run as");
   run_cmd->add_option("--priority", run.priority, "low | normal | high");
   run_cmd->add_option("--capacity-class", run.capacity_class, "on-demand | spot | any");
+  run_cmd->add_option("--max-price", run.max_price,
+                      "the most the job pays per GPU-hour, in USD (e.g. 2.50); nodes whose price "
+                      "is higher are not used for it");
   run_cmd->add_flag("--wait", run.wait,
                     "wait for the end; exit with the job's exit code (75 when lost)");
   run_cmd->add_option("command", run.command, "the command and its arguments, after --");

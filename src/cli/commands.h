@@ -20,6 +20,7 @@ struct RunOptions {
   std::string gpus, gpu_type, gpu_milli, gpu_memory, cpus, mem, replicas, name, workdir,
       max_runtime, expected_runtime, restart, grace;
   std::string tenant, priority, capacity_class;
+  std::string max_price;  // USD per GPU-hour; "" = no limit
   std::vector<std::string> env, selector, command;
   bool wait = false;
 };
