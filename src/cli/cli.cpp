@@ -106,6 +106,11 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   add_queue_policy_flags(dev_cmd, dev.queue);
   add_connection_limits(dev_cmd, dev.max_connections, dev.max_connections_per_source);
+  add_spot_flags(dev_cmd, dev.spot, true);
+  dev_cmd
+      ->add_option("--spot-nodes", dev.spot_nodes,
+                   "label the last N nodes capacity-class=spot (the others are on-demand)")
+      ->capture_default_str();
   dev_cmd->callback([&] { code = cmd_dev(dev); });
 
   RunOptions run;
@@ -264,6 +269,7 @@ int run_cli(int argc, char** argv) {
                         "absolute path of the jobs' checkpoint directories (default "
                         "<data-dir>/checkpoints); a path all nodes share lets jobs resume on "
                         "any node (docs/interruptions.md)");
+  add_spot_flags(agent_cmd, agent.spot, false);
   agent_cmd->callback([&] { code = cmd_agent(agent); });
 
   std::string token_role, token_ttl;
