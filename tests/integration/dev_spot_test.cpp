@@ -38,7 +38,7 @@ TEST(DevSpot, ANoticeFromTheSpotNoticeCommandTakesTheNodeAndTheJobResumesElsewhe
   std::string first = cluster.job(job)["replicas"][0]["node"];
   {
     std::ofstream(notices.path() + "/" + first + ".tmp")
-        << R"({"in_seconds": 3, "reason": "capacity rebalance (test)"})";
+        << R"js({"in_seconds": 3, "reason": "capacity rebalance (test)"})js";
   }
   std::rename((notices.path() + "/" + first + ".tmp").c_str(),
               (notices.path() + "/" + first).c_str());

@@ -10,6 +10,7 @@
 namespace gpucloud::sched {
 namespace {
 
+using namespace testing;
 using ::testing::HasSubstr;
 
 std::unique_ptr<Scheduler> make() {
