@@ -141,18 +141,19 @@ Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Cl
   info.address = config.advertise_address;
   info.price_per_hour = config.price_per_hour;
   if (!config.spot_notice_command.empty()) {
-    agent->spot_source_ = command_spot_notices(config.spot_notice_command,
-                                               config.spot_notice_interval_ms, info.name);
+    agent->spot_source_ =
+        command_spot_notices(config.spot_notice_command, config.spot_notice_interval_ms, info.name);
   } else if (config.sim_spot_interrupt_rate > 0) {
     auto cls = info.labels.find("capacity-class");
     if (cls != info.labels.end() && cls->second == "spot")
-      agent->spot_source_ = simulated_spot_notices(
-          config.sim_spot_interrupt_rate, config.sim_spot_notice_ms,
-          config.sim_seed ? config.sim_seed : seed_from_name(info.name));
+      agent->spot_source_ =
+          simulated_spot_notices(config.sim_spot_interrupt_rate, config.sim_spot_notice_ms,
+                                 config.sim_seed ? config.sim_seed : seed_from_name(info.name));
     else
-      spdlog::info("agent {}: --sim-spot-interrupt-rate applies only to nodes labelled "
-                   "capacity-class=spot; this one is not",
-                   info.name);
+      spdlog::info(
+          "agent {}: --sim-spot-interrupt-rate applies only to nodes labelled "
+          "capacity-class=spot; this one is not",
+          info.name);
   }
   if (info.gpu_backend == "simulated") {
     int64_t n = std::max<int64_t>(1, static_cast<int64_t>(info.gpus.size()));

@@ -76,8 +76,9 @@ Result<SpotNotice> parse_spot_notice_output(std::string_view output, TimeMs now)
         "deadline_ms");
   }
   if (notice.deadline_ms > now + kMaxSpotNoticeAheadMs)
-    return invalid(fmt::format("spot notice: the deadline is {} s ahead; a notice gives at most {} s",
-                               (notice.deadline_ms - now) / 1000, kMaxSpotNoticeAheadMs / 1000));
+    return invalid(
+        fmt::format("spot notice: the deadline is {} s ahead; a notice gives at most {} s",
+                    (notice.deadline_ms - now) / 1000, kMaxSpotNoticeAheadMs / 1000));
   notice.deadline_ms = std::max(notice.deadline_ms, now);  // already passed: now
   if (j.contains("reason")) {
     if (!j["reason"].is_string() || j["reason"].get<std::string>().size() > 256)
@@ -176,7 +177,9 @@ Result<BoundedRun> run_bounded(const std::vector<std::string>& argv,
       run.timed_out = true;
       break;
     }
-    struct pollfd p {fds[0], POLLIN, 0};
+    struct pollfd p {
+      fds[0], POLLIN, 0
+    };
     int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
     if (n < 0 && errno != EINTR) break;
     if (n <= 0) continue;
@@ -220,8 +223,8 @@ class CommandSpotNotices : public SpotNoticeSource {
 
   std::optional<SpotNotice> check(TimeMs now) override {
     int64_t timeout = std::clamp<int64_t>(interval_ms_, 1000, 30'000);
-    auto run = run_bounded(argv_, {{"GPUCLOUD_NODE_NAME", node_name_}}, timeout,
-                           kMaxSpotNoticeOutput);
+    auto run =
+        run_bounded(argv_, {{"GPUCLOUD_NODE_NAME", node_name_}}, timeout, kMaxSpotNoticeOutput);
     if (!run) {
       spdlog::warn("agent {}: --spot-notice-command: {}", node_name_, run.error().message);
       return std::nullopt;
@@ -239,9 +242,10 @@ class CommandSpotNotices : public SpotNoticeSource {
     if (run->exit_code != 0) return std::nullopt;  // no notice
     auto notice = parse_spot_notice_output(run->out, now);
     if (!notice) {
-      spdlog::warn("agent {}: --spot-notice-command {} exited 0 with output that is not a notice "
-                   "({}); taken as no notice",
-                   node_name_, argv_[0], notice.error().message);
+      spdlog::warn(
+          "agent {}: --spot-notice-command {} exited 0 with output that is not a notice "
+          "({}); taken as no notice",
+          node_name_, argv_[0], notice.error().message);
       return std::nullopt;
     }
     if (notice->reason.empty()) notice->reason = "the provider reclaims this spot node";

@@ -145,9 +145,9 @@ Result<double> parse_max_price(const std::string& text) {
     used = 0;
   }
   if (used == 0 || used != text.size() || !valid_max_price(value))
-    return invalid(fmt::format(
-        "--max-price '{}' must be USD per GPU-hour above 0 and at most {:g}, e.g. 2.50",
-        text.substr(0, 64), kMaxPricePerGpuHour));
+    return invalid(
+        fmt::format("--max-price '{}' must be USD per GPU-hour above 0 and at most {:g}, e.g. 2.50",
+                    text.substr(0, 64), kMaxPricePerGpuHour));
   return value;
 }
 

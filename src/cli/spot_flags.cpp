@@ -95,8 +95,8 @@ Status apply_spot_flags(const SpotFlags& flags, int index, int nodes, agent::Age
   if (!flags.price_per_hour.empty()) {
     auto prices = split_commas(flags.price_per_hour);
     if (prices.size() > static_cast<size_t>(std::max(nodes, 1)))
-      return invalid(fmt::format("--price-per-hour: {} prices for {} node(s)", prices.size(),
-                                 nodes));
+      return invalid(
+          fmt::format("--price-per-hour: {} prices for {} node(s)", prices.size(), nodes));
     const std::string& text = prices[std::min<size_t>(index, prices.size() - 1)];
     double price = 0;
     if (!parse_number(text, price) || !valid_node_price_per_hour(price))

@@ -325,8 +325,8 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       spec.capacity_class = *c;
     } else if (key == "max_price") {
       if (!v.is_number())
-        return field_error(
-            key, fmt::format("expected USD per GPU-hour like 2.5, got {}", describe(v)));
+        return field_error(key,
+                           fmt::format("expected USD per GPU-hour like 2.5, got {}", describe(v)));
       spec.max_price = v.get<double>();
       if (!valid_max_price(spec.max_price))
         return field_error(key, fmt::format("{} must be above 0 and at most {} USD per GPU-hour",
@@ -363,7 +363,8 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       return invalid(fmt::format(
           "{}: unknown field; a job spec has name, command, replicas, gpus, gpu_model, gpu_milli, "
           "gpu_memory, cpus, memory, tenant, priority, capacity_class, max_price, node_selector, "
-          "max_runtime, expected_runtime, restart, grace_period, env, workdir (see docs/jobspec.md)",
+          "max_runtime, expected_runtime, restart, grace_period, env, workdir (see "
+          "docs/jobspec.md)",
           key.size() > 64 ? key.substr(0, 64) + "..." : key));
     }
   }

@@ -31,15 +31,15 @@ json node_info_to_json(const NodeInfo& n) {
   json gpus = json::array();
   for (const auto& g : n.gpus) gpus.push_back(gpu_to_json(g));
   json j = {{"name", n.name},
-          {"hostname", n.hostname},
-          {"gpus", gpus},
-          {"cpu_milli", n.cpu_milli},
-          {"memory_mib", n.memory_mib},
-          {"labels", n.labels},
-          {"gpu_backend", n.gpu_backend},
-          {"driver_version", n.driver_version},
-          {"cuda_version", n.cuda_version},
-          {"address", n.address}};
+            {"hostname", n.hostname},
+            {"gpus", gpus},
+            {"cpu_milli", n.cpu_milli},
+            {"memory_mib", n.memory_mib},
+            {"labels", n.labels},
+            {"gpu_backend", n.gpu_backend},
+            {"driver_version", n.driver_version},
+            {"cuda_version", n.cuda_version},
+            {"address", n.address}};
   if (n.price_per_hour >= 0) j["price_per_hour"] = n.price_per_hour;
   return j;
 }

@@ -20,11 +20,10 @@ std::string fingerprint(const NodeState& n) {
 }
 
 std::string fingerprint(const JobRequest& r) {
-  std::string f =
-      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|", r.tenant, r.replicas, r.gpus,
-                  r.gpu_milli, r.gpu_memory_mib, r.gpu_model, r.cpu_milli, r.memory_mib,
-                  static_cast<int>(r.capacity_class), r.priority, r.created_at, r.max_runtime_ms,
-                  r.max_price);
+  std::string f = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|", r.tenant, r.replicas,
+                              r.gpus, r.gpu_milli, r.gpu_memory_mib, r.gpu_model, r.cpu_milli,
+                              r.memory_mib, static_cast<int>(r.capacity_class), r.priority,
+                              r.created_at, r.max_runtime_ms, r.max_price);
   for (const auto& [k, v] : r.node_selector) f += k + "=" + v + ",";
   return f;
 }

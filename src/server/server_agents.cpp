@@ -216,10 +216,10 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
       node.state != "gone" && node.state != "left") {
     // The agent saw its provider's notice (docs/interruptions.md, "Spot notices"): the same as
     // `gpucloud node interrupt`. The answer's node_state tells the agent it was acted on.
-    std::string reason =
-        poll->spot_notice.reason.empty() ? "the provider reclaims this spot node" : poll->spot_notice.reason;
-    begin_spot_interruption(node, poll->spot_notice.deadline_ms, reason,
-                            "agent " + node.info.name, batch);
+    std::string reason = poll->spot_notice.reason.empty() ? "the provider reclaims this spot node"
+                                                          : poll->spot_notice.reason;
+    begin_spot_interruption(node, poll->spot_notice.deadline_ms, reason, "agent " + node.info.name,
+                            batch);
   }
   auto& rt = runtime_[node.id];
   // Logs first: a replica's last output travels in the same poll as its exit.

@@ -3,6 +3,12 @@
 #include "agent/spot_notice.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 namespace gpucloud::agent {
 namespace {
@@ -15,8 +21,8 @@ TEST(SpotNoticeOutput, ReadsInSecondsADeadlineOrDeadlineMsAndTheReason) {
   EXPECT_EQ(in->deadline_ms, kNow + 120'000);
   EXPECT_EQ(in->reason, "rebalance");
   // What the documented jq wrapper makes of AWS's instance-action.
-  auto at = parse_spot_notice_output(R"({"deadline": 1764590520, "reason": "AWS spot terminate"})",
-                                     kNow);
+  auto at =
+      parse_spot_notice_output(R"({"deadline": 1764590520, "reason": "AWS spot terminate"})", kNow);
   ASSERT_TRUE(at.ok()) << at.error().message;
   EXPECT_EQ(at->deadline_ms, kNow + 120'000);
   auto ms = parse_spot_notice_output(R"({"deadline_ms": 1764590405000, "extra": [1]})", kNow);
@@ -32,16 +38,16 @@ TEST(SpotNoticeOutput, BadOutputIsAnErrorThatSaysWhatWasWrong) {
     const char* text;
     const char* says;
   };
-  for (const Case& c : {Case{"", "spot notice"}, Case{"not json", "spot notice"},
-                        Case{"[1,2]", "expected a JSON object"},
-                        Case{"{}", "none of in_seconds, deadline"},
-                        Case{R"({"in_seconds": -1})", "in_seconds -1"},
-                        Case{R"({"in_seconds": "120"})", "in_seconds \"120\""},
-                        Case{R"({"in_seconds": 7200})", "in_seconds 7200"},
-                        Case{R"({"deadline": 1e400})", "out of range"},
-                        Case{R"({"deadline": 1764600000})", "a notice gives at most 3600 s"},
-                        Case{R"({"in_seconds": 1, "reason": 5})", "reason must be a string"},
-                        Case{R"([[[[[[[[[[[[1]]]]]]]]]]]])", "spot notice"}}) {
+  for (const Case& c :
+       {Case{"", "spot notice"}, Case{"not json", "spot notice"},
+        Case{"[1,2]", "expected a JSON object"}, Case{"{}", "none of in_seconds, deadline"},
+        Case{R"({"in_seconds": -1})", "in_seconds -1"},
+        Case{R"({"in_seconds": "120"})", "in_seconds \"120\""},
+        Case{R"({"in_seconds": 7200})", "in_seconds 7200"},
+        Case{R"({"deadline": 1e400})", "out of range"},
+        Case{R"({"deadline": 1764600000})", "a notice gives at most 3600 s"},
+        Case{R"({"in_seconds": 1, "reason": 5})", "reason must be a string"},
+        Case{R"([[[[[[[[[[[[1]]]]]]]]]]]])", "spot notice"}}) {
     auto r = parse_spot_notice_output(c.text, kNow);
     ASSERT_FALSE(r.ok()) << c.text;
     EXPECT_NE(r.error().message.find(c.says), std::string::npos)
@@ -52,7 +58,8 @@ TEST(SpotNoticeOutput, BadOutputIsAnErrorThatSaysWhatWasWrong) {
 }
 
 TEST(SplitCommandWords, SplitsLikeAShellWithoutRunningOne) {
-  auto w = split_command_words(R"(  /usr/bin/notice --url 'http://169.254.169.254/a b' "x \"y\"" a\ b $HOME )");
+  auto w = split_command_words(
+      R"(  /usr/bin/notice --url 'http://169.254.169.254/a b' "x \"y\"" a\ b $HOME )");
   ASSERT_TRUE(w.ok()) << w.error().message;
   EXPECT_EQ(*w, (std::vector<std::string>{"/usr/bin/notice", "--url", "http://169.254.169.254/a b",
                                           "x \"y\"", "a b", "$HOME"}));
@@ -91,8 +98,43 @@ TEST(CommandSpotNotices, ExitZeroWithANoticeIsANoticeAnythingElseIsNone) {
   EXPECT_FALSE(command_spot_notices({"sh", "-c", "echo '{\"in_seconds\": 30}'; exit 1"}, 1000, "n")
                    ->check(kNow)
                    .has_value());
-  EXPECT_FALSE(command_spot_notices({"sh", "-c", "echo garbage"}, 1000, "n")->check(kNow).has_value());
+  EXPECT_FALSE(
+      command_spot_notices({"sh", "-c", "echo garbage"}, 1000, "n")->check(kNow).has_value());
   EXPECT_FALSE(command_spot_notices({"/no/such/command"}, 1000, "n")->check(kNow).has_value());
+}
+
+// The AWS wrapper of docs/interruptions.md, word for word, against a fake `curl` that answers as
+// the instance metadata does: 404 (curl -f fails) until the notice, then the instance-action.
+TEST(CommandSpotNotices, TheDocumentedAwsWrapperTurnsAnInstanceActionIntoANotice) {
+  if (std::system("command -v jq >/dev/null 2>&1") != 0) GTEST_SKIP() << "jq is not installed";
+  const std::string documented =
+      R"(sh -c 'r=$(curl -sf http://169.254.169.254/latest/meta-data/spot/instance-action) && )"
+      R"(printf %s "$r" | jq -ce "{deadline: (.time | fromdateiso8601), reason: (\"AWS spot \" + .action)}"')";
+  auto argv = split_command_words(documented);
+  ASSERT_TRUE(argv.ok()) << argv.error().message;
+  ASSERT_EQ(argv->size(), 3u);
+
+  std::string dir =
+      std::filesystem::temp_directory_path() / ("spot-aws-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string answer = dir + "/instance-action";
+  {
+    std::ofstream curl(dir + "/curl");
+    curl << "#!/bin/sh\n[ -f " << answer << " ] || exit 22\ncat " << answer << "\n";
+  }
+  ::chmod((dir + "/curl").c_str(), 0755);
+  std::string path = dir + ":" + (std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
+  std::vector<std::string> with_path = {"env", "PATH=" + path};
+  with_path.insert(with_path.end(), argv->begin(), argv->end());
+  auto source = command_spot_notices(with_path, 5000, "n");
+
+  EXPECT_FALSE(source->check(kNow).has_value()) << "404: no notice";
+  std::ofstream(answer) << R"({"action": "terminate", "time": "2025-12-01T12:02:00Z"})";
+  auto notice = source->check(kNow);
+  ASSERT_TRUE(notice.has_value());
+  EXPECT_EQ(notice->deadline_ms, kNow + 120'000);
+  EXPECT_EQ(notice->reason, "AWS spot terminate");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(SimulatedSpotNotices, ComeAtTheRateFromTheSeed) {

@@ -13,7 +13,9 @@ namespace {
 
 using nlohmann::json;
 
-bool running(const DevCluster& c, const std::string& id) { return c.job(id)["state"] == "running"; }
+bool running(const DevCluster& c, const std::string& id) {
+  return c.job(id)["state"] == "running";
+}
 
 std::string node_state(const DevCluster& c, const std::string& name) {
   auto r = c.cli({"nodes", "--json"});
@@ -29,10 +31,10 @@ TEST(DevSpot, ANoticeFromTheSpotNoticeCommandTakesTheNodeAndTheJobResumesElsewhe
   TempDir notices;
   // The command prints the node's notice file when there is one, and fails (no notice) when
   // there is none: as a metadata endpoint answers 404 until the provider decides.
-  DevCluster cluster({"--sim-gpus", "1xA100-80GB", "--sim-nodes", "2", "--spot-notice-command",
-                      "sh -c 'cat \"$NOTICE_DIR/$GPUCLOUD_NODE_NAME\"'", "--spot-notice-interval",
-                      "200ms"},
-                     {{"NOTICE_DIR", notices.path()}});
+  DevCluster cluster(
+      {"--sim-gpus", "1xA100-80GB", "--sim-nodes", "2", "--spot-notice-command",
+       "sh -c 'cat \"$NOTICE_DIR/$GPUCLOUD_NODE_NAME\"'", "--spot-notice-interval", "200ms"},
+      {{"NOTICE_DIR", notices.path()}});
   std::string job = cluster.submit(kLongJob);
   ASSERT_TRUE(wait_until([&] { return running(cluster, job); })) << cluster.job(job).dump();
   std::string first = cluster.job(job)["replicas"][0]["node"];
@@ -51,8 +53,8 @@ TEST(DevSpot, ANoticeFromTheSpotNoticeCommandTakesTheNodeAndTheJobResumesElsewhe
   EXPECT_EQ(j["attempts"][0]["cause"], "spot") << j.dump();
   EXPECT_NE(j["attempts"][0].dump().find("capacity rebalance (test)"), std::string::npos)
       << "the provider's reason reaches the job's record: " << j["attempts"][0].dump();
-  EXPECT_TRUE(wait_until([&] { return node_state(cluster, first) == "gone"; },
-                         std::chrono::seconds(15)))
+  EXPECT_TRUE(
+      wait_until([&] { return node_state(cluster, first) == "gone"; }, std::chrono::seconds(15)))
       << cluster.cli({"nodes"}).out;
   cluster.cli({"cancel", job});
 }
@@ -62,19 +64,20 @@ TEST(DevSpot, SimulatedSpotNoticesTakeOnlySpotNodesAndTheJobResumesOnAnother) {
   // seed 7 the first notice comes 7 s after the start. The job is started there first (dev-0
   // cordoned until it runs).
   DevCluster cluster({"--sim-gpus", "1xA100-80GB", "--sim-nodes", "2", "--spot-nodes", "1",
-                      "--sim-spot-interrupt-rate", "720", "--sim-spot-notice", "2s",
-                      "--sim-seed", "7"});
+                      "--sim-spot-interrupt-rate", "720", "--sim-spot-notice", "2s", "--sim-seed",
+                      "7"});
   ASSERT_EQ(cluster.cli({"node", "cordon", "dev-0"}).exit_code, 0);
   std::string job = cluster.submit(kLongJob);
-  ASSERT_TRUE(wait_until([&] { return running(cluster, job) || node_state(cluster, "dev-1") != "ready"; }))
-      << cluster.job(job).dump();
-  ASSERT_TRUE(running(cluster, job)) << "it started on the spot node before its notice: "
-                                     << cluster.cli({"nodes"}).out;
+  ASSERT_TRUE(wait_until([&] {
+    return running(cluster, job) || node_state(cluster, "dev-1") != "ready";
+  })) << cluster.job(job).dump();
+  ASSERT_TRUE(running(cluster, job))
+      << "it started on the spot node before its notice: " << cluster.cli({"nodes"}).out;
   EXPECT_EQ(cluster.job(job)["replicas"][0]["node"], "dev-1");
   ASSERT_EQ(cluster.cli({"node", "uncordon", "dev-0"}).exit_code, 0);
 
-  EXPECT_TRUE(wait_until([&] { return node_state(cluster, "dev-1") == "gone"; },
-                         std::chrono::seconds(60)))
+  EXPECT_TRUE(
+      wait_until([&] { return node_state(cluster, "dev-1") == "gone"; }, std::chrono::seconds(60)))
       << cluster.cli({"nodes"}).out;
   ASSERT_TRUE(wait_until(
       [&] { return running(cluster, job) && cluster.job(job)["replicas"][0]["node"] == "dev-0"; },
@@ -94,28 +97,28 @@ TEST(DevSpot, BadSpotAndPriceFlagsAreUsageErrorsNamingTheFlag) {
     std::vector<std::string> flags;
     const char* names;
   };
-  for (const Case& c :
-       {Case{{"--sim-spot-interrupt-rate", "-1"}, "--sim-spot-interrupt-rate"},
-        Case{{"--sim-spot-interrupt-rate", "nan"}, "--sim-spot-interrupt-rate"},
-        Case{{"--sim-spot-interrupt-rate", "1e9"}, "--sim-spot-interrupt-rate"},
-        Case{{"--sim-spot-notice", "5h"}, "--sim-spot-notice"},
-        Case{{"--spot-notice-command", "sh -c 'oops"}, "--spot-notice-command"},
-        Case{{"--spot-notice-interval", "0s"}, "--spot-notice-interval"},
-        Case{{"--price-per-hour", "-3"}, "--price-per-hour"},
-        Case{{"--price-per-hour", "inf"}, "--price-per-hour"},
-        Case{{"--price-per-hour", "1,2,3"}, "--price-per-hour"},
-        Case{{"--spot-nodes", "5"}, "--spot-nodes"}}) {
-    std::vector<std::string> argv = {GPUCLOUD_BINARY, "dev", "--listen", "127.0.0.1:0",
-                                     "--data-dir", dir.path() + "/d", "--sim-nodes", "2"};
+  for (const Case& c : {Case{{"--sim-spot-interrupt-rate", "-1"}, "--sim-spot-interrupt-rate"},
+                        Case{{"--sim-spot-interrupt-rate", "nan"}, "--sim-spot-interrupt-rate"},
+                        Case{{"--sim-spot-interrupt-rate", "1e9"}, "--sim-spot-interrupt-rate"},
+                        Case{{"--sim-spot-notice", "5h"}, "--sim-spot-notice"},
+                        Case{{"--spot-notice-command", "sh -c 'oops"}, "--spot-notice-command"},
+                        Case{{"--spot-notice-interval", "0s"}, "--spot-notice-interval"},
+                        Case{{"--price-per-hour", "-3"}, "--price-per-hour"},
+                        Case{{"--price-per-hour", "inf"}, "--price-per-hour"},
+                        Case{{"--price-per-hour", "1,2,3"}, "--price-per-hour"},
+                        Case{{"--spot-nodes", "5"}, "--spot-nodes"}}) {
+    std::vector<std::string> argv = {GPUCLOUD_BINARY, "dev",        "--listen",
+                                     "127.0.0.1:0",   "--data-dir", dir.path() + "/d",
+                                     "--sim-nodes",   "2"};
     argv.insert(argv.end(), c.flags.begin(), c.flags.end());
     auto r = run_command(argv, {}, "", 20);
     EXPECT_EQ(r.exit_code, 2) << c.flags[1] << ": " << r.err;
     EXPECT_NE(r.err.find(c.names), std::string::npos) << r.err;
   }
-  auto agent = run_command({GPUCLOUD_BINARY, "agent", "--server", "http://127.0.0.1:1",
-                            "--join-token", "t", "--data-dir", dir.path() + "/a",
-                            "--sim-spot-interrupt-rate", "-0.5"},
-                           {}, "", 20);
+  auto agent =
+      run_command({GPUCLOUD_BINARY, "agent", "--server", "http://127.0.0.1:1", "--join-token", "t",
+                   "--data-dir", dir.path() + "/a", "--sim-spot-interrupt-rate", "-0.5"},
+                  {}, "", 20);
   EXPECT_EQ(agent.exit_code, 2) << agent.err;
   EXPECT_NE(agent.err.find("--sim-spot-interrupt-rate"), std::string::npos) << agent.err;
 }
@@ -135,8 +138,9 @@ TEST(DevSpot, AJobWithMaxPriceAvoidsTheExpensiveNodeAndWaitsWithThePriceWhenAllC
 
   std::string cheaper = cluster.submit({"--max-price", "1", "--gpus", "1", "--", "sleep", "600"});
   ASSERT_TRUE(wait_until([&] {
-    return cluster.job(cheaper).value("pending_reason", "").find(
-               "exceeds the job's max_price $1.00") != std::string::npos;
+    return cluster.job(cheaper)
+               .value("pending_reason", "")
+               .find("exceeds the job's max_price $1.00") != std::string::npos;
   })) << cluster.job(cheaper).dump();
   EXPECT_NE(cluster.job(cheaper)["pending_reason"].get<std::string>().find("node price $"),
             std::string::npos);

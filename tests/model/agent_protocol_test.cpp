@@ -331,11 +331,12 @@ TEST(PollRequest, RefusesAMalformedSpotNotice) {
   PollRequest r;
   r.node_id = "n";
   json base = poll_request_to_json(r);
-  for (const json& bad : {json("soon"), json{{"reason", "no deadline"}},
-                          json{{"deadline_ms", -5}}, json{{"deadline_ms", 0}},
-                          json{{"deadline_ms", 1e300}}, json{{"deadline_ms", "1764612345678"}},
-                          json{{"deadline_ms", 1'764'612'345'678}, {"reason", std::string(257, 'x')}},
-                          json{{"deadline_ms", 1'764'612'345'678}, {"reason", 7}}}) {
+  for (const json& bad :
+       {json("soon"), json{{"reason", "no deadline"}}, json{{"deadline_ms", -5}},
+        json{{"deadline_ms", 0}}, json{{"deadline_ms", 1e300}},
+        json{{"deadline_ms", "1764612345678"}},
+        json{{"deadline_ms", 1'764'612'345'678}, {"reason", std::string(257, 'x')}},
+        json{{"deadline_ms", 1'764'612'345'678}, {"reason", 7}}}) {
     json j = base;
     j["spot_notice"] = bad;
     auto parsed = poll_request_from_json(j);
