@@ -139,6 +139,22 @@ Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Cl
   info.cuda_version = agent->gpus_->cuda_version();
   info.labels = config.labels;
   info.address = config.advertise_address;
+  info.price_per_hour = config.price_per_hour;
+  if (!config.spot_notice_command.empty()) {
+    agent->spot_source_ =
+        command_spot_notices(config.spot_notice_command, config.spot_notice_interval_ms, info.name);
+  } else if (config.sim_spot_interrupt_rate > 0) {
+    auto cls = info.labels.find("capacity-class");
+    if (cls != info.labels.end() && cls->second == "spot")
+      agent->spot_source_ =
+          simulated_spot_notices(config.sim_spot_interrupt_rate, config.sim_spot_notice_ms,
+                                 config.sim_seed ? config.sim_seed : seed_from_name(info.name));
+    else
+      spdlog::info(
+          "agent {}: --sim-spot-interrupt-rate applies only to nodes labelled "
+          "capacity-class=spot; this one is not",
+          info.name);
+  }
   if (info.gpu_backend == "simulated") {
     int64_t n = std::max<int64_t>(1, static_cast<int64_t>(info.gpus.size()));
     info.cpu_milli = config.sim_cpu_milli_per_gpu * n;
@@ -191,6 +207,7 @@ Status Agent::start() {
   for (int i = 0; i < kStarters; ++i) starters_.emplace_back([this] { starter(); });
   loop_thread_ = std::thread([this] { loop(); });
   watch_thread_ = std::thread([this] { watch(); });
+  if (spot_source_) spot_thread_ = std::thread([this] { watch_spot_notices(); });
   return {};
 }
 
@@ -203,6 +220,7 @@ void Agent::stop() {
   cv_.notify_all();
   if (loop_thread_.joinable()) loop_thread_.join();
   if (watch_thread_.joinable()) watch_thread_.join();
+  if (spot_thread_.joinable()) spot_thread_.join();
   for (auto& t : starters_) t.join();
   starters_.clear();
 }
@@ -401,11 +419,32 @@ PollRequest Agent::build_poll() {
     req.events.push_back(e);
   }
   if (!req.events.empty() || !req.logs.empty()) req.hold_ms = 0;
+  if (spot_notice_ && !spot_notice_acted_on_) {
+    req.spot_notice = *spot_notice_;
+    req.hold_ms = 0;  // the answer says whether the server has acted on it
+  }
   if (leaving_) {
     req.leaving = true;
     req.hold_ms = std::min<int64_t>(req.hold_ms, 200);  // ends go out as they happen
   }
   return req;
+}
+
+void Agent::watch_spot_notices() {
+  while (running_) {
+    auto notice = spot_source_->check(clock_.now_ms());  // outside the lock: it may take seconds
+    std::unique_lock lock(mu_);
+    if (notice) {
+      spdlog::warn("agent {}: spot notice: {}; the node is gone in {}", node_info_.name,
+                   notice->reason,
+                   format_duration_ms(std::max<int64_t>(0, notice->deadline_ms - clock_.now_ms())));
+      spot_notice_ = std::move(notice);
+      wake();  // a held poll goes out again, carrying the notice
+      return;  // a node gets one notice
+    }
+    cv_.wait_for(lock, std::chrono::milliseconds(spot_source_->interval_ms()),
+                 [this] { return !running_; });
+  }
 }
 
 void Agent::leave(int64_t extra_ms) {
@@ -446,6 +485,12 @@ void Agent::apply_response(const PollResponse& response) {
   {
     std::lock_guard lock(mu_);
     bool acked_any = false, forgot_any = false;
+    if (spot_notice_ && !spot_notice_acted_on_ &&
+        (response.node_state == "interrupting" || response.node_state == "gone")) {
+      spot_notice_acted_on_ = true;
+      spdlog::info("agent {}: the server has acted on the spot notice (node {})", node_info_.name,
+                   response.node_state);
+    }
     while (!state_.unacked.empty() && state_.unacked.front().seq <= response.acked_seq) {
       state_.unacked.pop_front();
       acked_any = true;

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "agent/agent_state.h"
 #include "agent/job_users.h"
 #include "agent/machine.h"
+#include "agent/spot_notice.h"
 #include "common/clock.h"
 #include "exec/executor.h"
 #include "gpu/gpu_backend.h"
@@ -48,6 +50,20 @@ struct AgentConfig {
   // its attempts. A path every node of the cluster shares lets a job resume on another node.
   // "" = <data_dir>/checkpoints.
   std::string checkpoint_root;
+  // The node's hourly price in USD, reported to the server (docs/jobspec.md, "max_price");
+  // -1 = unknown.
+  double price_per_hour = -1;
+  // Spot notices (docs/interruptions.md, "Spot notices"): a command run every
+  // spot_notice_interval_ms whose exit 0 with a JSON notice means the provider takes the node.
+  // Empty: none.
+  std::vector<std::string> spot_notice_command;
+  int64_t spot_notice_interval_ms = 5000;
+  // Simulated spot interruptions: on a node labelled capacity-class=spot, notices drawn at this
+  // rate per hour (Poisson, seeded with sim_seed), each with sim_spot_notice_ms of warning.
+  // 0 = none.
+  double sim_spot_interrupt_rate = 0;
+  int64_t sim_spot_notice_ms = 120'000;
+  uint64_t sim_seed = 0;  // 0: a seed from the node's name
   // Called (from the agent's thread) when the agent cannot go on, e.g. its join token was
   // refused; the poll loop has ended then.
   std::function<void(const Error&)> on_fatal;
@@ -87,6 +103,9 @@ class Agent {
   void starter();  // a worker of the start queue
   void on_exit(const exec::ExitInfo& info);
   void watch();  // log growth, max_runtime and fencing
+  /// Looks for a spot notice at the source's interval until one comes; then the polls carry it
+  /// until the server answers that the node is interrupting.
+  void watch_spot_notices();
   /// Stops every replica once the server has been out of reach for fence_after_ms.
   void fence_if_cut_off(TimeMs now, std::vector<std::pair<std::string, int64_t>>& to_stop);
   /// Starts the interruption of a running replica: records the cause, writes the job's
@@ -131,12 +150,16 @@ class Agent {
   TimeMs last_contact_ = 0;  // the last poll the server answered
   bool fenced_ = false;      // replicas were stopped for lack of contact (until contact returns)
   bool leaving_ = false;     // leave() was called: no new work, polls say so
+  std::unique_ptr<SpotNoticeSource> spot_source_;  // null: no spot notices looked for
+  std::optional<SpotNotice> spot_notice_;          // the provider's notice, once seen
+  bool spot_notice_acted_on_ = false;              // the server says the node is interrupting
   bool poll_in_flight_ = false;
   bool inflight_has_news_ = false;  // the poll in flight carries events or logs
   bool dirty_ = false;              // something to send
   std::atomic<bool> running_{false};
   std::thread loop_thread_;
   std::thread watch_thread_;
+  std::thread spot_thread_;
   // Starts run on a few workers, so that a slow start never holds up the poll loop.
   static constexpr int kStarters = 4;
   std::deque<Allocation> start_queue_;

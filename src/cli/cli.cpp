@@ -106,6 +106,11 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   add_queue_policy_flags(dev_cmd, dev.queue);
   add_connection_limits(dev_cmd, dev.max_connections, dev.max_connections_per_source);
+  add_spot_flags(dev_cmd, dev.spot, true);
+  dev_cmd
+      ->add_option("--spot-nodes", dev.spot_nodes,
+                   "label the last N nodes capacity-class=spot (the others are on-demand)")
+      ->capture_default_str();
   dev_cmd->callback([&] { code = cmd_dev(dev); });
 
   RunOptions run;
@@ -136,6 +141,9 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_option("--tenant", run.tenant, "tenant to run as");
   run_cmd->add_option("--priority", run.priority, "low | normal | high");
   run_cmd->add_option("--capacity-class", run.capacity_class, "on-demand | spot | any");
+  run_cmd->add_option("--max-price", run.max_price,
+                      "the most the job pays per GPU-hour, in USD (e.g. 2.50); nodes whose price "
+                      "is higher are not used for it");
   run_cmd->add_flag("--wait", run.wait,
                     "wait for the end; exit with the job's exit code (75 when lost)");
   run_cmd->add_option("command", run.command, "the command and its arguments, after --");
@@ -269,6 +277,7 @@ int run_cli(int argc, char** argv) {
                         "absolute path of the jobs' checkpoint directories (default "
                         "<data-dir>/checkpoints); a path all nodes share lets jobs resume on "
                         "any node (docs/interruptions.md)");
+  add_spot_flags(agent_cmd, agent.spot, false);
   agent_cmd->callback([&] { code = cmd_agent(agent); });
 
   std::string token_role, token_ttl;

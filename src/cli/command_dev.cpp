@@ -132,6 +132,16 @@ int cmd_dev(const DevOptions& o) {
            kExitUsage;
   if (o.sim_nodes < 1 || o.sim_nodes > 256)
     return std::cerr << "error: --sim-nodes must be within 1..256\n", kExitUsage;
+  if (o.spot_nodes < 0 || o.spot_nodes > o.sim_nodes)
+    return std::cerr << fmt::format("error: --spot-nodes {} must be within 0..{} (--sim-nodes)\n",
+                                    o.spot_nodes, o.sim_nodes),
+           kExitUsage;
+  {
+    agent::AgentConfig check;  // the spot flags are checked before anything starts
+    for (int i = 0; i < o.sim_nodes; ++i)
+      if (auto st = apply_spot_flags(o.spot, i, o.sim_nodes, check); !st.ok())
+        return std::cerr << "error: " << st.error().message << "\n", kExitUsage;
+  }
 
   // Signals are taken by one thread with sigwait, so no other thread is interrupted by them.
   sigset_t signals;
@@ -192,6 +202,8 @@ int cmd_dev(const DevOptions& o) {
     ac.sim_cpu_milli_per_gpu = static_cast<int64_t>(cpus_per_gpu * 1000);
     ac.sim_memory_mib_per_gpu = *mem_per_gpu;
     ac.poll_hold_ms = o.poll_hold_ms;
+    if (i >= o.sim_nodes - o.spot_nodes) ac.labels["capacity-class"] = "spot";
+    (void)apply_spot_flags(o.spot, i, o.sim_nodes, ac);  // checked above
     auto a = agent::Agent::create(ac, clock);
     if (!a) return fail(fmt::format("agent {}: {}", ac.name, a.error().message));
     if (auto st = (*a)->start(); !st.ok()) return fail(st.error().message);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/queue_flags.h"
+#include "cli/spot_flags.h"
 #include "common/result.h"
 
 namespace gpucloud::cli {
@@ -20,6 +21,7 @@ struct RunOptions {
   std::string gpus, gpu_type, gpu_milli, gpu_memory, cpus, mem, replicas, name, workdir,
       max_runtime, expected_runtime, restart, grace, idle_timeout;
   std::string tenant, priority, capacity_class;
+  std::string max_price;  // USD per GPU-hour; "" = no limit
   std::vector<std::string> env, selector, command;
   bool wait = false;
 };
@@ -40,6 +42,8 @@ struct DevOptions {
   int max_connections = 0;  // 0: the descriptor limit less a reserve
   int max_connections_per_source = 256;
   std::string job_uid_range = "200000-299999";  // docs/security.md, "Job code"
+  SpotFlags spot;
+  int spot_nodes = 0;  // the last N dev nodes are labelled capacity-class=spot
 };
 
 /// `gpucloud server`: the control plane alone (docs/config.md).
@@ -75,6 +79,7 @@ struct AgentOptions {
   std::string checkpoint_root;  // "" = <data-dir>/checkpoints
   std::string poll_hold = "5s";
   std::string job_uid_range = "200000-299999";  // docs/security.md, "Job code"
+  SpotFlags spot;
 };
 
 /// `gpucloud sim fgd`: the FGD allocation experiment (shared/fgd-experiment.md).

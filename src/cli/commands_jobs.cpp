@@ -20,6 +20,7 @@
 #include "common/units.h"
 #include "model/job_spec.h"
 #include "model/json_limits.h"
+#include "model/spot_price.h"
 #include "model/yaml_json.h"
 #include "net/http_types.h"
 
@@ -135,6 +136,22 @@ std::string age(const json& job) {
   return fmt::format("{}d", s / 86400);
 }
 
+/// --max-price: USD per GPU-hour, above 0 and at most kMaxPricePerGpuHour.
+Result<double> parse_max_price(const std::string& text) {
+  double value = 0;
+  size_t used = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !valid_max_price(value))
+    return invalid(
+        fmt::format("--max-price '{}' must be USD per GPU-hour above 0 and at most {:g}, e.g. 2.50",
+                    text.substr(0, 64), kMaxPricePerGpuHour));
+  return value;
+}
+
 }  // namespace
 
 int cmd_run(const RunOptions& o) {
@@ -164,6 +181,11 @@ int cmd_run(const RunOptions& o) {
   set("tenant", o.tenant, false);
   set("priority", o.priority, false);
   set("capacity_class", o.capacity_class, false);
+  if (!o.max_price.empty()) {
+    auto price = parse_max_price(o.max_price);
+    if (!price) return std::cerr << "error: " << price.error().message << "\n", kExitUsage;
+    spec["max_price"] = *price;
+  }
   if (!o.restart.empty()) spec["restart"] = {{"policy", o.restart}};
   auto env = parse_pairs(o.env, "--env");
   if (!env) return std::cerr << "error: " << env.error().message << "\n", kExitUsage;
@@ -416,7 +438,7 @@ int cmd_nodes(bool as_json) {
     std::cout << nodes.dump(2) << "\n";
     return 0;
   }
-  Table t({"NAME", "STATE", "GPUS", "FREE", "CPUS", "MEMORY", "BACKEND"});
+  Table t({"NAME", "STATE", "GPUS", "FREE", "CPUS", "MEMORY", "PRICE/GPU-H", "BACKEND"});
   for (const auto& n : nodes) {
     std::map<std::string, int> models;
     int free = 0, total = 0;
@@ -440,6 +462,9 @@ int cmd_nodes(bool as_json) {
          fmt::format("{}/{}",
                      format_size_mib(n.value("memory_mib", 0) - n.value("memory_used_mib", 0)),
                      format_size_mib(n.value("memory_mib", 0))),
+         n.contains("price_per_gpu_hour")
+             ? fmt::format("${:.2f}", n["price_per_gpu_hour"].get<double>())
+             : "-",
          n.value("gpu_backend", "")});
   }
   t.print(std::cout);

@@ -10,6 +10,10 @@ namespace gpucloud {
 
 using json = nlohmann::json;
 
+namespace {
+constexpr int64_t kMaxSpotDeadlineMs = 253'402'300'799'999;  // 9999-12-31T23:59:59.999Z
+}  // namespace
+
 std::string replica_key(const std::string& job_id, int attempt, int rank) {
   return fmt::format("{}.{}.{}", job_id, attempt, rank);
 }
@@ -150,6 +154,9 @@ json poll_request_to_json(const PollRequest& r) {
     out["gpus"] = gpus;
   }
   if (r.leaving) out["leaving"] = true;
+  if (r.has_spot_notice())
+    out["spot_notice"] = {{"deadline_ms", r.spot_notice.deadline_ms},
+                          {"reason", r.spot_notice.reason}};
   return out;
 }
 
@@ -161,6 +168,14 @@ Result<PollRequest> poll_request_from_json(const json& j) {
     r.running = j.at("running").get<std::vector<std::string>>();
     r.hold_ms = json_whole_or(j, "hold_ms", 5000, 0, 60'000);
     r.leaving = j.value("leaving", false);
+    if (j.contains("spot_notice")) {
+      const auto& n = j.at("spot_notice");
+      if (!n.is_object()) return invalid("malformed poll request: spot_notice must be an object");
+      r.spot_notice.deadline_ms = json_whole_at(n, "deadline_ms", 1, kMaxSpotDeadlineMs);
+      r.spot_notice.reason = n.value("reason", "");
+      if (r.spot_notice.reason.size() > 256)
+        return invalid("malformed poll request: spot_notice.reason is longer than 256 bytes");
+    }
     const auto& events = j.at("events");
     const auto& logs = j.at("logs");
     if (r.running.size() > 10'000 || events.size() > 10'000 || logs.size() > 10'000)
@@ -205,6 +220,7 @@ json poll_response_to_json(const PollResponse& r) {
     for (const auto& [key, notice] : *notices) field[key] = interrupt_notice_to_json(notice);
     out[notices == &r.interrupts ? "interrupts" : "warnings"] = field;
   }
+  if (!r.node_state.empty()) out["node_state"] = r.node_state;
   return out;
 }
 
@@ -233,6 +249,8 @@ Result<PollResponse> poll_response_from_json(const json& j) {
         out[key] = std::move(*n);
       }
     }
+    r.node_state = j.value("node_state", "");
+    if (r.node_state.size() > 32) return invalid("malformed poll response: node_state too long");
     return r;
   } catch (const JsonFieldError& e) {
     return invalid(std::string("malformed poll response: ") + e.what());

@@ -88,6 +88,13 @@ struct GpuReading {
   int power_w = 0;
 };
 
+/// A provider's notice that it takes the node (docs/interruptions.md, "Spot notices"), as the
+/// agent's --spot-notice-command or its simulated spot interruptions saw it.
+struct SpotNotice {
+  TimeMs deadline_ms = 0;  // epoch ms: the node is gone then
+  std::string reason;      // for people, at most 256 bytes
+};
+
 struct PollRequest {
   std::string node_id;
   int64_t applied_version = 0;       // the desired version the agent has acted on
@@ -99,6 +106,10 @@ struct PollRequest {
   // The agent is stopping (docs/interruptions.md, "Agents that leave"): no new work, its jobs
   // are interrupted and re-queued. Absent (false) from older agents.
   bool leaving = false;
+  // The provider takes the node: sent until the server answers that the node is interrupting
+  // (PollResponse::node_state). Absent (0) from older agents and when there is no notice.
+  SpotNotice spot_notice;
+  bool has_spot_notice() const { return spot_notice.deadline_ms > 0; }
 };
 
 struct PollResponse {
@@ -113,6 +124,9 @@ struct PollResponse {
   // The replica stays desired; the agent writes its interrupt file and sends no signal, and
   // removes the file when the warning is withdrawn. Absent from older servers.
   std::map<std::string, InterruptNotice> warnings;
+  // The node's state as the server sees it ("ready", "interrupting", ...): tells the agent its
+  // spot notice was acted on. Empty from older servers.
+  std::string node_state;
 };
 
 nlohmann::json allocation_to_json(const Allocation& a);
@@ -120,7 +134,8 @@ Result<Allocation> allocation_from_json(const nlohmann::json& j);
 nlohmann::json replica_event_to_json(const ReplicaEvent& e);
 Result<ReplicaEvent> replica_event_from_json(const nlohmann::json& j);
 nlohmann::json poll_request_to_json(const PollRequest& r);
-/// Parses a poll request; bounded: at most 10,000 keys, events and log chunks.
+/// Parses a poll request; bounded: at most 10,000 keys, events and log chunks; a spot notice's
+/// deadline within year 1970..9999 and its reason at most 256 bytes.
 Result<PollRequest> poll_request_from_json(const nlohmann::json& j);
 nlohmann::json poll_response_to_json(const PollResponse& r);
 Result<PollResponse> poll_response_from_json(const nlohmann::json& j);

@@ -40,6 +40,9 @@ struct NodeInfo {
   std::string driver_version;
   std::string cuda_version;
   std::string address;  // where other nodes reach it (MASTER_ADDR of multi-node jobs)
+  // What the whole node costs per hour in USD (the agent's --price-per-hour); -1 = unknown.
+  // Jobs with max_price compare it, divided by the GPU count, with their limit.
+  double price_per_hour = -1;
 };
 
 }  // namespace gpucloud

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/units.h"
+#include "model/spot_price.h"
 
 namespace gpucloud {
 
@@ -322,6 +323,14 @@ Result<JobSpec> job_spec_from_json(const json& j) {
                                          {"any", CapacityClass::kAny}});
       if (!c) return c.error();
       spec.capacity_class = *c;
+    } else if (key == "max_price") {
+      if (!v.is_number())
+        return field_error(key,
+                           fmt::format("expected USD per GPU-hour like 2.5, got {}", describe(v)));
+      spec.max_price = v.get<double>();
+      if (!valid_max_price(spec.max_price))
+        return field_error(key, fmt::format("{} must be above 0 and at most {} USD per GPU-hour",
+                                            v.dump(), kMaxPricePerGpuHour));
     } else if (key == "node_selector") {
       auto m = read_string_map(v, key, JobSpecLimits::kMaxNodeSelectorLabels);
       if (!m) return m.error();
@@ -361,8 +370,8 @@ Result<JobSpec> job_spec_from_json(const json& j) {
     } else {
       return invalid(fmt::format(
           "{}: unknown field; a job spec has name, command, replicas, gpus, gpu_model, gpu_milli, "
-          "gpu_memory, cpus, memory, tenant, priority, capacity_class, node_selector, max_runtime, "
-          "expected_runtime, restart, grace_period, idle_timeout, env, workdir (see "
+          "gpu_memory, cpus, memory, tenant, priority, capacity_class, max_price, node_selector, "
+          "max_runtime, expected_runtime, restart, grace_period, idle_timeout, env, workdir (see "
           "docs/jobspec.md)",
           key.size() > 64 ? key.substr(0, 64) + "..." : key));
     }
@@ -462,6 +471,10 @@ Status validate_job_spec(JobSpec& spec) {
     if (v.size() > 256) return field_error("node_selector." + k, "is longer than 256 characters");
   }
   if (spec.max_runtime_ms < 0) return field_error("max_runtime", "is negative");
+  if (spec.max_price != 0 && !valid_max_price(spec.max_price))
+    return field_error("max_price", fmt::format("{} must be above 0 and at most {} USD per "
+                                                "GPU-hour",
+                                                spec.max_price, kMaxPricePerGpuHour));
   if (spec.expected_runtime_ms < 0) return field_error("expected_runtime", "is negative");
   if (spec.grace_period_ms < 0 || spec.grace_period_ms > JobSpecLimits::kMaxGracePeriodMs)
     return field_error("grace_period", fmt::format("{} is outside 0s..1h",
@@ -517,6 +530,7 @@ json job_spec_to_json(const JobSpec& spec) {
   j["tenant"] = spec.tenant;
   j["priority"] = spec.priority;
   j["capacity_class"] = to_string(spec.capacity_class);
+  if (spec.max_price > 0) j["max_price"] = spec.max_price;
   j["node_selector"] = spec.node_selector;
   j["max_runtime"] = format_duration_ms(spec.max_runtime_ms);
   if (spec.expected_runtime_ms > 0)

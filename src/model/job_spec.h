@@ -38,6 +38,9 @@ struct JobSpec {
   std::string tenant = "default";
   std::string priority = "normal";  // a priority class: low, normal, high or from the config
   CapacityClass capacity_class = CapacityClass::kAny;
+  // The most the job pays per GPU-hour (USD): nodes whose known price per GPU-hour is higher
+  // are not used for it; nodes without a price are. 0 = no limit.
+  double max_price = 0;
   std::map<std::string, std::string> node_selector;
   int64_t max_runtime_ms = 0;  // 0 = unlimited
   // The user's estimate of the run time, for queue policy sjf; stops nothing. 0 = none.

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "model/json_fields.h"
+#include "model/spot_price.h"
 
 namespace gpucloud {
 
@@ -29,16 +30,18 @@ json gpu_to_json(const Gpu& g) {
 json node_info_to_json(const NodeInfo& n) {
   json gpus = json::array();
   for (const auto& g : n.gpus) gpus.push_back(gpu_to_json(g));
-  return {{"name", n.name},
-          {"hostname", n.hostname},
-          {"gpus", gpus},
-          {"cpu_milli", n.cpu_milli},
-          {"memory_mib", n.memory_mib},
-          {"labels", n.labels},
-          {"gpu_backend", n.gpu_backend},
-          {"driver_version", n.driver_version},
-          {"cuda_version", n.cuda_version},
-          {"address", n.address}};
+  json j = {{"name", n.name},
+            {"hostname", n.hostname},
+            {"gpus", gpus},
+            {"cpu_milli", n.cpu_milli},
+            {"memory_mib", n.memory_mib},
+            {"labels", n.labels},
+            {"gpu_backend", n.gpu_backend},
+            {"driver_version", n.driver_version},
+            {"cuda_version", n.cuda_version},
+            {"address", n.address}};
+  if (n.price_per_hour >= 0) j["price_per_hour"] = n.price_per_hour;
+  return j;
 }
 
 Result<NodeInfo> node_info_from_json(const json& j) {
@@ -58,6 +61,13 @@ Result<NodeInfo> node_info_from_json(const json& j) {
     n.cuda_version = j.value("cuda_version", "");
     n.address = j.value("address", "");
     if (n.address.size() > 253) return invalid("node address must be at most 253 characters");
+    if (j.contains("price_per_hour")) {
+      const auto& p = j.at("price_per_hour");
+      if (!p.is_number() || !valid_node_price_per_hour(p.get<double>()))
+        return invalid(fmt::format("node price_per_hour {} must be a number of USD from 0 to {}",
+                                   p.dump().substr(0, 64), kMaxNodePricePerHour));
+      n.price_per_hour = p.get<double>();
+    }
     std::set<int> indices;
     const auto& gpus = j.at("gpus");
     if (gpus.size() > 64)

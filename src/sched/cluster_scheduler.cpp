@@ -33,8 +33,8 @@ Status validate(const JobRequest& r) {
 
 std::string shape_key(const JobRequest& r) {
   std::string key =
-      fmt::format("{}/{}/{}/{}/{}/{}/{}/", r.gpus, r.gpu_milli, r.gpu_memory_mib, r.gpu_model,
-                  r.cpu_milli, r.memory_mib, static_cast<int>(r.capacity_class));
+      fmt::format("{}/{}/{}/{}/{}/{}/{}/{}/", r.gpus, r.gpu_milli, r.gpu_memory_mib, r.gpu_model,
+                  r.cpu_milli, r.memory_mib, static_cast<int>(r.capacity_class), r.max_price);
   for (const auto& [k, v] : r.node_selector) key += k + "=" + v + ",";
   return key;
 }

@@ -34,6 +34,9 @@ bool node_could_fit(const JobRequest& req, const NodeState& node, std::string* w
       return fail(fmt::format("capacity class: the node is {}, the job asks for {} nodes", cls,
                               to_string(req.capacity_class)));
   }
+  if (req.max_price > 0 && node.price_per_gpu_hour > req.max_price)
+    return fail(fmt::format("node price ${:.2f}/GPU-hour exceeds the job's max_price ${:.2f}",
+                            node.price_per_gpu_hour, req.max_price));
   if (req.cpu_milli > node.cpu_milli) return fail("too few CPUs");
   if (req.memory_mib > node.memory_mib) return fail("too little memory");
   if (req.gpus > 0) {

@@ -26,12 +26,16 @@ std::string NodeClassIndex::static_key(const NodeState& s) {
     fmt::format_to(std::back_inserter(k), "{}:{}:{}:{:x};", g.model, g.memory_mib, g.numa_node,
                    g.nvlink_mask);
   for (const auto& [name, value] : s.labels) k += name + "=" + value + ",";
+  // The price decides which jobs with a max_price may use the node: nodes of different prices
+  // are different classes.
+  fmt::format_to(std::back_inserter(k), "${}", s.price_per_gpu_hour);
   return k;
 }
 
 bool NodeClassIndex::same_static(const NodeState& a, const NodeState& b) {
   if (a.schedulable != b.schedulable || a.cpu_milli != b.cpu_milli ||
-      a.memory_mib != b.memory_mib || a.gpus.size() != b.gpus.size() || a.labels != b.labels)
+      a.memory_mib != b.memory_mib || a.gpus.size() != b.gpus.size() || a.labels != b.labels ||
+      a.price_per_gpu_hour != b.price_per_gpu_hour)
     return false;
   for (size_t i = 0; i < a.gpus.size(); ++i) {
     const GpuState& x = a.gpus[i];

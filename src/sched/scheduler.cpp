@@ -46,8 +46,12 @@ Status validate_queue_settings(const PolicySettings& settings) {
   return {};
 }
 
-Status check_satisfiable(const JobRequest& req, const std::vector<NodeState>& nodes) {
+Status check_satisfiable(const JobRequest& request, const std::vector<NodeState>& nodes) {
   if (nodes.empty()) return {};  // nothing registered yet: the job waits for nodes
+  // Prices change (and cheaper nodes join): a job whose max_price no node meets today waits,
+  // with the price as its pending reason, instead of being refused.
+  JobRequest req = request;
+  req.max_price = 0;
   std::string first_why;
   int most_gpus = 0;
   std::string most_gpus_node, most_gpus_model;
@@ -114,6 +118,7 @@ JobRequest JobRequest::from_spec(const std::string& job_id, const JobSpec& spec,
   r.memory_mib = spec.memory_mib;
   r.node_selector = spec.node_selector;
   r.capacity_class = spec.capacity_class;
+  r.max_price = spec.max_price;
   r.priority = priority;
   r.created_at = created_at;
   r.max_runtime_ms = spec.max_runtime_ms;

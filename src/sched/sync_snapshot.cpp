@@ -10,8 +10,8 @@ namespace gpucloud::sched {
 namespace {
 
 std::string fingerprint(const NodeState& n) {
-  std::string f = fmt::format("{}|{}|{}|{}|{}|", n.name, n.cpu_milli, n.memory_mib,
-                              n.schedulable ? 1 : 0, n.gpus.size());
+  std::string f = fmt::format("{}|{}|{}|{}|{}|{}|", n.name, n.cpu_milli, n.memory_mib,
+                              n.schedulable ? 1 : 0, n.gpus.size(), n.price_per_gpu_hour);
   for (const auto& g : n.gpus)
     fmt::format_to(std::back_inserter(f), "{}:{}:{}:{}:{}:{:x};", g.index, g.uuid, g.model,
                    g.memory_mib, g.numa_node, g.nvlink_mask);
@@ -20,10 +20,10 @@ std::string fingerprint(const NodeState& n) {
 }
 
 std::string fingerprint(const JobRequest& r) {
-  std::string f =
-      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|", r.tenant, r.replicas, r.gpus, r.gpu_milli,
-                  r.gpu_memory_mib, r.gpu_model, r.cpu_milli, r.memory_mib,
-                  static_cast<int>(r.capacity_class), r.priority, r.created_at, r.max_runtime_ms);
+  std::string f = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|", r.tenant, r.replicas,
+                              r.gpus, r.gpu_milli, r.gpu_memory_mib, r.gpu_model, r.cpu_milli,
+                              r.memory_mib, static_cast<int>(r.capacity_class), r.priority,
+                              r.created_at, r.max_runtime_ms, r.max_price);
   for (const auto& [k, v] : r.node_selector) f += k + "=" + v + ",";
   return f;
 }

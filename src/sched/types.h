@@ -41,6 +41,9 @@ struct NodeState {
   int64_t memory_used_mib = 0;
   std::map<std::string, std::string> labels;  // "capacity-class" = on-demand | spot
   bool schedulable = true;                    // false: cordoned, draining, unreachable
+  // USD per GPU-hour: the node's hourly price divided by its GPU count; -1 = unknown. Jobs
+  // with a max_price below it are not placed here (nodes without a price are not excluded).
+  double price_per_gpu_hour = -1;
 };
 
 /// The resource side of a job: what the scheduler needs to place it.
@@ -56,6 +59,7 @@ struct JobRequest {
   int64_t memory_mib = 0;
   std::map<std::string, std::string> node_selector;
   CapacityClass capacity_class = CapacityClass::kAny;
+  double max_price = 0;        // USD per GPU-hour the job pays at most; 0: no limit
   int priority = 100;          // higher first; the value of the job's priority class
   TimeMs created_at = 0;       // orders jobs of one tenant and priority (older first)
   int64_t max_runtime_ms = 0;  // 0: unknown (backfill cannot plan around it)

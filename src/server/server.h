@@ -143,6 +143,12 @@ class Server {
   /// once the deadline has passed.
   net::HttpResponse interrupt_node(store::NodeRecord& node, const std::string& body,
                                    const Principal& who);
+  /// What a spot notice does, whoever delivered it (an admin's `node interrupt`, the node's
+  /// agent in its poll): the node becomes `interrupting`, every job on it is interrupted with
+  /// the deadline (clamped to now..now+1h), and the node is `gone` at the deadline. Writes into
+  /// batch (the caller commits it); returns the number of jobs interrupted.
+  int begin_spot_interruption(store::NodeRecord& node, TimeMs deadline, const std::string& reason,
+                              const std::string& actor, store::WriteBatch& batch);
   /// Deletes a node that is down, gone or left and runs nothing (`gpucloud node remove`).
   net::HttpResponse remove_node(store::NodeRecord& node, const Principal& who);
   /// Routes /v1/tokens... and /v1/nodes/...; false when the path is not one of them.

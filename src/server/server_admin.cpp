@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,7 @@ using json = nlohmann::json;
 namespace {
 
 constexpr int64_t kDefaultTokenTtlMs = 24 * 3600 * 1000LL;
+constexpr int64_t kMaxSpotNoticeMs = 3'600'000;  // a notice further ahead is not a notice
 constexpr int64_t kMaxTokenTtlMs = 3650 * 24 * 3600 * 1000LL;
 
 std::string token_state(const store::TokenRecord& t, TimeMs now) {
@@ -309,6 +311,47 @@ net::HttpResponse Server::remove_node(store::NodeRecord& node, const Principal& 
   return json_response(200, {{"id", id}, {"name", name}, {"state", "removed"}});
 }
 
+int Server::begin_spot_interruption(store::NodeRecord& node, TimeMs deadline,
+                                    const std::string& reason, const std::string& actor,
+                                    store::WriteBatch& batch) {
+  TimeMs now = clock_.now_ms();
+  deadline = std::clamp<TimeMs>(deadline, now, now + kMaxSpotNoticeMs);
+  int64_t in_ms = deadline - now;
+  node.state = "interrupting";  // no new work from now on
+  batch.nodes.push_back(node);
+  batch.audit.push_back({now, actor, "node.interrupt", node.id,
+                         fmt::format("in {}: {}", format_duration_ms(in_ms), reason)});
+  int interrupted = 0;
+  std::string why = fmt::format("spot notice for node {}: {}", node.info.name, reason);
+  for (Job* job_here : jobs_on(node.id)) {
+    Job& job = *job_here;
+    if (stop_requested(job) || is_terminal(job.state) ||
+        job.replicas.empty())
+      continue;
+    job.interrupt_reason = why;
+    job.message = fmt::format("{}; stopping by {}", why, format_time_iso(deadline));
+    stop_replicas(job, interrupt_cause::kSpot, why, deadline);
+    batch.jobs.push_back(job);
+    batch.audit.push_back({now, actor, "job.interrupt", job.id, why});
+    ++interrupted;
+  }
+  node_changed(node.id);
+  spdlog::info("{}: spot notice for node {} ({} jobs interrupted, gone in {})", actor,
+               node.info.name, interrupted, format_duration_ms(in_ms));
+  std::string node_id = node.id;
+  loop_.run_after(in_ms, [this, node_id] {
+    auto it = nodes_.find(node_id);
+    if (it == nodes_.end() || it->second.state != "interrupting") return;
+    it->second.state = "gone";
+    store::WriteBatch gone;
+    gone.nodes.push_back(it->second);
+    gone.audit.push_back({clock_.now_ms(), "server", "node.gone", node_id, "spot notice ended"});
+    (void)commit(gone);
+    node_changed(node_id);
+  });
+  return interrupted;
+}
+
 net::HttpResponse Server::interrupt_node(store::NodeRecord& node, const std::string& body,
                                          const Principal& who) {
   auto doc = parse_json_body(body.empty() ? "{}" : body);
@@ -323,7 +366,7 @@ net::HttpResponse Server::interrupt_node(store::NodeRecord& node, const std::str
     const auto& in = (*doc)["in"];
     auto parsed = in.is_string() ? parse_duration_ms(in.get<std::string>())
                                  : Result<int64_t>(invalid("not a string"));
-    if (!parsed || *parsed > 3'600'000)
+    if (!parsed || *parsed > kMaxSpotNoticeMs)
       return error_response(
           invalid(fmt::format("interrupt: in {} must be a duration from 0s to 1h, e.g. \"120s\"",
                               in.dump().substr(0, 64))));
@@ -338,40 +381,10 @@ net::HttpResponse Server::interrupt_node(store::NodeRecord& node, const std::str
   if (node.state == "gone" || node.state == "left")
     return error_response(
         {ErrorCode::kConflict, fmt::format("node {} is {} already", node.info.name, node.state)});
-  TimeMs now = clock_.now_ms();
-  TimeMs deadline = now + in_ms;
+  TimeMs deadline = clock_.now_ms() + in_ms;
   store::WriteBatch batch;
-  node.state = "interrupting";  // no new work from now on
-  batch.nodes.push_back(node);
-  batch.audit.push_back({now, who.name, "node.interrupt", node.id,
-                         fmt::format("in {}: {}", format_duration_ms(in_ms), reason)});
-  int interrupted = 0;
-  std::string why = fmt::format("spot notice for node {}: {}", node.info.name, reason);
-  for (Job* job_here : jobs_on(node.id)) {
-    Job& job = *job_here;
-    if (stop_requested(job) || is_terminal(job.state) || job.replicas.empty()) continue;
-    job.interrupt_reason = why;
-    job.message = fmt::format("{}; stopping by {}", why, format_time_iso(deadline));
-    stop_replicas(job, interrupt_cause::kSpot, why, deadline);
-    batch.jobs.push_back(job);
-    batch.audit.push_back({now, who.name, "job.interrupt", job.id, why});
-    ++interrupted;
-  }
+  int interrupted = begin_spot_interruption(node, deadline, reason, who.name, batch);
   if (auto st = commit(batch); !st.ok()) return error_response(st.error());
-  node_changed(node.id);
-  spdlog::info("{}: spot notice for node {} ({} jobs interrupted, gone in {})", who.name,
-               node.info.name, interrupted, format_duration_ms(in_ms));
-  std::string node_id = node.id;
-  loop_.run_after(in_ms, [this, node_id] {
-    auto it = nodes_.find(node_id);
-    if (it == nodes_.end() || it->second.state != "interrupting") return;
-    it->second.state = "gone";
-    store::WriteBatch gone;
-    gone.nodes.push_back(it->second);
-    gone.audit.push_back({clock_.now_ms(), "server", "node.gone", node_id, "spot notice ended"});
-    (void)commit(gone);
-    node_changed(node_id);
-  });
   return json_response(200, {{"id", node.id},
                              {"name", node.info.name},
                              {"state", node.state},

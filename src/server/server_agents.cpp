@@ -212,6 +212,15 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
     batch.nodes.push_back(node);
     node_changed(node.id);
   }
+  if (poll->has_spot_notice() && !poll->leaving && node.state != "interrupting" &&
+      node.state != "gone" && node.state != "left") {
+    // The agent saw its provider's notice (docs/interruptions.md, "Spot notices"): the same as
+    // `gpucloud node interrupt`. The answer's node_state tells the agent it was acted on.
+    std::string reason = poll->spot_notice.reason.empty() ? "the provider reclaims this spot node"
+                                                          : poll->spot_notice.reason;
+    begin_spot_interruption(node, poll->spot_notice.deadline_ms, reason, "agent " + node.info.name,
+                            batch);
+  }
   auto& rt = runtime_[node.id];
   // Logs first: a replica's last output travels in the same poll as its exit.
   std::map<std::string, int64_t> offsets;
@@ -468,6 +477,7 @@ net::HttpResponse Server::poll_response(const std::string& node_id,
   r.log_offsets = log_offsets;
   r.interrupts = rt.interrupts;
   r.warnings = rt.warnings;
+  if (auto node = nodes_.find(node_id); node != nodes_.end()) r.node_state = node->second.state;
   return json_response(200, poll_response_to_json(r));
 }
 

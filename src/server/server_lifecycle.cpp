@@ -17,6 +17,8 @@ sched::NodeState Server::node_state(const store::NodeRecord& rec) {
   n.cpu_milli = rec.info.cpu_milli;
   n.memory_mib = rec.info.memory_mib;
   n.labels = rec.info.labels;
+  if (rec.info.price_per_hour >= 0 && !rec.info.gpus.empty())
+    n.price_per_gpu_hour = rec.info.price_per_hour / static_cast<double>(rec.info.gpus.size());
   n.schedulable = rec.state == "ready" && !rec.cordoned;
   for (const auto& g : rec.info.gpus) {
     sched::GpuState gs;

@@ -327,5 +327,50 @@ TEST(ReplicaEvent, CarriesTheCheckpointAndTheInterruptionCause) {
   EXPECT_EQ(back->interrupt_cause, "drain");
 }
 
+TEST(PollRequest, CarriesASpotNoticeOnlyWhenThereIsOne) {
+  PollRequest r;
+  r.node_id = "n";
+  EXPECT_FALSE(poll_request_to_json(r).contains("spot_notice")) << "older servers see no change";
+  r.spot_notice = {1'764'612'345'678, "AWS spot terminate"};
+  json j = poll_request_to_json(r);
+  auto back = poll_request_from_json(j);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_TRUE(back->has_spot_notice());
+  EXPECT_EQ(back->spot_notice.deadline_ms, 1'764'612'345'678);
+  EXPECT_EQ(back->spot_notice.reason, "AWS spot terminate");
+  j.erase("spot_notice");
+  auto older = poll_request_from_json(j);
+  ASSERT_TRUE(older.ok());
+  EXPECT_FALSE(older->has_spot_notice()) << "an older agent sends none";
+}
+
+TEST(PollRequest, RefusesAMalformedSpotNotice) {
+  PollRequest r;
+  r.node_id = "n";
+  json base = poll_request_to_json(r);
+  for (const json& bad :
+       {json("soon"), json{{"reason", "no deadline"}}, json{{"deadline_ms", -5}},
+        json{{"deadline_ms", 0}}, json{{"deadline_ms", 1e300}},
+        json{{"deadline_ms", "1764612345678"}},
+        json{{"deadline_ms", 1'764'612'345'678}, {"reason", std::string(257, 'x')}},
+        json{{"deadline_ms", 1'764'612'345'678}, {"reason", 7}}}) {
+    json j = base;
+    j["spot_notice"] = bad;
+    auto parsed = poll_request_from_json(j);
+    EXPECT_FALSE(parsed.ok()) << bad.dump();
+  }
+}
+
+TEST(PollResponse, TellsTheNodesStateAndOlderServersSayNothing) {
+  PollResponse r;
+  r.node_state = "interrupting";
+  auto back = poll_response_from_json(poll_response_to_json(r));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->node_state, "interrupting");
+  json older = poll_response_to_json(PollResponse{});
+  EXPECT_FALSE(older.contains("node_state"));
+  EXPECT_EQ(poll_response_from_json(older)->node_state, "");
+}
+
 }  // namespace
 }  // namespace gpucloud

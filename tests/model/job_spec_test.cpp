@@ -340,6 +340,18 @@ TEST(IsValidUtf8, AcceptsUtf8AndRejectsBrokenSequences) {
   EXPECT_FALSE(is_valid_utf8("\x80"));
 }
 
+TEST(JobSpecFromJson, MaxPriceIsUsdPerGpuHourAndRoundTrips) {
+  JobSpec s = parse({{"command", {"x"}}, {"max_price", 2.45}});
+  EXPECT_DOUBLE_EQ(s.max_price, 2.45);
+  EXPECT_DOUBLE_EQ(parse(job_spec_to_json(s)).max_price, 2.45);
+  EXPECT_FALSE(job_spec_to_json(parse({{"command", {"x"}}})).contains("max_price"))
+      << "no limit is no field";
+  EXPECT_TRUE(contains(rejected("max_price", -1), "must be above 0 and at most 1000"));
+  EXPECT_TRUE(contains(rejected("max_price", 0), "must be above 0"));
+  EXPECT_TRUE(contains(rejected("max_price", 1000.5), "at most 1000"));
+  EXPECT_TRUE(contains(rejected("max_price", "2"), "expected USD per GPU-hour"));
+}
+
 }  // namespace
 }  // namespace gpucloud
 

@@ -63,5 +63,22 @@ TEST(NodeInfoFromJson, RefusesThousandsOfLabels) {
   EXPECT_NE(refusal(j).find("300 labels; at most 256"), std::string::npos) << refusal(j);
 }
 
+TEST(NodeInfoFromJson, APriceIsOptionalAndBounded) {
+  auto unpriced = node_info_from_json(sample_node());
+  ASSERT_TRUE(unpriced.ok());
+  EXPECT_LT(unpriced->price_per_hour, 0) << "absent: unknown";
+  EXPECT_FALSE(node_info_to_json(*unpriced).contains("price_per_hour"));
+  json j = sample_node();
+  j["price_per_hour"] = 24.48;
+  auto priced = node_info_from_json(j);
+  ASSERT_TRUE(priced.ok()) << priced.error().message;
+  EXPECT_DOUBLE_EQ(priced->price_per_hour, 24.48);
+  EXPECT_EQ(node_info_to_json(*priced)["price_per_hour"], 24.48);
+  for (const json& bad : {json(-1), json(1e6), json("24.48")}) {
+    j["price_per_hour"] = bad;
+    EXPECT_NE(refusal(j).find("price_per_hour"), std::string::npos) << bad.dump();
+  }
+}
+
 }  // namespace
 }  // namespace gpucloud
