@@ -40,6 +40,8 @@ struct DevOptions {
   int max_connections = 0;  // 0: the descriptor limit less a reserve
   int max_connections_per_source = 256;
   std::string job_uid_range = "200000-299999";  // docs/security.md, "Job code"
+  std::string metrics_token_file;               // docs/metrics.md
+  bool metrics_public = false;
 };
 
 /// `gpucloud server`: the control plane alone (docs/config.md).
@@ -56,6 +58,8 @@ struct ServerOptions {
   std::string poll_hold = "5s";
   int max_connections = 0;  // 0: the descriptor limit less a reserve
   int max_connections_per_source = 256;
+  std::string metrics_token_file;  // docs/metrics.md
+  bool metrics_public = false;
 };
 
 /// `gpucloud agent`: one node joining a server.

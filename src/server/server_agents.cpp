@@ -292,6 +292,7 @@ void Server::apply_event(const std::string& node_id, const ReplicaEvent& ev,
       job.state = JobState::kRunning;
       job.started_at = ev.at ? ev.at : clock_.now_ms();
       job.pending_reason.clear();
+      note_job_started(job);
     }
     batch.jobs.push_back(job);
   } else if (ev.type == "exited") {
