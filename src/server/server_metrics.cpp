@@ -63,7 +63,8 @@ std::string api_route_template(const std::string& path) {
   if (under("/v1/nodes/", rest)) {
     size_t slash = rest.find('/');
     if (slash == std::string::npos || !is_id_segment(rest.substr(0, slash))) return "other";
-    static const char* const kActions[] = {"cordon", "uncordon", "drain", "interrupt", "remove"};
+    static const char* const kActions[] = {"cordon",  "uncordon",  "drain",
+                                           "replace", "interrupt", "remove"};
     for (const char* action : kActions)
       if (rest.substr(slash + 1) == action) return std::string("/v1/nodes/{node}/") + action;
     return "other";
