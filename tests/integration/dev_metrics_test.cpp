@@ -2,6 +2,7 @@
 // as jobs are submitted, run and end.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 
 #include "dev_cluster.h"
@@ -138,6 +139,33 @@ TEST_F(DevMetrics, JobsGpusAndCountersFollowAJobsLife) {
   EXPECT_EQ(sample(after, "gpucloud_interruptions_total{cause=\"cancel\"}"), 1);
   EXPECT_EQ(sample(after, free), 8);
   EXPECT_EQ(sample(after, whole), std::nullopt);  // nothing held: no series
+}
+
+TEST(DevMetricsToken, ABadMetricsTokenFileIsRefusedAtStartWithTheFix) {
+  TempDir dir;
+  struct Case {
+    std::string content;
+    bool missing;  // no file at all
+    std::string expected;
+  };
+  const Case cases[] = {
+      {"", true, "cannot read it"},
+      {"short\n", false, "at least 16 characters"},
+      {"two words-0123456789abcdef\n", false, "one word"},
+      {std::string(5000, 'x'), false, "longer than 4096 bytes"},
+  };
+  for (const auto& c : cases) {
+    std::string path = dir.path() + "/metrics.token";
+    std::remove(path.c_str());
+    if (!c.missing) std::ofstream(path) << c.content;
+    auto r = run_command({GPUCLOUD_BINARY, "dev", "--listen", "127.0.0.1:0", "--data-dir",
+                          dir.path() + "/d", "--metrics-token-file", path},
+                         {}, "", 10);
+    EXPECT_NE(r.exit_code, 0) << c.expected;
+    std::string said = r.out + r.err;
+    EXPECT_NE(said.find("--metrics-token-file " + path), std::string::npos) << said;
+    EXPECT_NE(said.find(c.expected), std::string::npos) << said;
+  }
 }
 
 }  // namespace
