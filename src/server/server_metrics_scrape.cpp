@@ -128,7 +128,9 @@ net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
         if (gpu.index == index) return gpu.model;
     return "unknown";
   };
-  std::map<std::string, std::map<std::string, double>> used;  // tenant -> model -> GPUs
+  // Sums in whole milli-GPUs, divided once: ten 100-milli shares make exactly 1 GPU.
+  std::map<std::string, std::map<std::string, int64_t>> used_milli;  // tenant -> model -> milli
+  std::map<prometheus::Labels, int64_t> held_milli;                  // model, tenant, mode
   for (const auto& [id, job] : jobs_) {
     if (is_terminal(job.state)) continue;
     jobs.add({{"state", job.state == JobState::kRunning ? "running" : "pending"},
@@ -138,16 +140,19 @@ net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
       if (r.state == ReplicaState::kExited) continue;
       for (const auto& g : r.gpus) {
         std::string model = model_of(r.node_id, g.index);
-        double gpus = g.milli / 1000.0;
-        allocated.add({{"model", model},
-                       {"tenant", job.spec.tenant},
-                       {"mode", g.milli >= 1000 ? "whole" : "shared"}},
-                      gpus);
-        allocated_milli.add({{"model", model}, {"tenant", job.spec.tenant}}, g.milli);
-        used[job.spec.tenant][model] += gpus;
+        held_milli[{{"model", model},
+                    {"tenant", job.spec.tenant},
+                    {"mode", g.milli >= 1000 ? "whole" : "shared"}}] += g.milli;
+        used_milli[job.spec.tenant][model] += g.milli;
       }
     }
   }
+  for (const auto& [labels, milli] : held_milli) {
+    allocated.add(labels, static_cast<double>(milli) / 1000);
+    allocated_milli.add({{"model", labels.at("model")}, {"tenant", labels.at("tenant")}},
+                        static_cast<double>(milli));
+  }
+  std::map<std::string, int64_t> free_shared_milli;  // model -> milli
   for (const auto& n : node_states()) {
     const auto& rec = nodes_.at(n.id);
     nodes.add({{"state", rec.state}}, 1);
@@ -161,9 +166,11 @@ net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
       if (g.used_milli <= 0)
         free_gpus.add({{"model", g.model}, {"mode", "whole"}}, 1);
       else if (g.used_milli < 1000)
-        free_gpus.add({{"model", g.model}, {"mode", "shared"}}, (1000 - g.used_milli) / 1000.0);
+        free_shared_milli[g.model] += 1000 - g.used_milli;
     }
   }
+  for (const auto& [model, milli] : free_shared_milli)
+    free_gpus.add({{"model", model}, {"mode", "shared"}}, static_cast<double>(milli) / 1000);
   for (const auto& t : tenants) {
     weight.add({{"tenant", t.name}}, t.weight);
     for (const auto& [model, gpus] : t.quota)
@@ -171,10 +178,11 @@ net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
     for (const auto& [model, gpus] : t.borrowing_limit)
       borrowing_limit.add({{"tenant", t.name}, {"model", model}}, gpus);
     if (t.quota.empty() && t.borrowing_limit.empty()) continue;
-    for (const auto& [model, gpus] : used[t.name]) {
+    for (const auto& [model, milli] : used_milli[t.name]) {
       auto q = t.quota.find(model);
-      double over = gpus - (q == t.quota.end() ? 0 : q->second);
-      borrowed.add({{"tenant", t.name}, {"model", model}}, over > 1e-9 ? over : 0);
+      int64_t over = milli - (q == t.quota.end() ? 0 : int64_t{q->second} * 1000);
+      borrowed.add({{"tenant", t.name}, {"model", model}},
+                   over > 0 ? static_cast<double>(over) / 1000 : 0);
     }
   }
   if (http_) connections.add({}, static_cast<double>(http_->stats().open_connections));

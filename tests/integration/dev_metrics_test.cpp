@@ -141,6 +141,25 @@ TEST_F(DevMetrics, JobsGpusAndCountersFollowAJobsLife) {
   EXPECT_EQ(sample(after, whole), std::nullopt);  // nothing held: no series
 }
 
+TEST_F(DevMetrics, SharedGpusAddUpExactly) {
+  const DevCluster& c = *cluster_;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 10; ++i)
+    ids.push_back(c.submit({"--tenant", "nlp", "--gpu-milli", "100", "--", "sleep", "60"}));
+  const std::string shared =
+      "gpucloud_gpus_allocated{mode=\"shared\",model=\"A100\",tenant=\"nlp\"}";
+  std::string text;
+  ASSERT_TRUE(wait_until([&] {
+    text = scrape_metrics(c.address(), kScraper).body;
+    return sample(text, "gpucloud_jobs{state=\"running\",tenant=\"nlp\"}") == 10;
+  })) << text;
+  // Ten 100-milli shares are one GPU, not 0.9999999999999999.
+  EXPECT_NE(text.find(shared + " 1\n"), std::string::npos) << text;
+  EXPECT_EQ(sample(text, "gpucloud_gpu_milli_allocated{model=\"A100\",tenant=\"nlp\"}"), 1000);
+  for (const auto& id : ids) EXPECT_EQ(c.cli({"cancel", id}).exit_code, 0);
+  for (const auto& id : ids) EXPECT_EQ(c.wait_done(id)["state"], "cancelled");
+}
+
 TEST(DevMetricsToken, ABadMetricsTokenFileIsRefusedAtStartWithTheFix) {
   TempDir dir;
   struct Case {
