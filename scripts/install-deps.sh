@@ -7,6 +7,8 @@ packages=(
   g++ cmake ninja-build ccache pkg-config make
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev libssl-dev libhwloc-dev
+  prometheus-cpp-dev  # src/metrics: counters, gauges, histograms
+  prometheus  # tests: a real Prometheus scrapes `gpucloud dev` (tests/integration/dev_prometheus_test.cpp)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev  # fuzz/: clang++ -fsanitize=fuzzer,address,undefined
   iproute2 procps

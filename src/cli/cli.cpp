@@ -33,6 +33,14 @@ void hide_secret_flags(int argc, char** argv) {
   }
 }
 
+// --metrics-token-file and --metrics-public, of `gpucloud server` and `gpucloud dev`.
+void add_metrics_access(CLI::App* cmd, std::string& token_file, bool& is_public) {
+  cmd->add_option("--metrics-token-file", token_file,
+                  "a file holding a token that may read GET /metrics (besides the admin token)");
+  cmd->add_flag("--metrics-public", is_public,
+                "serve GET /metrics without a token (bind to an address only scrapers reach)");
+}
+
 // --max-connections and --max-connections-per-source, of `gpucloud server` and `gpucloud dev`.
 void add_connection_limits(CLI::App* cmd, int& max_connections, int& per_source) {
   cmd->add_option("--max-connections", max_connections,
@@ -111,6 +119,7 @@ int run_cli(int argc, char** argv) {
       ->add_option("--spot-nodes", dev.spot_nodes,
                    "label the last N nodes capacity-class=spot (the others are on-demand)")
       ->capture_default_str();
+  add_metrics_access(dev_cmd, dev.metrics_token_file, dev.metrics_public);
   dev_cmd->callback([&] { code = cmd_dev(dev); });
 
   RunOptions run;
@@ -236,6 +245,7 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   add_queue_policy_flags(server_cmd, srv.queue);
   add_connection_limits(server_cmd, srv.max_connections, srv.max_connections_per_source);
+  add_metrics_access(server_cmd, srv.metrics_token_file, srv.metrics_public);
   server_cmd->callback([&] { code = cmd_server(srv); });
 
   AgentOptions agent;

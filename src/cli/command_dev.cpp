@@ -164,6 +164,8 @@ int cmd_dev(const DevOptions& o) {
   config.poll_hold_ms = o.poll_hold_ms;
   config.max_connections = o.max_connections;
   config.max_connections_per_source = o.max_connections_per_source;
+  config.metrics_token_file = o.metrics_token_file;
+  config.metrics_public = o.metrics_public;
   config.config_file = o.config_file;
   auto unreachable = parse_duration_ms(o.unreachable_after);
   auto down = parse_duration_ms(o.down_after);

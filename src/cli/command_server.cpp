@@ -36,6 +36,8 @@ Result<server::ServerConfig> server_config_from(const ServerOptions& o) {
   config.tls_key_file = o.tls_key;
   config.max_connections = o.max_connections;
   config.max_connections_per_source = o.max_connections_per_source;
+  config.metrics_token_file = o.metrics_token_file;
+  config.metrics_public = o.metrics_public;
   if (o.plain_http && (!o.tls_cert.empty() || !o.tls_key.empty()))
     return invalid("--plain-http and --tls-cert/--tls-key exclude each other; choose one");
   if (o.tls_cert.empty() != o.tls_key.empty())

@@ -44,6 +44,8 @@ struct DevOptions {
   std::string job_uid_range = "200000-299999";  // docs/security.md, "Job code"
   SpotFlags spot;
   int spot_nodes = 0;  // the last N dev nodes are labelled capacity-class=spot
+  std::string metrics_token_file;               // docs/metrics.md
+  bool metrics_public = false;
 };
 
 /// `gpucloud server`: the control plane alone (docs/config.md).
@@ -60,6 +62,8 @@ struct ServerOptions {
   std::string poll_hold = "5s";
   int max_connections = 0;  // 0: the descriptor limit less a reserve
   int max_connections_per_source = 256;
+  std::string metrics_token_file;  // docs/metrics.md
+  bool metrics_public = false;
 };
 
 /// `gpucloud agent`: one node joining a server.

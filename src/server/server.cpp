@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -101,6 +102,7 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config, const
     server->file_config_ = std::move(*loaded);
   }
   server->apply_tenants();
+  GPUCLOUD_TRY(server->load_metrics_token());
   GPUCLOUD_TRY(server->bootstrap_tokens());
   GPUCLOUD_TRY(server->load_state());
   return server;
@@ -219,7 +221,12 @@ Result<int> Server::start() {
                                             [this](net::HttpRequest&& req, net::Responder respond) {
                                               handle(std::move(req), std::move(respond));
                                             });
-  http_->set_head_check([this](const net::HttpRequest& head) { return check_head(head); });
+  http_->set_head_check([this](const net::HttpRequest& head) {
+    auto refused = check_head(head);
+    if (refused)
+      metrics_->api_request(api_route_template(head.path), head.method, refused->status, 0);
+    return refused;
+  });
   net::HttpServerConfig http_config;
   http_config.host = config_.listen_host;
   http_config.port = config_.listen_port;
@@ -289,6 +296,7 @@ std::optional<net::HttpResponse> Server::check_head(const net::HttpRequest& head
     r.headers.push_back({"Allow", "GET, HEAD"});
     return r;
   }
+  if (head.path == "/metrics") return metrics_refusal(head);
   auto who = auth_.authenticate(head.header("authorization"), clock_.now_ms());
   if (!who) return unauthenticated(head);
   if (who->role == "node") http_->trust_source(head.remote_address);
@@ -305,6 +313,18 @@ net::HttpResponse Server::unauthenticated(const net::HttpRequest& req) const {
 }
 
 void Server::handle(net::HttpRequest&& req, net::Responder respond) {
+  // Every answer is counted by its route template (never the raw path: ids would make the
+  // label unbounded).
+  respond = [respond = std::move(respond), metrics = metrics_, route = api_route_template(req.path),
+             method = req.method, started = std::chrono::steady_clock::now()](net::HttpResponse r) {
+    std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+    metrics->api_request(route, method, r.status, took.count());
+    respond(std::move(r));
+  };
+  if (req.path == "/metrics") {
+    if (auto refused = metrics_refusal(req)) return respond(std::move(*refused));
+    return respond(serve_metrics(req));
+  }
   if (req.path == "/healthz") {
     respond(json_response(200, {{"status", "ok"}}));
     return;
@@ -337,6 +357,7 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
     if (who.role != "node")
       return respond(error_response(
           {ErrorCode::kPermissionDenied, "poll needs a node credential from /v1/agent/register"}));
+    metrics_->agent_poll();
     return poll(req, who, std::move(respond));
   }
   if (p == "/v1/agent/register") {
@@ -432,7 +453,10 @@ Status Server::commit(store::WriteBatch& batch) {
     batch = std::move(merged);
     waiters.swap(group_waiters_);
   }
+  auto started = std::chrono::steady_clock::now();
   Status st = store_->commit(batch);
+  metrics_->store_commit(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   if (!st.ok()) {
     // The in-memory state is ahead of the store now, and answers (acknowledged events, new
     // allocations) may follow from it. Stop rather than acknowledge what is not durable: a

@@ -22,6 +22,7 @@
 #include "server/background_work.h"
 #include "server/config.h"
 #include "server/log_store.h"
+#include "server/server_metrics.h"
 #include "store/state_store.h"
 
 namespace gpucloud::server {
@@ -44,6 +45,10 @@ struct ServerConfig {
   // Connection limits (net::HttpServerConfig): 0 = the default there.
   int max_connections = 0;
   int max_connections_per_source = 256;
+  // GET /metrics (docs/metrics.md): the admin token may always read it; a file holding a
+  // dedicated metrics token ("" = none); or anyone, with metrics_public.
+  std::string metrics_token_file;
+  bool metrics_public = false;
 };
 
 /// Paths of the files a server keeps in its data dir.
@@ -190,6 +195,16 @@ class Server {
   /// Once a second: warns the jobs idle for 80 % of their idle window and interrupts (cause
   /// idle) those idle for all of it; they end idle-reclaimed.
   void reclaim_idle_jobs();
+  // Metrics (server_metrics_scrape.cpp)
+  /// Reads --metrics-token-file (its digest is kept, not the token).
+  Status load_metrics_token();
+  /// The answer refusing a GET /metrics by this caller, or nullopt when it may read them.
+  std::optional<net::HttpResponse> metrics_refusal(const net::HttpRequest& req) const;
+  /// GET /metrics: the instruments plus gauges computed now from jobs_, nodes_ and the config.
+  net::HttpResponse serve_metrics(const net::HttpRequest& req) const;
+  /// Observes the queue wait (and, on a first start, submit-to-running) of an attempt whose
+  /// replicas all run now.
+  void note_job_started(const Job& job);
 
   // Lifecycle (server_lifecycle.cpp)
   void schedule_soon();
@@ -257,6 +272,9 @@ class Server {
   std::string url_;
   std::string tls_fingerprint_;
   std::string tls_cert_file_;
+  std::shared_ptr<ServerMetrics> metrics_ = std::make_shared<ServerMetrics>();  // shared: answers
+                                                                                // on other threads
+  std::string metrics_token_sha256_;  // of --metrics-token-file's token; "" = none
 
   std::map<std::string, Job> jobs_;  // pending and running jobs (terminal ones are in the store)
   std::map<std::string, store::NodeRecord> nodes_;

@@ -306,6 +306,7 @@ void Server::apply_event(const std::string& node_id, const ReplicaEvent& ev,
       job.pending_reason.clear();
       add_job_event(job, job.started_at, "running",
                     fmt::format("attempt {}: every replica has started", job.attempt));
+      note_job_started(job);
     }
     batch.jobs.push_back(job);
   } else if (ev.type == "exited") {

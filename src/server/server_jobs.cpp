@@ -68,6 +68,7 @@ net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principa
                          fmt::format("tenant {} name {}", job.spec.tenant, job.spec.name)});
   if (auto st = commit(batch); !st.ok()) return error_response(st.error());
   spdlog::debug("job {} submitted", job.id);
+  metrics_->job_submitted(job.spec.tenant);
   auto response = json_response(201, job_to_json(job));
   jobs_.emplace(job.id, std::move(job));
   schedule_soon();

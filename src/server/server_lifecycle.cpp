@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <unordered_map>
 
 #include "common/units.h"
@@ -199,6 +200,7 @@ void Server::run_scheduler() {
   // an idle cluster thus cost no pass. The scheduler knows every pending job but those changed
   // since the last sync (a deep queue is not walked here on every event).
   if (!sched_full_sync_ && sched_dirty_jobs_.empty() && scheduler_->pending_count() == 0) return;
+  auto pass_started = std::chrono::steady_clock::now();
   sync_scheduler();
   size_t pending = scheduler_->pending_count();
   if (pending == 0) return;
@@ -238,11 +240,15 @@ void Server::run_scheduler() {
                   fmt::format("attempt {} on {}{}", job.attempt, where,
                               gpus.empty() ? "" : "; GPUs " + gpus));
     batch.jobs.push_back(job);
+    metrics_->placement(job.spec.tenant);
   }
   for (const auto& p : plan.pending)
     if (auto it = jobs_.find(p.job_id); it != jobs_.end()) it->second.pending_reason = p.reason;
   preempt(plan.preemptions, batch);
   if (!commit(batch).ok()) return;
+  metrics_->scheduling_pass(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_started).count(),
+      plan.placements.size(), plan.pending.size(), plan.preemptions.size());
   spdlog::debug("scheduler: placed {} of {} pending jobs, preempting {}", plan.placements.size(),
                 pending, plan.preemptions.size());
   for (const auto& node_id : touched_nodes) bump_node(node_id);
@@ -262,6 +268,7 @@ void Server::preempt(const std::vector<sched::Preemption>& preemptions, store::W
     stop_replicas(job, interrupt_cause::kPreemption, p.reason);
     batch.jobs.push_back(job);
     batch.audit.push_back({clock_.now_ms(), "scheduler", "job.preempt", job.id, p.reason});
+    metrics_->preemption(job.spec.tenant);
     spdlog::info("job {} {}", job.id, p.reason);
   }
 }
@@ -271,6 +278,7 @@ void Server::stop_replicas(Job& job, const std::string& cause, const std::string
   std::set<std::string> nodes;
   for (const auto& r : job.replicas)
     if (r.state != ReplicaState::kExited) nodes.insert(r.node_id);
+  if (!cause.empty() && !nodes.empty()) metrics_->interruption(cause);
   InterruptNotice notice{
       cause, deadline_ms > 0 ? deadline_ms : clock_.now_ms() + job.spec.grace_period_ms, why};
   if (!nodes.empty())
@@ -448,6 +456,7 @@ void Server::end_job(Job& job, JobState state, std::optional<int> exit_code, std
                          std::string(to_string(state)) + " " + job.message});
   forget_attempt(job);
   finished_.push_back(job.id);
+  metrics_->job_finished(job.spec.tenant, std::string(to_string(state)));
   schedule_soon();  // its resources are free for the jobs that wait
   spdlog::info("job {} {}{}", job.id, to_string(state),
                exit_code ? fmt::format(" (exit code {})", *exit_code) : "");

@@ -1,0 +1,214 @@
+// GET /metrics: who may read it, and the gauges computed from the server's state at scrape
+// time (the loop thread owns that state, so no lock is taken).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "metrics/exposition.h"
+#include "metrics/gauge_set.h"
+#include "net/crypto.h"
+#include "server/http_util.h"
+#include "server/server.h"
+
+#ifndef GPUCLOUD_VERSION
+#define GPUCLOUD_VERSION "unknown"
+#endif
+
+namespace gpucloud::server {
+
+namespace {
+
+constexpr size_t kMaxTokenFileBytes = 4096;
+constexpr size_t kMinTokenChars = 16;
+
+// The states a node record takes (store::NodeRecord::state), shown even when no node has them.
+const char* const kNodeStates[] = {"ready",   "unreachable", "down", "interrupting",
+                                   "leaving", "left",        "gone"};
+
+}  // namespace
+
+Status Server::load_metrics_token() {
+  const std::string& path = config_.metrics_token_file;
+  if (path.empty()) return {};
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return invalid(
+        fmt::format("--metrics-token-file {}: cannot read it; write a token (e.g. "
+                    "`openssl rand -hex 32`) to that file, readable by the server",
+                    path));
+  std::string token(kMaxTokenFileBytes + 1, '\0');
+  in.read(token.data(), static_cast<std::streamsize>(token.size()));
+  token.resize(static_cast<size_t>(in.gcount()));
+  if (token.size() > kMaxTokenFileBytes)
+    return invalid(
+        fmt::format("--metrics-token-file {}: longer than {} bytes; it should hold "
+                    "one token on one line",
+                    path, kMaxTokenFileBytes));
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.front())))
+    token.erase(token.begin());
+  if (token.size() < kMinTokenChars || token.find_first_of(" \t\r\n") != std::string::npos)
+    return invalid(
+        fmt::format("--metrics-token-file {}: the token must be one word of at least "
+                    "{} characters (e.g. `openssl rand -hex 32`), got {} characters",
+                    path, kMinTokenChars, token.size()));
+  metrics_token_sha256_ = net::sha256_hex(token);
+  return {};
+}
+
+std::optional<net::HttpResponse> Server::metrics_refusal(const net::HttpRequest& req) const {
+  bool has_body = !req.header("transfer-encoding").empty() ||
+                  (!req.header("content-length").empty() && req.header("content-length") != "0");
+  if ((req.method != "GET" && req.method != "HEAD") || has_body) {
+    auto r = error_response(
+        {ErrorCode::kInvalidArgument, "/metrics accepts only GET or HEAD, without a body"});
+    r.status = 405;
+    r.headers.push_back({"Allow", "GET, HEAD"});
+    return r;
+  }
+  if (config_.metrics_public) return std::nullopt;
+  std::string authorization = req.header("authorization");
+  const std::string bearer = "Bearer ";
+  if (!metrics_token_sha256_.empty() && authorization.rfind(bearer, 0) == 0 &&
+      net::constant_time_equal(net::sha256_hex(authorization.substr(bearer.size())),
+                               metrics_token_sha256_))
+    return std::nullopt;
+  auto who = auth_.authenticate(authorization, clock_.now_ms());
+  if (!who) return unauthenticated(req);
+  if (!who->is_admin())
+    return error_response(
+        {ErrorCode::kPermissionDenied,
+         fmt::format("/metrics shows every tenant's use: token '{}' ({}) may not read it; use the "
+                     "admin token or the server's --metrics-token-file token (docs/metrics.md)",
+                     who->name, who->role)});
+  return std::nullopt;
+}
+
+net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
+  using metrics::GaugeSet;
+  GaugeSet jobs("gpucloud_jobs", "Active jobs by state (pending, running) and tenant.");
+  GaugeSet nodes("gpucloud_nodes", "Registered nodes by state.");
+  GaugeSet cordoned("gpucloud_nodes_cordoned", "Registered nodes that take no new work.");
+  GaugeSet capacity("gpucloud_gpus_capacity", "GPUs on ready nodes, by model.");
+  GaugeSet allocated("gpucloud_gpus_allocated",
+                     "GPUs held by running or starting replicas, by model, tenant and mode "
+                     "(whole GPUs, or shared: the sum of milli-GPU shares / 1000).");
+  GaugeSet allocated_milli("gpucloud_gpu_milli_allocated",
+                           "Milli-GPUs held by running or starting replicas (1000 per whole "
+                           "GPU), by model and tenant.");
+  GaugeSet free_gpus("gpucloud_gpus_free",
+                     "GPUs free for new work on ready, uncordoned nodes, by model and mode "
+                     "(whole: wholly free GPUs; shared: the free part of partly used ones).");
+  GaugeSet quota("gpucloud_tenant_quota_gpus", "A tenant's nominal GPU quota, by model.");
+  GaugeSet borrowing_limit("gpucloud_tenant_borrowing_limit_gpus",
+                           "GPUs a tenant may borrow from its cohort, by model.");
+  GaugeSet borrowed("gpucloud_tenant_borrowed_gpus",
+                    "GPUs a tenant with a quota uses above it (borrowed from its cohort), by "
+                    "model.");
+  GaugeSet weight("gpucloud_tenant_weight", "A tenant's fair-share weight.");
+  GaugeSet connections("gpucloud_api_connections_open", "Open API connections.");
+  GaugeSet build("gpucloud_build_info", "The running gpucloud's version; always 1.");
+
+  std::vector<TenantConfig> tenants = file_config_.tenants;
+  if (std::none_of(tenants.begin(), tenants.end(),
+                   [](const TenantConfig& t) { return t.name == "default"; }))
+    tenants.insert(tenants.begin(), TenantConfig{"default", 1, "", {}, {}});
+  for (const auto& t : tenants)
+    for (const char* state : {"pending", "running"})
+      jobs.touch({{"state", state}, {"tenant", t.name}});
+  for (const char* state : kNodeStates) nodes.touch({{"state", state}});
+  cordoned.touch({});
+
+  auto model_of = [&](const std::string& node_id, int index) -> std::string {
+    auto node = nodes_.find(node_id);
+    if (node != nodes_.end())
+      for (const auto& gpu : node->second.info.gpus)
+        if (gpu.index == index) return gpu.model;
+    return "unknown";
+  };
+  // Sums in whole milli-GPUs, divided once: ten 100-milli shares make exactly 1 GPU.
+  std::map<std::string, std::map<std::string, int64_t>> used_milli;  // tenant -> model -> milli
+  std::map<prometheus::Labels, int64_t> held_milli;                  // model, tenant, mode
+  for (const auto& [id, job] : jobs_) {
+    if (is_terminal(job.state)) continue;
+    jobs.add({{"state", job.state == JobState::kRunning ? "running" : "pending"},
+              {"tenant", job.spec.tenant}},
+             1);
+    for (const auto& r : job.replicas) {
+      if (r.state == ReplicaState::kExited) continue;
+      for (const auto& g : r.gpus) {
+        std::string model = model_of(r.node_id, g.index);
+        held_milli[{{"model", model},
+                    {"tenant", job.spec.tenant},
+                    {"mode", g.milli >= 1000 ? "whole" : "shared"}}] += g.milli;
+        used_milli[job.spec.tenant][model] += g.milli;
+      }
+    }
+  }
+  for (const auto& [labels, milli] : held_milli) {
+    allocated.add(labels, static_cast<double>(milli) / 1000);
+    allocated_milli.add({{"model", labels.at("model")}, {"tenant", labels.at("tenant")}},
+                        static_cast<double>(milli));
+  }
+  std::map<std::string, int64_t> free_shared_milli;  // model -> milli
+  for (const auto& n : node_states()) {
+    const auto& rec = nodes_.at(n.id);
+    nodes.add({{"state", rec.state}}, 1);
+    if (rec.cordoned) cordoned.add({}, 1);
+    if (rec.state != "ready") continue;
+    for (const auto& g : n.gpus) {
+      capacity.add({{"model", g.model}}, 1);
+      free_gpus.touch({{"model", g.model}, {"mode", "whole"}});
+      free_gpus.touch({{"model", g.model}, {"mode", "shared"}});
+      if (!n.schedulable) continue;
+      if (g.used_milli <= 0)
+        free_gpus.add({{"model", g.model}, {"mode", "whole"}}, 1);
+      else if (g.used_milli < 1000)
+        free_shared_milli[g.model] += 1000 - g.used_milli;
+    }
+  }
+  for (const auto& [model, milli] : free_shared_milli)
+    free_gpus.add({{"model", model}, {"mode", "shared"}}, static_cast<double>(milli) / 1000);
+  for (const auto& t : tenants) {
+    weight.add({{"tenant", t.name}}, t.weight);
+    for (const auto& [model, gpus] : t.quota)
+      quota.add({{"tenant", t.name}, {"model", model}}, gpus);
+    for (const auto& [model, gpus] : t.borrowing_limit)
+      borrowing_limit.add({{"tenant", t.name}, {"model", model}}, gpus);
+    if (t.quota.empty() && t.borrowing_limit.empty()) continue;
+    for (const auto& [model, milli] : used_milli[t.name]) {
+      auto q = t.quota.find(model);
+      int64_t over = milli - (q == t.quota.end() ? 0 : int64_t{q->second} * 1000);
+      borrowed.add({{"tenant", t.name}, {"model", model}},
+                   over > 0 ? static_cast<double>(over) / 1000 : 0);
+    }
+  }
+  if (http_) connections.add({}, static_cast<double>(http_->stats().open_connections));
+  build.add({{"version", GPUCLOUD_VERSION}}, 1);
+
+  std::vector<prometheus::MetricFamily> families;
+  for (const GaugeSet* g :
+       {&build, &jobs, &nodes, &cordoned, &capacity, &allocated, &allocated_milli, &free_gpus,
+        &quota, &borrowing_limit, &borrowed, &weight, &connections})
+    families.push_back(g->family());
+  for (auto& f : metrics_->collect()) families.push_back(std::move(f));
+  metrics::Format format = metrics::negotiate_format(req.header("accept"));
+  net::HttpResponse r;
+  r.status = 200;
+  r.content_type = metrics::content_type(format);
+  r.body = metrics::render(families, format);
+  return r;
+}
+
+void Server::note_job_started(const Job& job) {
+  bool ran_before = std::any_of(job.attempts.begin(), job.attempts.end(),
+                                [](const AttemptRecord& a) { return a.started_at > 0; });
+  TimeMs pending_since = job.attempts.empty() ? job.created_at : job.attempts.back().ended_at;
+  double wait_s = std::max<TimeMs>(0, job.started_at - pending_since) / 1000.0;
+  double first_s = ran_before ? -1 : std::max<TimeMs>(0, job.started_at - job.created_at) / 1000.0;
+  metrics_->job_started(wait_s, first_s);
+}
+
+}  // namespace gpucloud::server
