@@ -756,6 +756,10 @@ void Agent::on_exit(const exec::ExitInfo& info) {
   }
   // Outside the lock: it walks the job's checkpoint files. (One exit callback per process.)
   CheckpointState checkpoint = read_checkpoint(checkpoint_root() + "/" + job_id);
+  // A job that failed on a full disk is told so, not just its exit code.
+  std::optional<std::string> disk_full =
+      info.exit_code != 0 ? checkpoint_space_problem(checkpoint_root() + "/" + job_id)
+                          : std::nullopt;
   std::lock_guard lock(mu_);
   auto it = state_.replicas.find(info.key);
   if (it == state_.replicas.end() || it->second.exited) return;
@@ -767,9 +771,12 @@ void Agent::on_exit(const exec::ExitInfo& info) {
     lost = true;  // not the job's failure: the server re-queues it
     message = fmt::format("stopped by the agent: no contact with the server for over {}",
                           format_duration_ms(config_.fence_after_ms));
-  } else if (r.over_runtime)
+  } else if (r.over_runtime) {
     message = fmt::format("stopped after exceeding max_runtime {}",
                           format_duration_ms(r.allocation.max_runtime_ms));
+  } else if (disk_full && !lost) {
+    message = *disk_full + (message.empty() ? "" : "; " + message);
+  }
   spdlog::info("agent {}: {} exited with code {}{}", node_info_.name, info.key, info.exit_code,
                message.empty() ? "" : " (" + message + ")");
   ReplicaEvent event{0, info.key, "exited", info.exit_code, info.signal, lost};

@@ -1,8 +1,10 @@
 #include "agent/checkpoints.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <ftw.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -67,6 +69,22 @@ CheckpointState read_checkpoint(const std::string& dir) {
   ::nftw(dir.c_str(), add_entry, 16, FTW_PHYS);
   out.bytes = walk_bytes;
   return out;
+}
+
+std::optional<std::string> checkpoint_space_problem(const std::string& dir) {
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) != 0 || fs.f_blocks == 0) return std::nullopt;
+  auto bytes = [&](uint64_t blocks) { return static_cast<double>(blocks) * fs.f_frsize; };
+  double free = bytes(fs.f_bavail), size = bytes(fs.f_blocks);
+  if (free >= 64 * 1024 && free >= size / 1000) return std::nullopt;
+  auto human = [](double b) {
+    return b < 1024 * 1024 ? fmt::format("{:.0f} KiB", b / 1024)
+                           : fmt::format("{:.1f} MiB", b / (1024 * 1024));
+  };
+  return fmt::format(
+      "its checkpoint directory's file system is full ({} free of {}): the last committed "
+      "checkpoint is kept; free space there, or write smaller checkpoints and remove old ones",
+      human(free), human(size));
 }
 
 Status write_interrupt_file(const std::string& path, const InterruptNotice& notice, int64_t gid) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/clock.h"
@@ -29,6 +30,12 @@ struct CheckpointState {
 
 /// Reads the directory (missing: nothing committed). Walks at most 100,000 entries.
 CheckpointState read_checkpoint(const std::string& dir);
+
+/// When the file system holding `dir` is full (less than 64 KiB or 0.1 % of it free to
+/// unprivileged users), a sentence saying so for a job's end message, e.g. "its checkpoint
+/// directory's file system is full (12 KiB free of 1 MiB)..."; nullopt otherwise or when it
+/// cannot be read.
+std::optional<std::string> checkpoint_space_problem(const std::string& dir);
 
 /// Writes the notice as JSON to `path` atomically: owner the agent's user, group gid (the
 /// agent's group when gid < 0), mode 0640, so the job may read it and no other job can.

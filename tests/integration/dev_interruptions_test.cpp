@@ -4,7 +4,9 @@
 // prints; each interruption reaches it through $GPUCLOUD_INTERRUPT with its cause, and `show` lists
 // the attempts with their checkpoints.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -131,6 +133,79 @@ TEST(DevInterruptions, CheckpointCommitWritesTheMarkerAndNeedsADirectory) {
       run_command({GPUCLOUD_BINARY, "checkpoint", "commit", "--dir", dir.path() + "/nope"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("cannot commit the checkpoint"), std::string::npos) << missing.err;
+}
+
+}  // namespace
+}  // namespace gpucloud::testing
+
+namespace gpucloud::testing {
+namespace {
+
+// Writes checkpoint 1 and commits it, then a checkpoint too large for the disk, then tries to
+// commit again: the write fails, the commit fails, the job exits 1.
+constexpr const char* kDiskFiller = R"(
+import os, subprocess, sys
+ck = os.environ["GPUCLOUD_CHECKPOINT_DIR"]
+os.makedirs(ck + "/ckpt-1")
+open(ck + "/ckpt-1/data", "w").write("step 1")
+subprocess.run([os.environ["CLI_BIN"], "checkpoint", "commit"], check=True)
+print("committed 1", flush=True)
+try:
+    os.makedirs(ck + "/ckpt-2")
+    with open(ck + "/ckpt-2/data", "wb") as f:
+        f.write(b"x" * (8 << 20))
+except OSError as e:
+    print("write failed:", e.strerror, flush=True)
+r = subprocess.run([os.environ["CLI_BIN"], "checkpoint", "commit"])
+print("commit 2 exit", r.returncode, flush=True)
+sys.exit(1)
+)";
+
+// A tmpfs of 1 MiB mounted over a directory for the length of a test (root only).
+class SmallDisk {
+ public:
+  explicit SmallDisk(std::string dir) : dir_(std::move(dir)) {
+    std::filesystem::create_directories(dir_);
+    mounted_ = run_command({"/bin/mount", "-t", "tmpfs", "-o", "size=1m,mode=0711", "tmpfs", dir_})
+                   .exit_code == 0;
+  }
+  ~SmallDisk() {
+    if (mounted_) run_command({"/bin/umount", "-l", dir_});
+  }
+  bool mounted() const { return mounted_; }
+
+ private:
+  std::string dir_;
+  bool mounted_ = false;
+};
+
+TEST(DevCheckpoints, AFullDiskEndsTheAttemptWithAClearReasonAndKeepsThePreviousCheckpoint) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root";
+  DevCluster cluster({"--sim-gpus", "1xA100-80GB"});
+  std::string root = cluster.nodes_dir() + "/checkpoints";
+  SmallDisk disk(root);
+  if (!disk.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here";
+  std::string job =
+      cluster.submit({"--gpus", "1", "--env", std::string("CLI_BIN=") + GPUCLOUD_BINARY, "--",
+                      "python3", "-c", kDiskFiller});
+  json done = cluster.wait_done(job, std::chrono::seconds(60));
+  EXPECT_EQ(done["state"], "failed") << done.dump(2);
+  std::string message = done["message"];
+  EXPECT_NE(message.find("checkpoint directory's file system is full"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("the last committed checkpoint is kept"), std::string::npos) << message;
+  std::string log = cluster.cli({"logs", job}).out;
+  EXPECT_NE(log.find("committed 1"), std::string::npos) << log;
+  EXPECT_NE(log.find("write failed: No space left on device"), std::string::npos) << log;
+  EXPECT_NE(log.find("commit 2 exit 1"), std::string::npos) << log;
+  // The previous checkpoint is whole: its marker and its data.
+  std::string dir = root + "/" + done["id"].get<std::string>();
+  EXPECT_TRUE(std::filesystem::exists(dir + "/COMMITTED"));
+  std::ifstream data(dir + "/ckpt-1/data");
+  std::string text((std::istreambuf_iterator<char>(data)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "step 1");
+  const json& attempt = done["attempts"][0];
+  EXPECT_TRUE(attempt["checkpoint_committed"].get<bool>()) << attempt.dump();
 }
 
 }  // namespace

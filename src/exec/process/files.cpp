@@ -61,7 +61,12 @@ Status write_file_atomic(const std::string& path, const std::string& content, in
     ::unlink(tmp.c_str());
     return err;
   }
-  ::close(fd);
+  // A full disk may only show at close (NFS): then the old file stays, whole.
+  if (::close(fd) != 0) {
+    auto err = internal(errno_message("cannot write " + tmp));
+    ::unlink(tmp.c_str());
+    return err;
+  }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     auto err = internal(errno_message("cannot rename " + tmp + " to " + path));
     ::unlink(tmp.c_str());
