@@ -117,10 +117,20 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
       }
     }
   } else {
-    for_each_allowed([&](const NodeClass& c) {
-      best_slot = first_usable(c);
-      return best_slot >= 0;
-    });
+    // A job that may run anywhere and caps its price asks for cheapness: spot nodes first
+    // (docs/jobspec.md, capacity_class), in the policy's order, then the rest.
+    if (req.capacity_class == CapacityClass::kAny && req.max_price > 0)
+      for_each_allowed([&](const NodeClass& c) {
+        auto label = c.state.labels.find("capacity-class");
+        if (label == c.state.labels.end() || label->second != "spot") return false;
+        best_slot = first_usable(c);
+        return best_slot >= 0;
+      });
+    if (best_slot < 0)
+      for_each_allowed([&](const NodeClass& c) {
+        best_slot = first_usable(c);
+        return best_slot >= 0;
+      });
     if (best_slot < 0) return std::nullopt;
   }
   auto choice = choose_gpus(req, nodes_[best_slot].state);

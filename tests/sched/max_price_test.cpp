@@ -70,3 +70,57 @@ TEST(MaxPrice, NodesWithoutAPriceAndJobsWithoutALimitAreNotFiltered) {
 
 }  // namespace
 }  // namespace gpucloud::sched
+
+namespace gpucloud::sched {
+namespace {
+
+NodeState labelled(const std::string& name, const std::string& capacity) {
+  NodeState n = gpu_node(name, 8);
+  n.labels["capacity-class"] = capacity;
+  return n;
+}
+
+// Where one 4-GPU job lands on a cluster of an on-demand and a spot node, named so that
+// either comes first.
+std::string landing(bool spot_first, double max_price) {
+  auto s = make();
+  add_nodes(*s,
+            {labelled(spot_first ? "a-spot" : "a-on-demand", spot_first ? "spot" : "on-demand"),
+             labelled(spot_first ? "b-on-demand" : "b-spot", spot_first ? "on-demand" : "spot")});
+  JobRequest j = job("j", 4);
+  j.max_price = max_price;
+  EXPECT_TRUE(s->submit(j).ok());
+  Plan plan = s->schedule(0);
+  const Placement* p = placement_of(plan, "j");
+  EXPECT_NE(p, nullptr) << reason_of(plan, "j");
+  return p ? p->replicas.at(0).node_id : "";
+}
+
+TEST(AnyCapacityClass, AJobWithAPriceCapPrefersSpotNodesAndOthersKeepThePolicysOrder) {
+  for (bool spot_first : {false, true})
+    EXPECT_THAT(landing(spot_first, 10), HasSubstr("spot")) << "spot first: " << spot_first;
+  // Without a cap the policy's order decides, and in one of the two namings it is on-demand.
+  bool on_demand_somewhere = false;
+  for (bool spot_first : {false, true})
+    on_demand_somewhere |= landing(spot_first, 0).find("on-demand") != std::string::npos;
+  EXPECT_TRUE(on_demand_somewhere);
+}
+
+TEST(AnyCapacityClass, AJobWithAPriceCapRunsOnDemandWhenNoSpotNodeFits) {
+  auto s = make();
+  add_nodes(*s, {labelled("a-on-demand", "on-demand"), labelled("b-spot", "spot")});
+  ASSERT_TRUE(s->submit(job("filler", 8)).ok());
+  Plan first = s->schedule(0);
+  ASSERT_NE(placement_of(first, "filler"), nullptr);
+  JobRequest cheap = job("cheap", 8);
+  cheap.max_price = 10;
+  cheap.created_at = 5;
+  ASSERT_TRUE(s->submit(cheap).ok());
+  Plan plan = s->schedule(1);
+  ASSERT_NE(placement_of(plan, "cheap"), nullptr) << reason_of(plan, "cheap");
+  EXPECT_NE(placement_of(plan, "cheap")->replicas.at(0).node_id,
+            placement_of(first, "filler")->replicas.at(0).node_id);
+}
+
+}  // namespace
+}  // namespace gpucloud::sched
