@@ -40,14 +40,55 @@ struct TokenRecord {
   bool revoked = false;
 };
 
-/// One line of the audit log: who did what to which object.
+/// One line of the audit log: who did what to which object (docs/audit.md). The log is
+/// hash-chained: each entry's hash covers its own canonical form and the previous entry's
+/// hash, so an edit, a deletion or a reordering breaks the chain.
 struct AuditEntry {
   TimeMs at = 0;
-  std::string actor;
+  std::string actor;   // the token's name, or "server" / "scheduler" for the platform
   std::string action;  // e.g. "job.submit", "job.cancel", "node.register"
   std::string object;  // e.g. the job id
-  std::string detail;
+  std::string detail;  // the request's relevant fields (never a secret)
+  std::string role;    // admin | member | agent | node | system
+  std::string source;  // the client's address for requests; "" for the platform's decisions
+  std::string tenant;  // the tenant the object belongs to; "" when none (nodes, tokens)
+  std::string outcome = "ok";
+  // Set by the store when written (and read back): the entry's place and the chain.
+  int64_t seq = 0;
+  std::string prev_hash;
+  std::string hash;
 };
+
+/// Which audit entries to read, newest first.
+struct AuditQuery {
+  TimeMs since = 0;                  // at or after; 0 = any time
+  int64_t before_seq = 0;            // 0 = from the newest
+  std::vector<std::string> tenants;  // empty = any tenant (and entries without one)
+  std::string action;                // exact, or a prefix when it ends with '*'; "" = any
+  int limit = 100;
+};
+
+/// The newest entry of the chain: what `gpucloud audit verify` compares against to catch a
+/// truncated tail.
+struct AuditHead {
+  int64_t seq = 0;
+  std::string hash;
+};
+
+/// What checking the chain found.
+struct AuditVerification {
+  bool ok = true;
+  int64_t entries = 0;     // entries checked
+  int64_t unchained = 0;   // entries written before the log was chained (not checkable)
+  AuditHead head;          // the newest entry
+  int64_t broken_seq = 0;  // the first entry found broken (0 when ok)
+  std::string problem;     // what is wrong there, in words
+};
+
+/// The canonical form an audit entry's hash covers (a JSON array of its fields, seq and
+/// prev_hash included), and that hash (SHA-256, lower-case hex).
+std::string audit_canonical(const AuditEntry& e);
+std::string audit_hash(const AuditEntry& e);
 
 /// A set of changes written in one transaction: all or nothing.
 struct WriteBatch {
@@ -86,6 +127,14 @@ class StateStore {
   virtual Result<std::vector<TokenRecord>> load_tokens() = 0;
   /// The last `limit` audit entries about an object (newest last).
   virtual Result<std::vector<AuditEntry>> audit_for(const std::string& object, int limit) = 0;
+  /// Audit entries matching the query, newest first.
+  virtual Result<std::vector<AuditEntry>> audit_page(const AuditQuery& query) = 0;
+  /// The newest chained entry (seq 0 when there is none).
+  virtual Result<AuditHead> audit_head() = 0;
+  /// Walks the whole chain, oldest first, and reports the first entry that was edited,
+  /// deleted, inserted or moved; with `expected` (a head recorded earlier), also a tail cut
+  /// off after it.
+  virtual Result<AuditVerification> verify_audit(const std::optional<AuditHead>& expected) = 0;
 };
 
 /// Opens (creating and migrating as needed) the SQLite store at path.

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/node_json.h"
+#include "store/sqlite/audit_log.h"
 #include "store/state_store.h"
 
 namespace gpucloud::store {
@@ -49,6 +50,7 @@ const char* const kMigrations[] = {
       detail TEXT NOT NULL);
     CREATE INDEX audit_object ON audit(object, seq);
     )sql",
+    sqlite::kAuditChainMigration,
 };
 
 class Statement {
@@ -232,6 +234,20 @@ class SqliteStore final : public StateStore {
     return out;
   }
 
+  Result<std::vector<AuditEntry>> audit_page(const AuditQuery& query) override {
+    return sqlite::read_audit_page(db_, query);
+  }
+
+  Result<AuditHead> audit_head() override { return sqlite::read_audit_head(db_); }
+
+  Result<AuditVerification> verify_audit(const std::optional<AuditHead>& expected) override {
+    // One read transaction: the walk sees one version of the log.
+    GPUCLOUD_TRY(exec("BEGIN"));
+    auto v = sqlite::verify_audit_chain(db_, expected);
+    (void)exec("COMMIT");
+    return v;
+  }
+
  private:
   Error error(const std::string& what) {
     return internal(fmt::format("sqlite {}: {}", what, sqlite3_errmsg(db_)));
@@ -319,21 +335,7 @@ class SqliteStore final : public StateStore {
         st.reset();
       }
     }
-    if (!batch.audit.empty()) {
-      Statement st(
-          db_, "INSERT INTO audit (at, actor, action, object, detail) VALUES (?1, ?2, ?3, ?4, ?5)");
-      if (!st.ok()) return error("prepare audit write");
-      for (const auto& a : batch.audit) {
-        st.bind(1, a.at);
-        st.bind(2, a.actor);
-        st.bind(3, a.action);
-        st.bind(4, a.object);
-        st.bind(5, a.detail);
-        if (st.step() != SQLITE_DONE) return error("append audit");
-        st.reset();
-      }
-    }
-    return {};
+    return sqlite::append_audit(db_, batch.audit);
   }
 
   Result<std::vector<Job>> query_jobs(const char* sql, const std::vector<std::string>& args) {
