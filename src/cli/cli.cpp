@@ -177,6 +177,23 @@ int run_cli(int argc, char** argv) {
   show_cmd->add_option("job", id, "job id or a unique prefix")->required();
   show_cmd->add_flag("--json", as_json, "print the job's JSON");
   show_cmd->callback([&] { code = cmd_show(id, as_json); });
+  AuditOptions audit;
+  auto* audit_cmd = app.add_subcommand(
+      "audit", "who changed what: the audit log, newest entries (admin: all; member: its tenants)");
+  audit_cmd->add_option("--since", audit.since, "entries since, e.g. 2h or 2026-12-01T10:00:00Z");
+  audit_cmd->add_option("--tenant", audit.tenant, "only this tenant's entries");
+  audit_cmd->add_option("--action", audit.action, "only this action, e.g. job.cancel, or job.*");
+  audit_cmd->add_option("--limit", audit.limit, "at most this many entries (1..1000)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  audit_cmd->add_flag("--json", audit.json, "print the entries as JSON");
+  audit_cmd->callback([&] {
+    if (audit_cmd->get_subcommands().empty()) code = cmd_audit(audit);
+  });
+  auto* verify_cmd = audit_cmd->add_subcommand(
+      "verify", "check the audit log's hash chain; names the first edited or deleted entry");
+  verify_cmd->add_flag("--json", audit.json, "print the result as JSON");
+  verify_cmd->callback([&] { code = cmd_audit_verify(audit.json); });
   auto* events_cmd = app.add_subcommand(
       "events", "a job's events with their times: placements, starts, interruptions, exits");
   events_cmd->add_option("job", id, "job id or a unique prefix")->required();

@@ -43,8 +43,8 @@ struct DevOptions {
   int max_connections_per_source = 256;
   std::string job_uid_range = "200000-299999";  // docs/security.md, "Job code"
   SpotFlags spot;
-  int spot_nodes = 0;  // the last N dev nodes are labelled capacity-class=spot
-  std::string metrics_token_file;               // docs/metrics.md
+  int spot_nodes = 0;              // the last N dev nodes are labelled capacity-class=spot
+  std::string metrics_token_file;  // docs/metrics.md
   bool metrics_public = false;
 };
 
@@ -147,6 +147,16 @@ int cmd_run(const RunOptions& o);
 int cmd_submit(const std::string& file, bool wait);
 int cmd_ps(bool all, bool json);
 int cmd_show(const std::string& id, bool json);
+
+struct AuditOptions {
+  std::string since, tenant, action;
+  int limit = 100;
+  bool json = false;
+};
+/// `gpucloud audit`: the audit log's entries (the newest `limit`, shown oldest first).
+int cmd_audit(const AuditOptions& options);
+/// `gpucloud audit verify`: checks the hash chain; exit 1 naming the first broken entry.
+int cmd_audit_verify(bool json);
 /// `gpucloud events JOB`: every step of the job (submitted, placed, running, interrupt,
 /// exited, requeued, ended, ...) with its time, oldest first.
 int cmd_events(const std::string& id, bool json);

@@ -172,9 +172,20 @@ Status Server::reload_config() {
   if (!loaded) {
     spdlog::error("config not reloaded, the previous one stays in force: {}",
                   loaded.error().message);
+    store::WriteBatch batch;
+    store::AuditEntry refused{clock_.now_ms(), "server", "config.reload", config_.config_file,
+                              loaded.error().message};
+    refused.outcome = "refused";
+    batch.audit.push_back(std::move(refused));
+    (void)commit(batch);
     return loaded.error();
   }
   file_config_ = std::move(*loaded);
+  store::WriteBatch batch;
+  batch.audit.push_back({clock_.now_ms(), "server", "config.reload", config_.config_file,
+                         fmt::format("{} tenants, {} tokens", file_config_.tenants.size(),
+                                     file_config_.tokens.size())});
+  (void)commit(batch);
   apply_tokens();
   apply_tenants();
   sched_full_sync_ = true;  // priorities may have changed: every job's request is rebuilt
@@ -249,6 +260,7 @@ Result<int> Server::start() {
         s->check_node_liveness();
         s->log_connection_pressure();
         s->reclaim_idle_jobs();
+        s->record_audit_head();
         // A decision due without an event (queue policy las: a level crossing, a starving job).
         if (auto due = s->scheduler_->next_timed_decision();
             due && *due <= s->clock_.now_ms() && s->scheduler_->pending_count() > 0)
@@ -332,6 +344,11 @@ void Server::handle(net::HttpRequest&& req, net::Responder respond) {
   // Checked again: the token may have been revoked while the body was read.
   auto who = auth_.authenticate(req.header("authorization"), clock_.now_ms());
   if (!who) return respond(unauthenticated(req));
+  request_ = RequestContext{who->name, who->role, req.remote_address};
+  struct Clear {
+    std::optional<RequestContext>& r;
+    ~Clear() { r.reset(); }
+  } clear{request_};
   try {
     route(req, *who, respond);
   } catch (const std::exception& e) {
@@ -374,6 +391,14 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
     if (m == "POST") return respond(submit_job(req, who));
     if (m == "GET") return list_jobs(req, who, std::move(respond));
     return method_not_allowed("GET, POST");
+  }
+  if (p == "/v1/audit") {
+    if (m != "GET") return method_not_allowed("GET");
+    return list_audit(req, who, std::move(respond));
+  }
+  if (p == "/v1/audit/verify") {
+    if (m != "GET") return method_not_allowed("GET");
+    return verify_audit(who, std::move(respond));
   }
   if (p == "/v1/tenants") {
     if (m != "GET") return method_not_allowed("GET");
@@ -426,6 +451,7 @@ void Server::commit_later(store::WriteBatch& batch, std::function<void()> then) 
   append(group_batch_.jobs, batch.jobs);
   append(group_batch_.nodes, batch.nodes);
   append(group_batch_.tokens, batch.tokens);
+  complete_audit(batch);
   append(group_batch_.audit, batch.audit);
   batch = {};
   group_waiters_.push_back(std::move(then));
@@ -453,6 +479,7 @@ Status Server::commit(store::WriteBatch& batch) {
     batch = std::move(merged);
     waiters.swap(group_waiters_);
   }
+  complete_audit(batch);
   auto started = std::chrono::steady_clock::now();
   Status st = store_->commit(batch);
   metrics_->store_commit(

@@ -58,6 +58,7 @@ struct DataDirLayout {
   std::string admin_token() const { return root + "/admin.token"; }
   std::string agent_token() const { return root + "/agent.token"; }
   std::string address() const { return root + "/address"; }
+  std::string audit_head() const { return root + "/audit.head"; }
   std::string logs() const { return root + "/logs"; }
   std::string tls_cert() const { return root + "/tls/server.crt"; }
   std::string tls_key() const { return root + "/tls/server.key"; }
@@ -178,6 +179,26 @@ class Server {
   std::vector<Job*> jobs_on(const std::string& node_id);
   void bump_node(const std::string& node_id);
   void check_node_liveness();
+
+  // Audit log (server_audit.cpp)
+  /// Fills in what the call sites leave out of the batch's audit entries: the requester's
+  /// role and address (for the request being handled), "system" for the platform, and the
+  /// tenant of the job an entry is about.
+  void complete_audit(store::WriteBatch& batch) const;
+  /// Records the chain's newest entry in <data-dir>/audit.head when entries were written (at
+  /// most once a second), unless the head recorded before has disappeared from the log.
+  void record_audit_head();
+  std::optional<store::AuditHead> read_audit_head_file() const;
+  /// GET /v1/audit: entries newest first (since_ms, before_seq, tenant, action, limit).
+  void list_audit(const net::HttpRequest& req, const Principal& who, net::Responder respond);
+  /// GET /v1/audit/verify (admin): the chain checked against the recorded head.
+  void verify_audit(const Principal& who, net::Responder respond);
+  /// The request being handled, for complete_audit.
+  struct RequestContext {
+    std::string actor, role, source;
+  };
+  std::optional<RequestContext> request_;
+  mutable bool audit_written_ = false;
 
   // Idle reclaim (server_idle.cpp)
   /// How long each replica of a running job has had all its GPUs idle (0: busy), and whether

@@ -325,9 +325,7 @@ int Server::begin_spot_interruption(store::NodeRecord& node, TimeMs deadline,
   std::string why = fmt::format("spot notice for node {}: {}", node.info.name, reason);
   for (Job* job_here : jobs_on(node.id)) {
     Job& job = *job_here;
-    if (stop_requested(job) || is_terminal(job.state) ||
-        job.replicas.empty())
-      continue;
+    if (stop_requested(job) || is_terminal(job.state) || job.replicas.empty()) continue;
     job.interrupt_reason = why;
     job.message = fmt::format("{}; stopping by {}", why, format_time_iso(deadline));
     stop_replicas(job, interrupt_cause::kSpot, why, deadline);
