@@ -32,7 +32,6 @@ const char* const kAuditChainMigration = R"sql(
     ALTER TABLE audit ADD COLUMN outcome TEXT NOT NULL DEFAULT '';
     ALTER TABLE audit ADD COLUMN prev_hash TEXT NOT NULL DEFAULT '';
     ALTER TABLE audit ADD COLUMN hash TEXT NOT NULL DEFAULT '';
-    CREATE INDEX audit_at ON audit(at);
     )sql";
 
 namespace {
