@@ -43,8 +43,8 @@ struct DevOptions {
   int max_connections_per_source = 256;
   std::string job_uid_range = "200000-299999";  // docs/security.md, "Job code"
   SpotFlags spot;
-  int spot_nodes = 0;  // the last N dev nodes are labelled capacity-class=spot
-  std::string metrics_token_file;               // docs/metrics.md
+  int spot_nodes = 0;              // the last N dev nodes are labelled capacity-class=spot
+  std::string metrics_token_file;  // docs/metrics.md
   bool metrics_public = false;
 };
 
@@ -84,6 +84,9 @@ struct AgentOptions {
   std::string poll_hold = "5s";
   std::string job_uid_range = "200000-299999";  // docs/security.md, "Job code"
   SpotFlags spot;
+  std::string metrics_listen = "0.0.0.0:9400";  // docs/metrics.md, "Agent metrics"
+  bool no_metrics = false;
+  std::string metrics_token_file;
 };
 
 /// `gpucloud sim fgd`: the FGD allocation experiment (shared/fgd-experiment.md).
