@@ -325,9 +325,7 @@ int Server::begin_spot_interruption(store::NodeRecord& node, TimeMs deadline,
   std::string why = fmt::format("spot notice for node {}: {}", node.info.name, reason);
   for (Job* job_here : jobs_on(node.id)) {
     Job& job = *job_here;
-    if (stop_requested(job) || is_terminal(job.state) ||
-        job.replicas.empty())
-      continue;
+    if (stop_requested(job) || is_terminal(job.state) || job.replicas.empty()) continue;
     job.interrupt_reason = why;
     job.message = fmt::format("{}; stopping by {}", why, format_time_iso(deadline));
     stop_replicas(job, interrupt_cause::kSpot, why, deadline);
@@ -420,6 +418,9 @@ Status Server::prepare_tls(net::HttpServerConfig& http) {
   auto fp = net::certificate_fingerprint(cert);
   if (!fp) return fp.error();
   tls_fingerprint_ = *fp;
+  auto not_after = net::certificate_not_after(cert);
+  if (!not_after) return not_after.error();
+  tls_not_after_s_ = *not_after;
   tls_cert_file_ = cert;
   http.tls_cert_file = cert;
   http.tls_key_file = key;
