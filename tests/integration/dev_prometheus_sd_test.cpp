@@ -245,6 +245,25 @@ TEST_F(DeployPrometheus, EveryDashboardQueryRunsAndTheCoreOnesReturnData) {
   std::cout << queries << " dashboard queries ran\n";
 }
 
+TEST(AgentMetricsFlags, ABadAddressOrTokenFileIsRefusedWithTheFix) {
+  TempDir dir;
+  std::vector<std::string> agent = {GPUCLOUD_BINARY, "agent", "--server",   "http://127.0.0.1:1",
+                                    "--join-token",  "t",     "--data-dir", dir.path() + "/a"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = agent;
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run_command(argv, {}, "", 20);
+  };
+  CommandResult bad_listen = with({"--metrics-listen", "9400"});
+  EXPECT_EQ(bad_listen.exit_code, 2) << bad_listen.err;
+  EXPECT_NE(bad_listen.err.find("--metrics-listen '9400' is not HOST:PORT"), std::string::npos)
+      << bad_listen.err;
+  CommandResult no_token = with({"--metrics-token-file", dir.path() + "/missing"});
+  EXPECT_EQ(no_token.exit_code, 2) << no_token.err;
+  EXPECT_NE(no_token.err.find("--metrics-token-file"), std::string::npos) << no_token.err;
+  EXPECT_NE(no_token.err.find("openssl rand -hex 32"), std::string::npos) << no_token.err;
+}
+
 // promtool's checks of the deploy files: the rules, their unit tests (alerts_test.yml), and the
 // scrape config.
 TEST(DeployFiles, PassPromtool) {
