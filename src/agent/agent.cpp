@@ -15,8 +15,10 @@
 #include <set>
 
 #include "agent/checkpoints.h"
+#include "agent/gpu_metrics.h"
 #include "common/units.h"
 #include "exec/process/crash_point.h"
+#include "metrics/token_file.h"
 #include "model/json_limits.h"
 #include "model/node_json.h"
 #include "net/crypto.h"
@@ -124,6 +126,11 @@ Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Cl
   auto executor = exec::create_process_executor(config.executor);
   if (!executor) return executor.error();
   agent->executor_ = std::move(*executor);
+  if (config.metrics_enabled && !config.metrics_token_file.empty()) {
+    auto token = metrics::read_token_file(config.metrics_token_file, "--metrics-token-file");
+    if (!token) return token.error();
+    agent->metrics_token_sha256_ = net::sha256_hex(*token);
+  }
   auto client = net::HttpClient::create(config.server_url, config.tls);
   if (!client) return client.error();
   agent->client_ = std::move(*client);
@@ -202,6 +209,26 @@ Status Agent::start() {
     }
   }
   for (const auto& [key, grace] : to_stop) (void)executor_->stop(key, grace);
+  if (config_.metrics_enabled && !metrics_) {
+    MetricsEndpointConfig mc;
+    mc.host = config_.metrics_host;
+    mc.port = config_.metrics_port;
+    mc.token_sha256 = metrics_token_sha256_;
+    auto endpoint =
+        MetricsEndpoint::start(mc, [this](metrics::Format f) { return render_metrics(f); });
+    if (!endpoint) return endpoint.error();
+    metrics_ = std::move(*endpoint);
+    node_info_.metrics_address = metrics_address(config_.metrics_host, metrics_->port());
+    bool wildcard = node_info_.metrics_address.front() == ':';
+    if (metrics_token_sha256_.empty() && wildcard)
+      spdlog::warn(
+          "agent {}: GET /metrics on port {} of every address, without a token: anyone who "
+          "reaches this node sees its GPUs, jobs and tenants; give --metrics-token-file, or "
+          "--metrics-listen with an address only scrapers reach (docs/metrics.md)",
+          node_info_.name, metrics_->port());
+    spdlog::info("agent {}: GPU metrics on {}/metrics", node_info_.name,
+                 node_info_.metrics_address);
+  }
   last_contact_ = clock_.now_ms();
   running_ = true;
   for (int i = 0; i < kStarters; ++i) starters_.emplace_back([this] { starter(); });
@@ -212,6 +239,7 @@ Status Agent::start() {
 }
 
 void Agent::stop() {
+  metrics_.reset();  // its thread renders from this agent's state: end it first
   {
     std::lock_guard lock(mu_);  // under the lock, so no waiter misses the change
     if (!running_.exchange(false)) return;
@@ -312,8 +340,7 @@ void Agent::loop() {
     TimeMs now = clock_.now_ms();
     if (now - last_readings_at_ >= 5000) {
       last_readings_at_ = now;
-      if (gpus_->utilization_from_processes()) gpus_->set_process_load(process_load_by_gpu(now));
-      if (auto r = gpus_->telemetry(); r.ok()) {
+      if (auto r = gpu_readings(now); r.ok()) {
         for (const auto& t : *r)
           readings.push_back(
               {t.index, t.utilization_pct, t.memory_used_mib, t.temperature_c, t.power_w});
@@ -568,6 +595,42 @@ void Agent::apply_warnings(const PollResponse& response, const std::set<std::str
       r.warned_deadline = 0;
     }
   }
+}
+
+int Agent::metrics_port() const {
+  return metrics_ ? metrics_->port() : 0;
+}
+
+Result<std::vector<gpu::GpuTelemetry>> Agent::gpu_readings(TimeMs now) {
+  std::lock_guard lock(readings_mu_);
+  if (have_readings_ && now - readings_at_ < kReadingsMaxAgeMs) return readings_;
+  if (gpus_->utilization_from_processes()) gpus_->set_process_load(process_load_by_gpu(now));
+  auto r = gpus_->telemetry();
+  if (!r) return r.error();
+  readings_ = std::move(*r);
+  readings_at_ = now;
+  have_readings_ = true;
+  return readings_;
+}
+
+std::string Agent::render_metrics(metrics::Format format) {
+  auto readings = gpu_readings(clock_.now_ms());
+  if (!readings)
+    spdlog::warn("agent {}: GPU readings for /metrics: {}", node_info_.name,
+                 readings.error().message);
+  std::vector<GpuHolder> holders;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, r] : state_.replicas) {
+      if (r.exited) continue;
+      for (const auto& g : r.allocation.gpus)
+        holders.push_back({g.index, r.allocation.job_id, r.allocation.tenant});
+    }
+  }
+  return metrics::render(
+      gpu_metric_families(node_info_, readings ? *readings : std::vector<gpu::GpuTelemetry>{},
+                          holders),
+      format);
 }
 
 std::map<int, int> Agent::process_load_by_gpu(TimeMs now) {

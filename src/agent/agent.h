@@ -19,6 +19,7 @@
 #include "agent/agent_state.h"
 #include "agent/job_users.h"
 #include "agent/machine.h"
+#include "agent/metrics_endpoint.h"
 #include "agent/spot_notice.h"
 #include "common/clock.h"
 #include "exec/executor.h"
@@ -64,6 +65,13 @@ struct AgentConfig {
   double sim_spot_interrupt_rate = 0;
   int64_t sim_spot_notice_ms = 120'000;
   uint64_t sim_seed = 0;  // 0: a seed from the node's name
+  // The node's GET /metrics with per-GPU series under dcgm-exporter's names (docs/metrics.md,
+  // "Agent metrics"), on its own thread. Port 0 = any free port; the bound address is reported
+  // to the server, which lists it in GET /v1/sd/agents.
+  bool metrics_enabled = false;
+  std::string metrics_host = "0.0.0.0";
+  int metrics_port = 9400;
+  std::string metrics_token_file;  // "" = no token needed (bind to an address only scrapers reach)
   // Called (from the agent's thread) when the agent cannot go on, e.g. its join token was
   // refused; the poll loop has ended then.
   std::function<void(const Error&)> on_fatal;
@@ -85,8 +93,15 @@ class Agent {
   /// ends have reached the server or after the longest grace period and `extra_ms` more.
   /// The caller then calls stop().
   void leave(int64_t extra_ms = 5000);
-  /// What this agent reports about its machine (GPUs, CPUs, memory, backend).
+  /// What this agent reports about its machine (GPUs, CPUs, memory, backend, and after
+  /// start() its metrics address).
   const NodeInfo& node_info() const { return node_info_; }
+  /// The port of the agent's GET /metrics, or 0 when it serves none (before start(), or with
+  /// metrics off).
+  int metrics_port() const;
+  /// GET /metrics's body: every GPU's readings under dcgm-exporter's names, with the job and
+  /// tenant holding it. Thread-safe.
+  std::string render_metrics(metrics::Format format);
 
  private:
   Agent(const AgentConfig& config, const Clock& clock);
@@ -115,8 +130,12 @@ class Agent {
                  std::vector<std::pair<std::string, int64_t>>& to_stop);
   /// For a GPU backend whose utilisation is its processes' load: each GPU's load since the
   /// last call, from the CPU time of the replicas bound to it (a share counts its fraction).
-  /// Called from the poll loop only, without mu_.
+  /// Called with readings_mu_ held, without mu_.
   std::map<int, int> process_load_by_gpu(TimeMs now);
+  /// Every GPU's readings, read afresh when the last ones are older than kReadingsMaxAgeMs (the
+  /// poll loop and scrapes share them: NVML is not free, and process load needs a span).
+  Result<std::vector<gpu::GpuTelemetry>> gpu_readings(TimeMs now);
+  static constexpr int64_t kReadingsMaxAgeMs = 2000;
   /// Writes or removes the idle warnings the server sends for replicas that keep running.
   /// Called with mu_ held.
   void apply_warnings(const PollResponse& response, const std::set<std::string>& desired);
@@ -140,16 +159,24 @@ class Agent {
   std::string state_path_;
   bool switch_users_ = false;  // running as root: jobs run as their tenant's user
 
+  std::string metrics_token_sha256_;
+  std::unique_ptr<MetricsEndpoint> metrics_;  // null: no GET /metrics
+
+  std::mutex readings_mu_;  // guards the four below
+  std::vector<gpu::GpuTelemetry> readings_;
+  TimeMs readings_at_ = 0;
+  bool have_readings_ = false;
+  // CPU seconds of each running replica at the last load reading, and when.
+  std::map<std::string, std::pair<double, TimeMs>> cpu_samples_;
+
   std::mutex mu_;
   std::condition_variable cv_;
   AgentState state_;
   int64_t applied_version_ = 0;
-  TimeMs last_readings_at_ = 0;
-  // CPU seconds of each running replica at the last load reading, and when (the poll loop's).
-  std::map<std::string, std::pair<double, TimeMs>> cpu_samples_;
-  TimeMs last_contact_ = 0;  // the last poll the server answered
-  bool fenced_ = false;      // replicas were stopped for lack of contact (until contact returns)
-  bool leaving_ = false;     // leave() was called: no new work, polls say so
+  TimeMs last_readings_at_ = 0;  // when the poll loop last sent readings
+  TimeMs last_contact_ = 0;      // the last poll the server answered
+  bool fenced_ = false;   // replicas were stopped for lack of contact (until contact returns)
+  bool leaving_ = false;  // leave() was called: no new work, polls say so
   std::unique_ptr<SpotNoticeSource> spot_source_;  // null: no spot notices looked for
   std::optional<SpotNotice> spot_notice_;          // the provider's notice, once seen
   bool spot_notice_acted_on_ = false;              // the server says the node is interrupting

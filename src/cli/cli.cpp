@@ -305,6 +305,13 @@ int run_cli(int argc, char** argv) {
                         "<data-dir>/checkpoints); a path all nodes share lets jobs resume on "
                         "any node (docs/interruptions.md)");
   add_spot_flags(agent_cmd, agent.spot, false);
+  agent_cmd
+      ->add_option("--metrics-listen", agent.metrics_listen,
+                   "where to serve the node's GPU metrics (GET /metrics, dcgm-exporter names)")
+      ->capture_default_str();
+  agent_cmd->add_flag("--no-metrics", agent.no_metrics, "serve no GPU metrics");
+  agent_cmd->add_option("--metrics-token-file", agent.metrics_token_file,
+                        "a file holding the token scrapers must send to read GET /metrics");
   agent_cmd->callback([&] { code = cmd_agent(agent); });
 
   std::string token_role, token_ttl;

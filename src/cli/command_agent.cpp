@@ -126,6 +126,18 @@ int cmd_agent(const AgentOptions& o) {
   auto uid_range = agent::parse_job_uid_range(o.job_uid_range);
   if (!uid_range) return usage(uid_range.error().message);
   ac.job_uid_range = *uid_range;
+  ac.metrics_enabled = !o.no_metrics;
+  if (ac.metrics_enabled) {
+    auto listen = parse_listen(o.metrics_listen);
+    if (!listen)
+      return usage(fmt::format(
+          "--metrics-listen '{}' is not HOST:PORT (e.g. 0.0.0.0:9400, or 10.0.0.5:9400 for a "
+          "management network)",
+          o.metrics_listen));
+    ac.metrics_host = listen->first;
+    ac.metrics_port = listen->second;
+    ac.metrics_token_file = o.metrics_token_file;
+  }
   std::mutex mu;
   std::optional<Error> fatal;
   ac.on_fatal = [&](const Error& e) {

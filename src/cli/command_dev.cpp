@@ -206,6 +206,11 @@ int cmd_dev(const DevOptions& o) {
     ac.poll_hold_ms = o.poll_hold_ms;
     if (i >= o.sim_nodes - o.spot_nodes) ac.labels["capacity-class"] = "spot";
     (void)apply_spot_flags(o.spot, i, o.sim_nodes, ac);  // checked above
+    // Each node's GPU metrics on a free loopback port, behind the server's metrics token.
+    ac.metrics_enabled = true;
+    ac.metrics_host = "127.0.0.1";
+    ac.metrics_port = 0;
+    ac.metrics_token_file = o.metrics_token_file;
     auto a = agent::Agent::create(ac, clock);
     if (!a) return fail(fmt::format("agent {}: {}", ac.name, a.error().message));
     if (auto st = (*a)->start(); !st.ok()) return fail(st.error().message);
@@ -222,6 +227,10 @@ int cmd_dev(const DevOptions& o) {
     if (o.sim_nodes > 1) gpu_summary += " each";
   }
 
+  std::string agent_metrics;
+  for (const auto& a : agents)
+    agent_metrics +=
+        fmt::format("{}{}", agent_metrics.empty() ? "" : ", ", a->node_info().metrics_address);
   std::string bin = binary_hint();
   std::cout
       << fmt::format(
@@ -229,6 +238,7 @@ int cmd_dev(const DevOptions& o) {
              "  API:          {}\n"
              "  admin token:  {}\n"
              "  data dir:     {}\n"
+             "  GPU metrics:  {} (GET /metrics; all in GET /v1/sd/agents)\n"
              "  job dirs:     {}\n"
              "{}"
              "\n"
@@ -241,7 +251,8 @@ int cmd_dev(const DevOptions& o) {
              "\n"
              "Stop with Ctrl-C; running jobs keep running and are re-adopted at the next start.\n",
              o.sim_nodes, o.sim_nodes == 1 ? "" : "s", gpu_summary, (*server)->url(),
-             (*server)->layout().admin_token(), o.data_dir, nodes_dir, user_note(), bin, bin, bin)
+             (*server)->layout().admin_token(), o.data_dir, agent_metrics, nodes_dir, user_note(),
+             bin, bin, bin)
       << std::flush;
 
   std::thread signal_thread([&, srv = server->get()] {

@@ -84,6 +84,9 @@ struct AgentOptions {
   std::string poll_hold = "5s";
   std::string job_uid_range = "200000-299999";  // docs/security.md, "Job code"
   SpotFlags spot;
+  std::string metrics_listen = "0.0.0.0:9400";  // docs/metrics.md, "Agent metrics"
+  bool no_metrics = false;
+  std::string metrics_token_file;
 };
 
 /// `gpucloud sim fgd`: the FGD allocation experiment (shared/fgd-experiment.md).

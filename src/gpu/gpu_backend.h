@@ -16,8 +16,14 @@ struct GpuTelemetry {
   int index = 0;
   int utilization_pct = 0;  // 0..100, SM busy
   int64_t memory_used_mib = 0;
+  int64_t memory_free_mib = 0;
   int temperature_c = 0;
   int power_w = 0;
+  int sm_clock_mhz = 0;  // 0 when the GPU cannot say
+  // The last XID error the GPU reported since the backend started (0: none), as
+  // dcgm-exporter's DCGM_FI_DEV_XID_ERRORS shows it; xid_count counts them all.
+  int64_t last_xid = 0;
+  int64_t xid_count = 0;
 };
 
 /// Discovery and telemetry for the GPUs of one machine.
@@ -28,7 +34,7 @@ class GpuBackend {
   virtual std::string kind() const = 0;
   /// The GPUs of this machine, with topology (NUMA node, NVLink peers) and MIG devices.
   virtual Result<std::vector<Gpu>> discover() = 0;
-  /// Current utilisation, memory, temperature and power of each GPU.
+  /// Current utilisation, memory, temperature, power, SM clock and XID errors of each GPU.
   virtual Result<std::vector<GpuTelemetry>> telemetry() = 0;
   /// Driver version ("550.54.15"), or "" when there is no driver (simulated).
   virtual std::string driver_version() const = 0;

@@ -43,6 +43,9 @@ struct NodeInfo {
   // What the whole node costs per hour in USD (the agent's --price-per-hour); -1 = unknown.
   // Jobs with max_price compare it, divided by the GPU count, with their limit.
   double price_per_hour = -1;
+  // Where the agent serves GET /metrics: "HOST:PORT", or ":PORT" on the node's address; "" =
+  // none (docs/metrics.md, "Agent metrics").
+  std::string metrics_address;
 };
 
 }  // namespace gpucloud

@@ -41,7 +41,24 @@ json node_info_to_json(const NodeInfo& n) {
             {"cuda_version", n.cuda_version},
             {"address", n.address}};
   if (n.price_per_hour >= 0) j["price_per_hour"] = n.price_per_hour;
+  if (!n.metrics_address.empty()) j["metrics_address"] = n.metrics_address;
   return j;
+}
+
+Status check_metrics_address(const std::string& address) {
+  if (address.empty()) return {};
+  size_t colon = address.rfind(':');
+  std::string host = colon == std::string::npos ? "" : address.substr(0, colon);
+  std::string port = colon == std::string::npos ? "" : address.substr(colon + 1);
+  bool port_ok = !port.empty() && port.size() <= 5 &&
+                 port.find_first_not_of("0123456789") == std::string::npos &&
+                 std::stoi(port) >= 1 && std::stoi(port) <= 65535;
+  bool host_ok = host.size() <= 255 && host.find_first_of(" \t\r\n/\"'{}") == std::string::npos;
+  if (!port_ok || !host_ok)
+    return invalid(
+        fmt::format("node metrics_address '{}' must be HOST:PORT or :PORT with a port in 1..65535",
+                    address.substr(0, 64)));
+  return {};
 }
 
 Result<NodeInfo> node_info_from_json(const json& j) {
@@ -61,6 +78,8 @@ Result<NodeInfo> node_info_from_json(const json& j) {
     n.cuda_version = j.value("cuda_version", "");
     n.address = j.value("address", "");
     if (n.address.size() > 253) return invalid("node address must be at most 253 characters");
+    n.metrics_address = j.value("metrics_address", "");
+    if (auto st = check_metrics_address(n.metrics_address); !st.ok()) return st.error();
     if (j.contains("price_per_hour")) {
       const auto& p = j.at("price_per_hour");
       if (!p.is_number() || !valid_node_price_per_hour(p.get<double>()))

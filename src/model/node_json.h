@@ -12,5 +12,8 @@ nlohmann::json gpu_to_json(const Gpu& gpu);
 nlohmann::json node_info_to_json(const NodeInfo& node);
 /// Reads and validates a node description sent by an agent (bounded sizes, unique GPU indices).
 Result<NodeInfo> node_info_from_json(const nlohmann::json& j);
+/// Checks an agent's metrics address: "HOST:PORT" or ":PORT", port 1..65535, a host without
+/// spaces, quotes, slashes or braces (it is a Prometheus target).
+Status check_metrics_address(const std::string& address);
 
 }  // namespace gpucloud

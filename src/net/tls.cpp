@@ -15,6 +15,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <ctime>
 #include <memory>
 #include <set>
 
@@ -119,6 +120,17 @@ Result<std::string> certificate_fingerprint(const std::string& cert_path) {
     out += static_cast<char>(std::toupper(hex[i + 1]));
   }
   return out;
+}
+
+Result<int64_t> certificate_not_after(const std::string& cert_path) {
+  std::unique_ptr<FILE, FileCloser> f(std::fopen(cert_path.c_str(), "r"));
+  if (!f) return invalid(fmt::format("cannot read the certificate {}", cert_path));
+  CertPtr cert(PEM_read_X509(f.get(), nullptr, nullptr, nullptr));
+  if (!cert) return invalid(fmt::format("{} holds no PEM certificate", cert_path));
+  struct tm end {};
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert.get()), &end) != 1)
+    return invalid(fmt::format("{}: cannot read the certificate's expiry time", cert_path));
+  return static_cast<int64_t>(timegm(&end));
 }
 
 Result<std::string> fingerprint_normalize(const std::string& text) {

@@ -2,6 +2,7 @@
 // given none, and SHA-256 certificate fingerprints for pinning.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ Status generate_self_signed(const std::string& cert_path, const std::string& key
 /// The SHA-256 fingerprint of the first certificate in a PEM file, as OpenSSL prints it
 /// ("AB:CD:...", 95 characters).
 Result<std::string> certificate_fingerprint(const std::string& cert_path);
+
+/// When the first certificate in a PEM file expires (its notAfter), in seconds since the epoch.
+Result<int64_t> certificate_not_after(const std::string& cert_path);
 
 /// The SHA-256 of a DER-encoded certificate, as 64 lower-case hex digits.
 std::string der_fingerprint_hex(const unsigned char* der, int length);

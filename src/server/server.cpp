@@ -308,7 +308,7 @@ std::optional<net::HttpResponse> Server::check_head(const net::HttpRequest& head
     r.headers.push_back({"Allow", "GET, HEAD"});
     return r;
   }
-  if (head.path == "/metrics") return metrics_refusal(head);
+  if (head.path == "/metrics" || head.path == "/v1/sd/agents") return metrics_refusal(head);
   auto who = auth_.authenticate(head.header("authorization"), clock_.now_ms());
   if (!who) return unauthenticated(head);
   if (who->role == "node") http_->trust_source(head.remote_address);
@@ -336,6 +336,10 @@ void Server::handle(net::HttpRequest&& req, net::Responder respond) {
   if (req.path == "/metrics") {
     if (auto refused = metrics_refusal(req)) return respond(std::move(*refused));
     return respond(serve_metrics(req));
+  }
+  if (req.path == "/v1/sd/agents") {
+    if (auto refused = metrics_refusal(req)) return respond(std::move(*refused));
+    return respond(serve_agent_discovery());
   }
   if (req.path == "/healthz") {
     respond(json_response(200, {{"status", "ok"}}));

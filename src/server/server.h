@@ -223,6 +223,9 @@ class Server {
   std::optional<net::HttpResponse> metrics_refusal(const net::HttpRequest& req) const;
   /// GET /metrics: the instruments plus gauges computed now from jobs_, nodes_ and the config.
   net::HttpResponse serve_metrics(const net::HttpRequest& req) const;
+  /// GET /v1/sd/agents: every live node's metrics address with its labels, in Prometheus's
+  /// http_sd_config format (server_discovery.cpp). Same access as GET /metrics.
+  net::HttpResponse serve_agent_discovery() const;
   /// Observes the queue wait (and, on a first start, submit-to-running) of an attempt whose
   /// replicas all run now.
   void note_job_started(const Job& job);
@@ -293,6 +296,7 @@ class Server {
   std::string url_;
   std::string tls_fingerprint_;
   std::string tls_cert_file_;
+  int64_t tls_not_after_s_ = 0;  // the served certificate's expiry (epoch seconds); 0: no TLS
   std::shared_ptr<ServerMetrics> metrics_ = std::make_shared<ServerMetrics>();  // shared: answers
                                                                                 // on other threads
   std::string metrics_token_sha256_;  // of --metrics-token-file's token; "" = none

@@ -418,6 +418,9 @@ Status Server::prepare_tls(net::HttpServerConfig& http) {
   auto fp = net::certificate_fingerprint(cert);
   if (!fp) return fp.error();
   tls_fingerprint_ = *fp;
+  auto not_after = net::certificate_not_after(cert);
+  if (!not_after) return not_after.error();
+  tls_not_after_s_ = *not_after;
   tls_cert_file_ = cert;
   http.tls_cert_file = cert;
   http.tls_key_file = key;

@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <sstream>
 
 #include "metrics/exposition.h"
 #include "metrics/gauge_set.h"
+#include "metrics/token_file.h"
 #include "net/crypto.h"
 #include "server/http_util.h"
 #include "server/server.h"
@@ -20,9 +20,6 @@ namespace gpucloud::server {
 
 namespace {
 
-constexpr size_t kMaxTokenFileBytes = 4096;
-constexpr size_t kMinTokenChars = 16;
-
 // The states a node record takes (store::NodeRecord::state), shown even when no node has them.
 const char* const kNodeStates[] = {"ready",   "unreachable", "down", "interrupting",
                                    "leaving", "left",        "gone"};
@@ -32,29 +29,9 @@ const char* const kNodeStates[] = {"ready",   "unreachable", "down", "interrupti
 Status Server::load_metrics_token() {
   const std::string& path = config_.metrics_token_file;
   if (path.empty()) return {};
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return invalid(
-        fmt::format("--metrics-token-file {}: cannot read it; write a token (e.g. "
-                    "`openssl rand -hex 32`) to that file, readable by the server",
-                    path));
-  std::string token(kMaxTokenFileBytes + 1, '\0');
-  in.read(token.data(), static_cast<std::streamsize>(token.size()));
-  token.resize(static_cast<size_t>(in.gcount()));
-  if (token.size() > kMaxTokenFileBytes)
-    return invalid(
-        fmt::format("--metrics-token-file {}: longer than {} bytes; it should hold "
-                    "one token on one line",
-                    path, kMaxTokenFileBytes));
-  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
-  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.front())))
-    token.erase(token.begin());
-  if (token.size() < kMinTokenChars || token.find_first_of(" \t\r\n") != std::string::npos)
-    return invalid(
-        fmt::format("--metrics-token-file {}: the token must be one word of at least "
-                    "{} characters (e.g. `openssl rand -hex 32`), got {} characters",
-                    path, kMinTokenChars, token.size()));
-  metrics_token_sha256_ = net::sha256_hex(token);
+  auto token = metrics::read_token_file(path, "--metrics-token-file");
+  if (!token) return token.error();
+  metrics_token_sha256_ = net::sha256_hex(*token);
   return {};
 }
 
@@ -63,7 +40,7 @@ std::optional<net::HttpResponse> Server::metrics_refusal(const net::HttpRequest&
                   (!req.header("content-length").empty() && req.header("content-length") != "0");
   if ((req.method != "GET" && req.method != "HEAD") || has_body) {
     auto r = error_response(
-        {ErrorCode::kInvalidArgument, "/metrics accepts only GET or HEAD, without a body"});
+        {ErrorCode::kInvalidArgument, req.path + " accepts only GET or HEAD, without a body"});
     r.status = 405;
     r.headers.push_back({"Allow", "GET, HEAD"});
     return r;
@@ -80,15 +57,18 @@ std::optional<net::HttpResponse> Server::metrics_refusal(const net::HttpRequest&
   if (!who->is_admin())
     return error_response(
         {ErrorCode::kPermissionDenied,
-         fmt::format("/metrics shows every tenant's use: token '{}' ({}) may not read it; use the "
+         fmt::format("{} shows every tenant's use: token '{}' ({}) may not read it; use the "
                      "admin token or the server's --metrics-token-file token (docs/metrics.md)",
-                     who->name, who->role)});
+                     req.path, who->name, who->role)});
   return std::nullopt;
 }
 
 net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
   using metrics::GaugeSet;
   GaugeSet jobs("gpucloud_jobs", "Active jobs by state (pending, running) and tenant.");
+  GaugeSet oldest_pending("gpucloud_jobs_oldest_pending_age_seconds",
+                          "How long the longest-waiting pending job of a tenant has waited "
+                          "(since submission, or since its last attempt ended); 0 with none.");
   GaugeSet nodes("gpucloud_nodes", "Registered nodes by state.");
   GaugeSet cordoned("gpucloud_nodes_cordoned", "Registered nodes that take no new work.");
   GaugeSet capacity("gpucloud_gpus_capacity", "GPUs on ready nodes, by model.");
@@ -110,14 +90,19 @@ net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
   GaugeSet weight("gpucloud_tenant_weight", "A tenant's fair-share weight.");
   GaugeSet connections("gpucloud_api_connections_open", "Open API connections.");
   GaugeSet build("gpucloud_build_info", "The running gpucloud's version; always 1.");
+  GaugeSet cert_expiry("gpucloud_tls_certificate_expiry_timestamp_seconds",
+                       "When the certificate the API serves expires (its notAfter), in seconds "
+                       "since the epoch. Absent without TLS.");
 
   std::vector<TenantConfig> tenants = file_config_.tenants;
   if (std::none_of(tenants.begin(), tenants.end(),
                    [](const TenantConfig& t) { return t.name == "default"; }))
     tenants.insert(tenants.begin(), TenantConfig{"default", 1, "", {}, {}});
-  for (const auto& t : tenants)
+  for (const auto& t : tenants) {
     for (const char* state : {"pending", "running"})
       jobs.touch({{"state", state}, {"tenant", t.name}});
+    oldest_pending.touch({{"tenant", t.name}});
+  }
   for (const char* state : kNodeStates) nodes.touch({{"state", state}});
   cordoned.touch({});
 
@@ -131,8 +116,16 @@ net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
   // Sums in whole milli-GPUs, divided once: ten 100-milli shares make exactly 1 GPU.
   std::map<std::string, std::map<std::string, int64_t>> used_milli;  // tenant -> model -> milli
   std::map<prometheus::Labels, int64_t> held_milli;                  // model, tenant, mode
+  std::map<std::string, TimeMs> pending_since;  // tenant -> the oldest pending job's start
   for (const auto& [id, job] : jobs_) {
     if (is_terminal(job.state)) continue;
+    // A job whose latest attempt has not ended is placed (starting), no longer waiting.
+    if (job.state == JobState::kPending &&
+        (job.attempts.empty() || job.attempts.back().ended_at > 0)) {
+      TimeMs since = job.attempts.empty() ? job.created_at : job.attempts.back().ended_at;
+      auto [it, added] = pending_since.emplace(job.spec.tenant, since);
+      if (!added) it->second = std::min(it->second, since);
+    }
     jobs.add({{"state", job.state == JobState::kRunning ? "running" : "pending"},
               {"tenant", job.spec.tenant}},
              1);
@@ -147,6 +140,9 @@ net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
       }
     }
   }
+  for (const auto& [tenant, since] : pending_since)
+    oldest_pending.add({{"tenant", tenant}},
+                       static_cast<double>(std::max<TimeMs>(0, clock_.now_ms() - since)) / 1000);
   for (const auto& [labels, milli] : held_milli) {
     allocated.add(labels, static_cast<double>(milli) / 1000);
     allocated_milli.add({{"model", labels.at("model")}, {"tenant", labels.at("tenant")}},
@@ -187,11 +183,12 @@ net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
   }
   if (http_) connections.add({}, static_cast<double>(http_->stats().open_connections));
   build.add({{"version", GPUCLOUD_VERSION}}, 1);
+  if (tls_not_after_s_ > 0) cert_expiry.add({}, static_cast<double>(tls_not_after_s_));
 
   std::vector<prometheus::MetricFamily> families;
   for (const GaugeSet* g :
-       {&build, &jobs, &nodes, &cordoned, &capacity, &allocated, &allocated_milli, &free_gpus,
-        &quota, &borrowing_limit, &borrowed, &weight, &connections})
+       {&build, &jobs, &oldest_pending, &nodes, &cordoned, &capacity, &allocated, &allocated_milli,
+        &free_gpus, &quota, &borrowing_limit, &borrowed, &weight, &connections, &cert_expiry})
     families.push_back(g->family());
   for (auto& f : metrics_->collect()) families.push_back(std::move(f));
   metrics::Format format = metrics::negotiate_format(req.header("accept"));

@@ -9,8 +9,10 @@
  *   FAKE_NVML_FAIL_INDEX=I      ... for GPU I only (default: every GPU)
  *   FAKE_NVML_NVSWITCH=1        every GPU's links go to NVSwitches instead of a peer GPU
  *   FAKE_NVML_MIG=I             GPU I has MIG on (default 1; -1: none)
- * Built with FAKE_NVML_MINIMAL it exports only what old drivers have: no NUMA, NVLink or MIG
- * calls, and nvmlSystemGetCudaDriverVersion without _v2.
+ *   FAKE_NVML_XID=I:X           GPU I reports critical XID X, once per event set
+ * SM clocks read 1410 MHz less 10 per GPU index.
+ * Built with FAKE_NVML_MINIMAL it exports only what old drivers have: no NUMA, NVLink, MIG,
+ * clock or event calls, and nvmlSystemGetCudaDriverVersion without _v2.
  * Calls other than nvmlInit_v2 and nvmlErrorString fail with NVML_ERROR_UNINITIALIZED unless
  * the library is initialised, as the real one does. */
 #include <stdio.h>
@@ -28,6 +30,7 @@ enum {
   NVML_ERROR_NOT_FOUND = 6,
   NVML_ERROR_INSUFFICIENT_SIZE = 7,
   NVML_ERROR_DRIVER_NOT_LOADED = 9,
+  NVML_ERROR_TIMEOUT = 10,
   NVML_ERROR_GPU_IS_LOST = 15,
   NVML_ERROR_UNKNOWN = 999,
 };
@@ -269,6 +272,63 @@ API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* mill
 
 API nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version) {
   return cuda_version("nvmlSystemGetCudaDriverVersion_v2", version);
+}
+
+API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned int* mhz) {
+  nvmlDevice_t d = check(device);
+  if (d == NULL || mhz == NULL || type != 1 /* NVML_CLOCK_SM */) return NVML_ERROR_INVALID_ARGUMENT;
+  FAKE_CALL("nvmlDeviceGetClockInfo", d->index);
+  *mhz = (unsigned)(1410 - 10 * d->index);
+  return NVML_SUCCESS;
+}
+
+typedef struct nvmlEventData_st {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+struct nvmlEventSet_st {
+  unsigned long long registered[MAX_DEVICES]; /* event mask per GPU */
+  int xid_delivered;
+};
+typedef struct nvmlEventSet_st* nvmlEventSet_t;
+
+API nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
+  FAKE_CALL("nvmlEventSetCreate", -1);
+  if (set == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *set = calloc(1, sizeof(struct nvmlEventSet_st));
+  return *set ? NVML_SUCCESS : NVML_ERROR_UNKNOWN;
+}
+
+API nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long types,
+                                          nvmlEventSet_t set) {
+  nvmlDevice_t d = check(device);
+  if (d == NULL || set == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  FAKE_CALL("nvmlDeviceRegisterEvents", d->index);
+  set->registered[d->index] |= types;
+  return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
+                                     unsigned int timeout_ms) {
+  (void)timeout_ms;
+  if (set == NULL || data == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  FAKE_CALL("nvmlEventSetWait_v2", -1);
+  const char* xid = getenv("FAKE_NVML_XID");
+  int index = -1;
+  unsigned long long value = 0;
+  if (set->xid_delivered || !xid || sscanf(xid, "%d:%llu", &index, &value) != 2 || index < 0 ||
+      index >= device_count() || (set->registered[index] & 0x8ULL) == 0)
+    return NVML_ERROR_TIMEOUT;
+  set->xid_delivered = 1;
+  memset(data, 0, sizeof *data);
+  data->device = &g_gpus[index];
+  data->eventType = 0x8ULL;
+  data->eventData = value;
+  return NVML_SUCCESS;
 }
 
 API nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node) {

@@ -202,7 +202,25 @@ TEST_F(NvmlBackendTest, TelemetryReadsEveryGpu) {
     EXPECT_EQ(t.memory_used_mib, (i + 1) * 1024);
     EXPECT_EQ(t.temperature_c, 30 + i);
     EXPECT_EQ(t.power_w, 60 + 10 * i);
+    EXPECT_EQ(t.sm_clock_mhz, 1410 - 10 * i);
+    EXPECT_EQ(t.memory_used_mib + t.memory_free_mib, 80 * 1024);
+    EXPECT_EQ(t.last_xid, 0);
   }
+}
+
+TEST_F(NvmlBackendTest, XidErrorsAreReadFromNvmlEvents) {
+  env_.set("FAKE_NVML_XID", "2:79");  // 79: the GPU has fallen off the bus
+  auto backend = open();
+  ASSERT_TRUE(backend);
+  auto readings = backend->telemetry();
+  ASSERT_TRUE(readings.ok()) << readings.error().message;
+  EXPECT_EQ((*readings)[2].last_xid, 79);
+  EXPECT_EQ((*readings)[2].xid_count, 1);
+  EXPECT_EQ((*readings)[0].last_xid, 0);
+  auto later = backend->telemetry();  // the error is remembered, not counted twice
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ((*later)[2].last_xid, 79);
+  EXPECT_EQ((*later)[2].xid_count, 1);
 }
 
 TEST_F(NvmlBackendTest, AFailedTelemetryCallIsNamed) {
@@ -231,6 +249,7 @@ TEST_F(NvmlBackendTest, AnOldLibraryWithoutOptionalCallsDegrades) {
   auto readings = backend->telemetry();
   ASSERT_TRUE(readings.ok()) << readings.error().message;
   EXPECT_EQ((*readings)[1].utilization_pct, 10);
+  EXPECT_EQ((*readings)[1].sm_clock_mhz, 0);  // no nvmlDeviceGetClockInfo
 }
 
 TEST_F(NvmlBackendTest, AMissingLibraryIsAClearError) {

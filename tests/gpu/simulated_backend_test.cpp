@@ -169,7 +169,9 @@ TEST(SimulatedBackend, UtilisationIsTheLoadOfTheProcessesBoundToEachGpu) {
   EXPECT_EQ((*busy)[1].utilization_pct, 100);
   EXPECT_GT((*busy)[1].power_w, (*busy)[0].power_w);
   EXPECT_GT((*busy)[1].temperature_c, (*busy)[0].temperature_c);
-  (*backend)->set_process_load({});  // the job ended or sleeps
+  EXPECT_GT((*busy)[1].sm_clock_mhz, (*busy)[0].sm_clock_mhz);
+  EXPECT_EQ((*busy)[1].memory_free_mib, 80 * 1024);  // nothing is really allocated
+  (*backend)->set_process_load({});                  // the job ended or sleeps
   auto idle = (*backend)->telemetry();
   ASSERT_TRUE(idle.ok());
   EXPECT_EQ((*idle)[1].utilization_pct, 0);

@@ -160,6 +160,26 @@ TEST_F(DevMetrics, SharedGpusAddUpExactly) {
   for (const auto& id : ids) EXPECT_EQ(c.wait_done(id)["state"], "cancelled");
 }
 
+TEST_F(DevMetrics, TheOldestPendingJobsWaitShowsPerTenant) {
+  const std::string oldest = "gpucloud_jobs_oldest_pending_age_seconds{tenant=\"nlp\"}";
+  std::string before = scrape_metrics(cluster_->address(), kScraper).body;
+  EXPECT_EQ(sample(before, oldest), 0);  // nothing waits: a zero series, not none
+  // vision may hold at most 4 GPUs (quota 2, borrowing 2): a second job of 4 waits.
+  std::string first = cluster_->submit({"--tenant", "vision", "--gpus", "4", "--", "sleep", "60"});
+  ASSERT_TRUE(wait_until([&] { return cluster_->job(first)["state"] == "running"; }));
+  std::string second = cluster_->submit({"--tenant", "vision", "--gpus", "4", "--", "sleep", "60"});
+  const std::string vision = "gpucloud_jobs_oldest_pending_age_seconds{tenant=\"vision\"}";
+  EXPECT_TRUE(wait_until([&] {
+    return sample(scrape_metrics(cluster_->address(), kScraper).body, vision).value_or(0) >= 1;
+  })) << scrape_metrics(cluster_->address(), kScraper).body;
+  EXPECT_EQ(cluster_->job(second)["state"], "pending");
+  EXPECT_EQ(sample(scrape_metrics(cluster_->address(), kScraper).body, oldest), 0);
+  EXPECT_EQ(cluster_->cli({"cancel", second}).exit_code, 0);
+  EXPECT_EQ(cluster_->cli({"cancel", first}).exit_code, 0);
+  EXPECT_TRUE(wait_until(
+      [&] { return sample(scrape_metrics(cluster_->address(), kScraper).body, vision) == 0; }));
+}
+
 TEST(DevMetricsToken, ABadMetricsTokenFileIsRefusedAtStartWithTheFix) {
   TempDir dir;
   struct Case {

@@ -58,6 +58,7 @@ class NetnsCluster {
   const std::string& url() const { return url_; }
   const std::string& fingerprint() const { return fingerprint_; }
   const std::string& join_token() const { return join_token_; }
+  const std::string& admin_token() const { return admin_token_; }
   const std::string& work_dir() const { return dir_.path(); }
   /// The server's data dir (admin.token, state.db, logs/) and its log file.
   std::string server_dir() const { return dir_.path() + "/server"; }

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -649,6 +650,21 @@ TEST_F(NetnsHostile, AHostileTenantsJobReachesNothingOfThePlatformOrOfAnotherTen
   cluster_->start_agent(2);
   EXPECT_TRUE(wait_until([&] { return cluster_->node_state("agent2") == "ready"; }));
   EXPECT_EQ(agent_state(2).value("node_id", ""), id2);
+}
+
+// Agents serve their GPU metrics on every address (port 9400, the default): discovery points a
+// scraper at the address each node registered from.
+TEST_F(NetnsClusterTest, DiscoveryPointsAtEachAgentsMetricsOnItsOwnAddress) {
+  Answer sd =
+      request_from(*lab_, 1, *cluster_, "GET", "/v1/sd/agents", "", cluster_->admin_token());
+  ASSERT_EQ(sd.status, 200) << sd.body;
+  auto groups = nlohmann::json::parse(sd.body, nullptr, false);
+  ASSERT_TRUE(groups.is_array()) << sd.body;
+  std::set<std::string> targets;
+  for (const auto& g : groups) targets.insert(g["targets"][0].get<std::string>());
+  EXPECT_EQ(targets, (std::set<std::string>{NetnsLab::ip(1) + ":9400", NetnsLab::ip(2) + ":9400",
+                                            NetnsLab::ip(3) + ":9400"}))
+      << sd.body;
 }
 
 }  // namespace

@@ -80,5 +80,31 @@ TEST(NodeInfoFromJson, APriceIsOptionalAndBounded) {
   }
 }
 
+TEST(NodeInfoFromJson, KeepsAValidMetricsAddress) {
+  for (const char* address : {"10.0.0.5:9400", ":9400", "[fd00::5]:9400", "gpu-7.lab:1"}) {
+    json j = sample_node();
+    j["metrics_address"] = address;
+    auto r = node_info_from_json(j);
+    ASSERT_TRUE(r.ok()) << address << ": " << r.error().message;
+    EXPECT_EQ(r->metrics_address, address);
+    EXPECT_EQ(node_info_to_json(*r)["metrics_address"], address);
+  }
+}
+
+TEST(NodeInfoFromJson, RefusesAMetricsAddressPrometheusCouldNotScrape) {
+  for (const char* address : {"10.0.0.5", "10.0.0.5:0", "10.0.0.5:65536", "10.0.0.5:94x0",
+                              "a b:9400", "h/x:9400", "h\"x:9400", ":"}) {
+    json j = sample_node();
+    j["metrics_address"] = address;
+    EXPECT_NE(refusal(j).find("metrics_address"), std::string::npos) << address;
+  }
+  json long_host = sample_node();
+  long_host["metrics_address"] = std::string(300, 'h') + ":9400";
+  EXPECT_NE(refusal(long_host).find("metrics_address"), std::string::npos);
+  json not_text = sample_node();
+  not_text["metrics_address"] = 9400;
+  refusal(not_text);
+}
+
 }  // namespace
 }  // namespace gpucloud

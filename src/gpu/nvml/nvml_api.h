@@ -11,16 +11,22 @@ using nvmlDevice_t = nvmlDevice_st*;
 using nvmlEnableState_t = int;
 using nvmlTemperatureSensors_t = int;
 using nvmlIntNvLinkDeviceType_t = int;
+using nvmlClockType_t = int;
+struct nvmlEventSet_st;
+using nvmlEventSet_t = nvmlEventSet_st*;
 
 inline constexpr nvmlReturn_t NVML_SUCCESS = 0;
 inline constexpr nvmlReturn_t NVML_ERROR_INVALID_ARGUMENT = 2;
 inline constexpr nvmlReturn_t NVML_ERROR_NOT_SUPPORTED = 3;
 inline constexpr nvmlReturn_t NVML_ERROR_NOT_FOUND = 6;
+inline constexpr nvmlReturn_t NVML_ERROR_TIMEOUT = 10;
 inline constexpr nvmlEnableState_t NVML_FEATURE_ENABLED = 1;
 inline constexpr nvmlTemperatureSensors_t NVML_TEMPERATURE_GPU = 0;
 inline constexpr nvmlIntNvLinkDeviceType_t NVML_NVLINK_DEVICE_TYPE_SWITCH = 2;
 inline constexpr unsigned NVML_NVLINK_MAX_LINKS = 18;
 inline constexpr unsigned NVML_DEVICE_MIG_ENABLE = 1;
+inline constexpr nvmlClockType_t NVML_CLOCK_SM = 1;
+inline constexpr unsigned long long nvmlEventTypeXidCriticalError = 0x8ULL;
 
 /// nvmlPciInfo_t as filled by nvmlDeviceGetPciInfo_v3 and nvmlDeviceGetNvLinkRemotePciInfo_v2.
 struct nvmlPciInfo_t {
@@ -46,6 +52,15 @@ struct nvmlUtilization_t {
   unsigned int memory;
 };
 
+/// nvmlEventData_t as filled by nvmlEventSetWait_v2: for an XID event, eventData is the XID.
+struct nvmlEventData_t {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+
 // Function signatures, named after the NVML symbol they are resolved from.
 using InitFn = nvmlReturn_t (*)();
 using ShutdownFn = nvmlReturn_t (*)();
@@ -65,6 +80,10 @@ using GetNvLinkRemoteDeviceTypeFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int,
 using GetMigModeFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, unsigned int*);
 using GetMigDeviceHandleByIndexFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, nvmlDevice_t*);
 using GetUtilizationRatesFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t*);
+using GetClockInfoFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlClockType_t, unsigned int*);
+using EventSetCreateFn = nvmlReturn_t (*)(nvmlEventSet_t*);
+using RegisterEventsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
+using EventSetWaitFn = nvmlReturn_t (*)(nvmlEventSet_t, nvmlEventData_t*, unsigned int);
 using GetTemperatureFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int*);
 
 }  // namespace gpucloud::gpu::nvml

@@ -1,5 +1,7 @@
 #include "gpu/nvml/nvml_backend.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -222,15 +224,55 @@ void NvmlBackend::add_nvlink_peers(const std::vector<nvmlDevice_t>& devices,
 Result<std::vector<GpuTelemetry>> NvmlBackend::telemetry() {
   auto count = device_count();
   if (!count.ok()) return count.error();
-  std::vector<GpuTelemetry> out;
+  std::vector<nvml::nvmlDevice_t> devices;
   for (int i = 0; i < *count; ++i) {
     auto device = handle(i);
     if (!device.ok()) return device.error();
-    auto reading = read_telemetry(i, *device);
+    devices.push_back(*device);
+  }
+  drain_xid_events(devices);
+  std::vector<GpuTelemetry> out;
+  for (int i = 0; i < *count; ++i) {
+    auto reading = read_telemetry(i, devices[static_cast<size_t>(i)]);
     if (!reading.ok()) return reading.error();
+    std::lock_guard lock(xid_mu_);
+    reading->last_xid = xids_[i].last;
+    reading->xid_count = xids_[i].count;
     out.push_back(*reading);
   }
   return out;
+}
+
+void NvmlBackend::drain_xid_events(const std::vector<nvml::nvmlDevice_t>& devices) {
+  const auto& fn = lib_->fn();
+  if (!fn.event_set_create) return;
+  std::lock_guard lock(xid_mu_);
+  if (!xid_registered_) {
+    xid_registered_ = true;
+    if (fn.event_set_create(&xid_events_) != NVML_SUCCESS) {
+      xid_events_ = nullptr;
+      return;
+    }
+    for (size_t i = 0; i < devices.size(); ++i) {
+      nvmlReturn_t rc =
+          fn.register_events(devices[i], nvml::nvmlEventTypeXidCriticalError, xid_events_);
+      if (rc != NVML_SUCCESS)
+        spdlog::warn("nvml: GPU {} cannot report XID errors: {}", i, lib_->error_string(rc));
+    }
+  }
+  if (!xid_events_) return;
+  // Bounded: a storm of events is taken over several readings, never in one endless loop.
+  for (int taken = 0; taken < 1024; ++taken) {
+    nvml::nvmlEventData_t event{};
+    if (fn.event_set_wait(xid_events_, &event, 0) != NVML_SUCCESS) break;
+    if (event.eventType != nvml::nvmlEventTypeXidCriticalError) continue;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      if (devices[i] != event.device) continue;
+      XidState& x = xids_[static_cast<int>(i)];
+      x.last = static_cast<int64_t>(event.eventData);
+      ++x.count;
+    }
+  }
 }
 
 Result<GpuTelemetry> NvmlBackend::read_telemetry(int index, nvmlDevice_t device) const {
@@ -248,6 +290,7 @@ Result<GpuTelemetry> NvmlBackend::read_telemetry(int index, nvmlDevice_t device)
   rc = fn.get_memory_info(device, &memory);
   if (rc != NVML_SUCCESS) return lib_->failure("nvmlDeviceGetMemoryInfo" + at(index), rc);
   t.memory_used_mib = static_cast<int64_t>(memory.used / kMiB);
+  t.memory_free_mib = static_cast<int64_t>(memory.free / kMiB);
   unsigned value = 0;
   rc = fn.get_temperature(device, nvml::NVML_TEMPERATURE_GPU, &value);
   if (rc == NVML_SUCCESS) {
@@ -260,6 +303,14 @@ Result<GpuTelemetry> NvmlBackend::read_telemetry(int index, nvmlDevice_t device)
     t.power_w = static_cast<int>((value + 500) / 1000);
   } else if (!unsupported(rc)) {
     return lib_->failure("nvmlDeviceGetPowerUsage" + at(index), rc);
+  }
+  if (fn.get_clock_info) {
+    rc = fn.get_clock_info(device, nvml::NVML_CLOCK_SM, &value);
+    if (rc == NVML_SUCCESS) {
+      t.sm_clock_mhz = static_cast<int>(value);
+    } else if (!unsupported(rc)) {
+      return lib_->failure("nvmlDeviceGetClockInfo" + at(index), rc);
+    }
   }
   return t;
 }

@@ -14,9 +14,14 @@
 // - MIG: only MIG devices that exist are reported (their profile is read from their name); it
 //   does not create or destroy MIG instances.
 // - Telemetry readings a GPU does not support (e.g. utilisation with MIG on) read as 0.
+// - XID errors come from an NVML event set registered for critical XID events at the first
+//   telemetry(); each telemetry() drains it without waiting. A driver without event sets (or a
+//   GPU that refuses to register) reports no XIDs.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -64,11 +69,21 @@ class NvmlBackend : public GpuBackend {
   void add_nvlink_peers(const std::vector<nvml::nvmlDevice_t>& devices,
                         std::vector<Gpu>& gpus) const;
   Result<GpuTelemetry> read_telemetry(int index, nvml::nvmlDevice_t device) const;
+  /// Registers every device for XID events once, then takes the events that have arrived.
+  void drain_xid_events(const std::vector<nvml::nvmlDevice_t>& devices);
 
   std::shared_ptr<const nvml::NvmlLibrary> lib_;
   NvmlOptions options_;
   std::string driver_version_;
   std::string cuda_version_;
+  struct XidState {
+    int64_t last = 0;
+    int64_t count = 0;
+  };
+  std::mutex xid_mu_;
+  bool xid_registered_ = false;
+  nvml::nvmlEventSet_t xid_events_ = nullptr;  // null: none to read
+  std::map<int, XidState> xids_;               // by GPU index
 };
 
 }  // namespace gpucloud::gpu

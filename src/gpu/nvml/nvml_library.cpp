@@ -94,6 +94,15 @@ Result<std::shared_ptr<const NvmlLibrary>> NvmlLibrary::load(const std::string& 
     f.get_max_mig_device_count = nullptr;
     f.get_mig_device_handle_by_index = nullptr;
   }
+  f.get_clock_info = symbol<GetClockInfoFn>(handle, "nvmlDeviceGetClockInfo");
+  f.event_set_create = symbol<EventSetCreateFn>(handle, "nvmlEventSetCreate");
+  f.register_events = symbol<RegisterEventsFn>(handle, "nvmlDeviceRegisterEvents");
+  f.event_set_wait = symbol<EventSetWaitFn>(handle, "nvmlEventSetWait_v2");
+  if (!f.event_set_create || !f.register_events || !f.event_set_wait) {
+    f.event_set_create = nullptr;
+    f.register_events = nullptr;
+    f.event_set_wait = nullptr;
+  }
   nvmlReturn_t rc = f.init();
   if (rc != NVML_SUCCESS) {
     Error error = lib->failure("nvmlInit_v2", rc);

@@ -100,6 +100,9 @@ Result<std::vector<GpuTelemetry>> SimulatedBackend::telemetry() {
     // A plausible rise with load: up to 40 C more and three times the idle power at 100 %.
     t.temperature_c = 30 + t.utilization_pct * 40 / 100;
     t.power_w = idle_power_w_[gpu.index] * (100 + 2 * t.utilization_pct) / 100;
+    t.memory_free_mib = gpu.memory_mib - t.memory_used_mib;
+    // An idle clock of 210 MHz rising to a boost clock of 1410 MHz at full load.
+    t.sm_clock_mhz = 210 + t.utilization_pct * 12;
     out.push_back(t);
   }
   return out;

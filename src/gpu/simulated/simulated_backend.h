@@ -13,7 +13,8 @@
 // - Utilisation is the load of the processes bound to each GPU (CPU time over wall time, as
 //   the agent reports it): a busy loop reads as a busy GPU, `sleep` as an idle one, so idle
 //   reclaim can be tried without GPUs. Memory used stays 0; temperature and power follow the
-//   utilisation (30 C and the model's idle power when idle).
+//   utilisation (30 C and the model's idle power when idle), and so does the SM clock (210 MHz
+//   idle to 1410 MHz busy). No XID errors.
 #pragma once
 
 #include <memory>
