@@ -342,6 +342,13 @@ int cmd_show(const std::string& id, bool as_json) {
   line("created:", or_dash((*j)["created_at"]));
   line("started:", or_dash((*j)["started_at"]));
   line("finished:", or_dash((*j)["finished_at"]));
+  if (j->contains("cost")) {
+    const json& c = (*j)["cost"];
+    double per_hour = c.value("running_usd_per_hour", 0.0);
+    line("cost:", fmt::format("${:.2f} so far{}", c.value("total_usd", 0.0),
+                              per_hour > 0 ? fmt::format(" (running at ${:.4f}/h)", per_hour)
+                                           : ""));
+  }
   for (const auto& r : (*j)["replicas"]) {
     std::string gpus;
     for (const auto& g : r["gpus"])

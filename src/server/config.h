@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "cost/cost_settings.h"
 #include "store/state_store.h"
 
 namespace gpucloud::server {
@@ -49,6 +50,7 @@ struct ServerFileConfig {
   /// file's `priority_classes` added or overriding them.
   std::map<std::string, int> priority_classes = default_priority_classes();
   IdlePolicy idle;  // the file's `idle`, for tenants that do not override it
+  cost::CostSettings cost;  // the file's `cost` (docs/cost.md)
 
   /// The idle policy of a tenant's jobs: the file's, with the tenant's overrides.
   IdlePolicy idle_policy_for(const std::string& tenant) const;

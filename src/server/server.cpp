@@ -101,6 +101,12 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config, const
     if (!loaded) return loaded.error();
     server->file_config_ = std::move(*loaded);
   }
+  if (!config.catalog_file.empty()) {
+    auto catalog = cost::InstanceCatalog::load(config.catalog_file);
+    if (!catalog) return catalog.error();
+    spdlog::info("price catalog {}: {} offers", config.catalog_file, catalog->size());
+    server->catalog_ = std::move(*catalog);
+  }
   server->apply_tenants();
   GPUCLOUD_TRY(server->load_metrics_token());
   GPUCLOUD_TRY(server->bootstrap_tokens());
@@ -379,6 +385,10 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
     if (m != "GET") return method_not_allowed("GET");
     return respond(list_tenants(who));
   }
+  if (p == "/v1/cost") {
+    if (m != "GET") return method_not_allowed("GET");
+    return respond(cost_report(req, who));
+  }
   if (p == "/v1/nodes") {
     if (m != "GET") return method_not_allowed("GET");
     return respond(list_nodes(who));
@@ -394,7 +404,9 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
       if (m == "GET") {
         auto job = find_visible_job(id, who);
         if (!job) return respond(error_response(job.error()));
-        return respond(json_response(200, job_to_json(*job)));
+        nlohmann::json doc = job_to_json(*job);
+        doc["cost"] = job_cost_json(*job);
+        return respond(json_response(200, doc));
       }
       if (m == "DELETE") return respond(cancel_job(id, who));
       return method_not_allowed("GET, DELETE");
@@ -427,6 +439,7 @@ void Server::commit_later(store::WriteBatch& batch, std::function<void()> then) 
   append(group_batch_.nodes, batch.nodes);
   append(group_batch_.tokens, batch.tokens);
   append(group_batch_.audit, batch.audit);
+  append(group_batch_.ledger, batch.ledger);
   batch = {};
   group_waiters_.push_back(std::move(then));
   if (group_flush_posted_) return;
@@ -450,6 +463,7 @@ Status Server::commit(store::WriteBatch& batch) {
     append(merged.nodes, batch.nodes);
     append(merged.tokens, batch.tokens);
     append(merged.audit, batch.audit);
+    append(merged.ledger, batch.ledger);
     batch = std::move(merged);
     waiters.swap(group_waiters_);
   }

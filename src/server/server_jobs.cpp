@@ -330,8 +330,9 @@ net::HttpResponse Server::list_nodes(const Principal& who) {
                    {"labels", rec.info.labels},
                    {"last_seen", format_time_iso(rec.last_seen)},
                    {"gpus", gpus}});
-    if (rec.info.price_per_hour >= 0) {
-      out.back()["price_per_hour"] = rec.info.price_per_hour;
+    if (rec.price.usd_per_hour >= 0) {
+      out.back()["price_per_hour"] = rec.price.usd_per_hour;
+      out.back()["price_source"] = rec.price.source;
       if (st.price_per_gpu_hour >= 0) out.back()["price_per_gpu_hour"] = st.price_per_gpu_hour;
     }
   }
