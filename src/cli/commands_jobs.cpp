@@ -345,7 +345,7 @@ int cmd_show(const std::string& id, bool as_json) {
   if (j->contains("cost")) {
     const json& c = (*j)["cost"];
     double per_hour = c.value("running_usd_per_hour", 0.0);
-    line("cost:", fmt::format("${:.2f} so far{}", c.value("total_usd", 0.0),
+    line("cost:", fmt::format("${:.4f} so far{}", c.value("total_usd", 0.0),
                               per_hour > 0 ? fmt::format(" (running at ${:.4f}/h)", per_hour)
                                            : ""));
   }
