@@ -161,6 +161,9 @@ int run_cli(int argc, char** argv) {
                       "is higher are not used for it");
   run_cmd->add_flag("--wait", run.wait,
                     "wait for the end; exit with the job's exit code (75 when lost)");
+  run_cmd->add_flag("--dry-run", run.dry_run,
+                    "submit nothing: print where the job would run now and its cost per hour, "
+                    "or why it would wait");
   run_cmd->add_option("command", run.command, "the command and its arguments, after --");
   run_cmd->callback([&] { code = cmd_run(run); });
 

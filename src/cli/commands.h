@@ -24,6 +24,7 @@ struct RunOptions {
   std::string max_price;  // USD per GPU-hour; "" = no limit
   std::vector<std::string> env, selector, command;
   bool wait = false;
+  bool dry_run = false;  // print where it would run now and its cost per hour; submit nothing
 };
 
 struct DevOptions {

@@ -9,6 +9,7 @@
 
 #include "common/units.h"
 #include "cost/pricing.h"
+#include "sched/fit.h"
 #include "server/http_util.h"
 #include "server/server.h"
 
@@ -102,6 +103,63 @@ void Server::write_ledger(const Job& job, AttemptRecord& record, store::WriteBat
     metrics_->cost(e.tenant, e.gpu_model, e.cost_usd);
     batch.ledger.push_back(std::move(e));
   }
+}
+
+json Server::dry_run(const sched::JobRequest& request) const {
+  std::vector<sched::NodeState> nodes = node_states();
+  // Cheapest first (per GPU-hour), unpriced nodes last, then by name: the estimate is what the
+  // job would pay at best; the scheduler's policy may pick another node that fits.
+  std::stable_sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) {
+    double pa = a.price_per_gpu_hour < 0 ? 1e18 : a.price_per_gpu_hour;
+    double pb = b.price_per_gpu_hour < 0 ? 1e18 : b.price_per_gpu_hour;
+    return pa != pb ? pa < pb : a.name < b.name;
+  });
+  json placements = json::array();
+  double per_hour = 0;
+  std::string why;
+  for (int rank = 0; rank < request.replicas; ++rank) {
+    sched::NodeState* chosen = nullptr;
+    std::optional<sched::GpuChoice> gpus;
+    for (auto& n : nodes) {
+      std::string reason;
+      if (!sched::node_could_fit(request, n, &reason)) {
+        if (why.empty()) why = n.name + ": " + reason;
+        continue;
+      }
+      if (!sched::cpu_memory_fit(request, n)) continue;
+      if (request.gpus > 0) {
+        gpus = sched::choose_gpus(request, n);
+        if (!gpus) continue;
+      }
+      chosen = &n;
+      break;
+    }
+    if (!chosen) {
+      int ahead = 0;
+      for (const auto& [id, other] : jobs_)
+        if (other.state == JobState::kPending && other.replicas.empty()) ++ahead;
+      return {{"would_run", false},
+              {"reason", fmt::format("no node has room for replica {} ({}) now; it would wait "
+                                     "with {} pending job{} queued{}",
+                                     rank, sched::describe_gpus(request), ahead,
+                                     ahead == 1 ? "" : "s",
+                                     why.empty() ? "" : " (e.g. " + why + ")")}};
+    }
+    cost::ResourceUse use;
+    use.gpu_milli = request.gpu_milli > 0 ? request.gpu_milli : 1000 * int64_t{request.gpus};
+    use.cpu_milli = request.cpu_milli;
+    use.memory_mib = request.memory_mib;
+    if (gpus) sched::apply_choice(request, *gpus, *chosen);
+    const store::NodeRecord& rec = nodes_.at(chosen->id);
+    double share = cost::share_of_node(use, rec.info, file_config_.cost.weights);
+    double price = rec.price.usd_per_hour >= 0 ? rec.price.usd_per_hour * share : -1;
+    if (price > 0) per_hour += price;
+    placements.push_back({{"rank", rank},
+                          {"node", chosen->name},
+                          {"usd_per_hour", price},
+                          {"price_source", rec.price.source}});
+  }
+  return {{"would_run", true}, {"replicas", placements}, {"usd_per_hour", per_hour}};
 }
 
 json Server::job_cost_json(const Job& job) const {

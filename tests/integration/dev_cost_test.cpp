@@ -96,6 +96,22 @@ TEST(DevCost, ARunningJobAccruesAndBadReportParametersAreRefused) {
     return r.is_object() && r["total"]["cost_usd"].get<double>() > 0;
   })) << "a running attempt accrues";
 
+  // A dry run says where a job would run now and at what price, and submits nothing.
+  auto spot = cluster.cli({"run", "--dry-run", "--gpus", "2", "--capacity-class", "spot", "--",
+                           "sleep", "1"});
+  ASSERT_EQ(spot.exit_code, 0) << spot.err;
+  EXPECT_NE(spot.out.find("replica 0 would run on dev-1"), std::string::npos) << spot.out;
+  char expected[64];
+  std::snprintf(expected, sizeof expected, "cost: $%.4f per hour", 2.0 / 8 * kP4dSpot);
+  EXPECT_NE(spot.out.find(expected), std::string::npos) << spot.out;
+  auto full = cluster.cli({"run", "--dry-run", "--gpus", "8", "--capacity-class", "on-demand",
+                           "--", "sleep", "1"});
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  EXPECT_NE(full.out.find("would wait: no node has room for replica 0"), std::string::npos)
+      << full.out;
+  EXPECT_EQ(json::parse(cluster.cli({"ps", "--json"}).out).size(), 1u)
+      << "a dry run submits nothing";
+
   auto bad_by = cluster.cli({"cost", "--by", "colour"});
   EXPECT_NE(bad_by.exit_code, 0);
   EXPECT_NE(bad_by.err.find("by: 'colour' is not one of tenant, job, node, gpu-model, day"),
