@@ -15,7 +15,9 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string usd(double v) { return fmt::format("${:.2f}", v); }
+std::string usd(double v) {
+  return fmt::format("${:.2f}", v);
+}
 
 }  // namespace
 
@@ -33,8 +35,8 @@ int cmd_cost(const CostOptions& o) {
     std::cout << j->dump(2) << "\n";
     return 0;
   }
-  const char* columns[] = {"attempts",      "gpu_hours",        "cost_usd",
-                           "on_demand_usd", "spot_savings_usd", "idle_released_gpu_hours",
+  const char* columns[] = {"attempts",         "gpu_hours",        "cost_usd",
+                           "on_demand_usd",    "spot_savings_usd", "idle_released_gpu_hours",
                            "idle_released_usd"};
   if (o.csv) {
     std::cout << o.by;
@@ -59,10 +61,10 @@ int cmd_cost(const CostOptions& o) {
   for (const auto& l : (*j)["lines"]) row(l, l.value("key", ""));
   row((*j)["total"], "total");
   t.print(std::cout);
-  std::cout << fmt::format("since {} until {}; running attempts accrue to now\n",
-                           (*j)["since"].is_null() ? std::string("the start")
-                                                   : (*j)["since"].get<std::string>(),
-                           j->value("until", ""));
+  std::cout << fmt::format(
+      "since {} until {}; running attempts accrue to now\n",
+      (*j)["since"].is_null() ? std::string("the start") : (*j)["since"].get<std::string>(),
+      j->value("until", ""));
   return 0;
 }
 

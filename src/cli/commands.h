@@ -44,8 +44,8 @@ struct DevOptions {
   int max_connections_per_source = 256;
   std::string job_uid_range = "200000-299999";  // docs/security.md, "Job code"
   SpotFlags spot;
-  int spot_nodes = 0;  // the last N dev nodes are labelled capacity-class=spot
-  std::string metrics_token_file;               // docs/metrics.md
+  int spot_nodes = 0;              // the last N dev nodes are labelled capacity-class=spot
+  std::string metrics_token_file;  // docs/metrics.md
   bool metrics_public = false;
   std::string catalog_file;  // --catalog (docs/cost.md); "" = none
   std::string labels;        // --labels K=V,... on every dev node

@@ -103,11 +103,10 @@ int print_dry_run(const json& answer) {
   }
   for (const auto& r : answer["replicas"]) {
     double price = r.value("usd_per_hour", -1.0);
-    std::cout << fmt::format("replica {} would run on {} at {}\n", r.value("rank", 0),
-                             r.value("node", ""),
-                             price < 0 ? std::string("no known price")
-                                       : fmt::format("${:.4f}/h ({})", price,
-                                                     r.value("price_source", "")));
+    std::cout << fmt::format(
+        "replica {} would run on {} at {}\n", r.value("rank", 0), r.value("node", ""),
+        price < 0 ? std::string("no known price")
+                  : fmt::format("${:.4f}/h ({})", price, r.value("price_source", "")));
   }
   std::cout << fmt::format("cost: ${:.4f} per hour\n", answer.value("usd_per_hour", 0.0));
   return 0;
@@ -365,9 +364,9 @@ int cmd_show(const std::string& id, bool as_json) {
   if (j->contains("cost")) {
     const json& c = (*j)["cost"];
     double per_hour = c.value("running_usd_per_hour", 0.0);
-    line("cost:", fmt::format("${:.4f} so far{}", c.value("total_usd", 0.0),
-                              per_hour > 0 ? fmt::format(" (running at ${:.4f}/h)", per_hour)
-                                           : ""));
+    line("cost:",
+         fmt::format("${:.4f} so far{}", c.value("total_usd", 0.0),
+                     per_hour > 0 ? fmt::format(" (running at ${:.4f}/h)", per_hour) : ""));
   }
   for (const auto& r : (*j)["replicas"]) {
     std::string gpus;

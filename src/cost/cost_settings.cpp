@@ -13,8 +13,7 @@ using json = nlohmann::json;
 
 constexpr double kHoursPerYear = 8760;
 
-Status only_keys(const json& j, const std::string& where,
-                 std::initializer_list<const char*> keys) {
+Status only_keys(const json& j, const std::string& where, std::initializer_list<const char*> keys) {
   if (!j.is_object()) return invalid(fmt::format("{}: expected a mapping", where));
   for (const auto& [key, v] : j.items()) {
     bool known = false;
@@ -94,8 +93,8 @@ Result<CostSettings> cost_settings_from_json(const json& j, const std::string& w
   if (j.contains("owned")) {
     const json& o = j.at("owned");
     if (!o.is_object())
-      return invalid(fmt::format("{}.owned: expected a mapping of profile name to its costs",
-                                 where));
+      return invalid(
+          fmt::format("{}.owned: expected a mapping of profile name to its costs", where));
     for (const auto& [name, profile] : o.items()) {
       auto p = owned_profile(profile, fmt::format("{}.owned.{}", where, name));
       if (!p.ok()) return p.error();

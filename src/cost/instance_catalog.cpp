@@ -16,9 +16,8 @@ using sim::CsvTable;
 
 // The columns every catalog has; `source`, `vcpus`, `memory_gib` and `gpu_memory_gib` are
 // read by people, not by gpucloud, and may be absent.
-constexpr const char* kRequired[] = {"cloud",  "instance_type",          "gpu_model",
-                                     "gpus",   "region",                 "on_demand_usd_per_hour",
-                                     "spot_usd_per_hour"};
+constexpr const char* kRequired[] = {"cloud",  "instance_type",          "gpu_model",        "gpus",
+                                     "region", "on_demand_usd_per_hour", "spot_usd_per_hour"};
 
 Result<double> price(const CsvTable& t, size_t r, int c, bool may_be_empty) {
   std::string_view s = t.text(r, c);
@@ -26,11 +25,11 @@ Result<double> price(const CsvTable& t, size_t r, int c, bool may_be_empty) {
   double v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v))
-    return invalid(fmt::format("{}{}: '{}' is not a number of USD per hour", t.where(r, c),
-                               t.header(c), s));
+    return invalid(
+        fmt::format("{}{}: '{}' is not a number of USD per hour", t.where(r, c), t.header(c), s));
   if (v < 0)
-    return invalid(fmt::format("{}{}: {} is negative; a price is 0 or more", t.where(r, c),
-                               t.header(c), s));
+    return invalid(
+        fmt::format("{}{}: {} is negative; a price is 0 or more", t.where(r, c), t.header(c), s));
   if (!valid_node_price_per_hour(v))
     return invalid(fmt::format("{}{}: {} is above the largest node price, {} USD per hour",
                                t.where(r, c), t.header(c), s, kMaxNodePricePerHour));
@@ -40,19 +39,19 @@ Result<double> price(const CsvTable& t, size_t r, int c, bool may_be_empty) {
 // Refuses price columns in another currency: gpucloud's prices are USD.
 Status check_currency(const CsvTable& t) {
   for (const std::string& h : t.headers()) {
-    bool price_column = h.ends_with("_per_hour") &&
-                        (h.starts_with("on_demand_") || h.starts_with("spot_"));
+    bool price_column =
+        h.ends_with("_per_hour") && (h.starts_with("on_demand_") || h.starts_with("spot_"));
     if (price_column && h.find("_usd_") == std::string::npos)
-      return invalid(fmt::format(
-          "{}:1:1: column '{}': unknown currency; prices must be in USD "
-          "(on_demand_usd_per_hour, spot_usd_per_hour): convert them first",
-          t.file(), h));
+      return invalid(
+          fmt::format("{}:1:1: column '{}': unknown currency; prices must be in USD "
+                      "(on_demand_usd_per_hour, spot_usd_per_hour): convert them first",
+                      t.file(), h));
   }
   return {};
 }
 
 Result<std::map<InstanceCatalog::Key, InstanceOffer>> offers_of(const CsvTable& t,
-                                                               const CatalogLimits& limits) {
+                                                                const CatalogLimits& limits) {
   GPUCLOUD_TRY(check_currency(t));
   int col[std::size(kRequired)];
   for (size_t i = 0; i < std::size(kRequired); ++i) {
@@ -76,9 +75,10 @@ Result<std::map<InstanceCatalog::Key, InstanceOffer>> offers_of(const CsvTable& 
     o.gpu_model = t.text(r, col[kModel]);
     for (int c : {col[kCloud], col[kType], col[kRegion]})
       if (t.text(r, c).empty())
-        return invalid(fmt::format("{}{}: empty; every row names its cloud, instance_type and "
-                                   "region",
-                                   t.where(r, c), t.header(c)));
+        return invalid(
+            fmt::format("{}{}: empty; every row names its cloud, instance_type and "
+                        "region",
+                        t.where(r, c), t.header(c)));
     auto gpus = t.non_negative(r, col[kGpus], 1024);
     if (!gpus.ok()) return gpus.error();
     o.gpus = static_cast<int>(*gpus);
@@ -91,9 +91,9 @@ Result<std::map<InstanceCatalog::Key, InstanceOffer>> offers_of(const CsvTable& 
     InstanceCatalog::Key key{o.cloud, o.instance_type, o.region};
     auto [it, fresh] = out.emplace(key, o);
     if (!fresh)
-      return invalid(fmt::format(
-          "{}:{}:1: {} {} in {} is listed twice (first on line {}); keep one row", t.file(),
-          o.line, o.cloud, o.instance_type, o.region, it->second.line));
+      return invalid(
+          fmt::format("{}:{}:1: {} {} in {} is listed twice (first on line {}); keep one row",
+                      t.file(), o.line, o.cloud, o.instance_type, o.region, it->second.line));
   }
   return out;
 }

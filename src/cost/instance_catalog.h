@@ -48,7 +48,7 @@ class InstanceCatalog {
   size_t size() const { return offers_.size(); }
   const std::string& file() const { return file_; }
 
- /// (cloud, instance_type, region).
+  /// (cloud, instance_type, region).
   using Key = std::tuple<std::string, std::string, std::string>;
 
  private:

@@ -22,9 +22,9 @@ NodePrice price_node(const NodeInfo& node, const InstanceCatalog* catalog,
                      const CostSettings& settings) {
   NodePrice p;
   const InstanceOffer* offer =
-      catalog ? catalog->find(label(node, "cloud"), label(node, "instance-type"),
-                              label(node, "region"))
-              : nullptr;
+      catalog
+          ? catalog->find(label(node, "cloud"), label(node, "instance-type"), label(node, "region"))
+          : nullptr;
   bool spot = label(node, "capacity-class") == "spot";
   if (node.price_per_hour >= 0) {
     p.usd_per_hour = node.price_per_hour;

@@ -184,7 +184,8 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
   if (!doc) return doc.error();
   auto fail = [&](const Error& e) { return invalid(fmt::format("{}: {}", path, e.message)); };
   if (doc->is_null()) return ServerFileConfig{};
-  if (auto st = known_keys(*doc, "config", {"tenants", "tokens", "priority_classes", "idle", "cost"});
+  if (auto st =
+          known_keys(*doc, "config", {"tenants", "tokens", "priority_classes", "idle", "cost"});
       !st.ok())
     return fail(st.error());
   ServerFileConfig config;

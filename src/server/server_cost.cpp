@@ -138,12 +138,12 @@ json Server::dry_run(const sched::JobRequest& request) const {
       int ahead = 0;
       for (const auto& [id, other] : jobs_)
         if (other.state == JobState::kPending && other.replicas.empty()) ++ahead;
-      return {{"would_run", false},
-              {"reason", fmt::format("no node has room for replica {} ({}) now; it would wait "
-                                     "with {} pending job{} queued{}",
-                                     rank, sched::describe_gpus(request), ahead,
-                                     ahead == 1 ? "" : "s",
-                                     why.empty() ? "" : " (e.g. " + why + ")")}};
+      return {
+          {"would_run", false},
+          {"reason", fmt::format("no node has room for replica {} ({}) now; it would wait "
+                                 "with {} pending job{} queued{}",
+                                 rank, sched::describe_gpus(request), ahead, ahead == 1 ? "" : "s",
+                                 why.empty() ? "" : " (e.g. " + why + ")")}};
     }
     cost::ResourceUse use;
     use.gpu_milli = request.gpu_milli > 0 ? request.gpu_milli : 1000 * int64_t{request.gpus};
@@ -230,9 +230,9 @@ Result<double> Server::tenant_spend_usd(const std::string& tenant, TimeMs since,
 net::HttpResponse Server::cost_report(const net::HttpRequest& req, const Principal& who) {
   for (const auto& [key, value] : req.query)
     if (key != "by" && key != "since" && key != "until" && key != "tenant" && key != "job")
-      return error_response(invalid(fmt::format(
-          "{}: unknown parameter; GET /v1/cost takes by, since, until, tenant and job",
-          key.substr(0, 64))));
+      return error_response(invalid(
+          fmt::format("{}: unknown parameter; GET /v1/cost takes by, since, until, tenant and job",
+                      key.substr(0, 64))));
   store::CostQuery q;
   TimeMs now = clock_.now_ms();
   if (auto it = req.query.find("by"); it != req.query.end()) q.group_by = it->second;
@@ -249,17 +249,15 @@ net::HttpResponse Server::cost_report(const net::HttpRequest& req, const Princip
   }
   if (q.until > 0 && q.until <= q.since)
     return error_response(invalid(fmt::format("until ({}) is not after since ({})",
-                                              format_time_iso(q.until),
-                                              format_time_iso(q.since))));
+                                              format_time_iso(q.until), format_time_iso(q.since))));
   std::string tenant = req.query.count("tenant") ? req.query.at("tenant") : "";
   if (!tenant.empty()) {
     if (!who.may_act_for(tenant))
-      return error_response({ErrorCode::kPermissionDenied,
-                             fmt::format("tenant '{}': you may read the costs of {} only",
-                                         tenant.substr(0, 64),
-                                         who.tenants.empty() ? std::string("no tenant")
-                                                             : fmt::format("{}", fmt::join(
-                                                                   who.tenants, ", ")))});
+      return error_response(
+          {ErrorCode::kPermissionDenied,
+           fmt::format("tenant '{}': you may read the costs of {} only", tenant.substr(0, 64),
+                       who.tenants.empty() ? std::string("no tenant")
+                                           : fmt::format("{}", fmt::join(who.tenants, ", ")))});
     q.tenants = {tenant};
   } else if (!who.is_admin()) {
     q.tenants = who.tenants;

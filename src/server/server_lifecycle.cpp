@@ -111,8 +111,7 @@ void Server::put_node(const store::NodeRecord& record) {
   }
   node_ids_by_name_[record.info.name].insert(record.id);
   auto& stored = nodes_[record.id] = record;
-  stored.price =
-      cost::price_node(record.info, catalog_ ? &*catalog_ : nullptr, file_config_.cost);
+  stored.price = cost::price_node(record.info, catalog_ ? &*catalog_ : nullptr, file_config_.cost);
   node_builds_.reset();
 }
 
@@ -454,9 +453,10 @@ void Server::end_job(Job& job, JobState state, std::optional<int> exit_code, std
                 std::string(to_string(state)) +
                     (exit_code ? fmt::format(" (exit code {})", *exit_code) : "") +
                     (job.message.empty() ? "" : ": " + job.message));
-  record_attempt(job, std::string(to_string(state)) +
-                          (exit_code ? fmt::format(" (exit code {})", *exit_code) : ""),
-                 batch);
+  record_attempt(
+      job,
+      std::string(to_string(state)) + (exit_code ? fmt::format(" (exit code {})", *exit_code) : ""),
+      batch);
   batch.jobs.push_back(job);
   batch.audit.push_back({job.finished_at, "server", "job.end", job.id,
                          std::string(to_string(state)) + " " + job.message});

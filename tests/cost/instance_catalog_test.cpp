@@ -28,13 +28,14 @@ TEST(InstanceCatalog, TheShippedCatalogLoadsEveryRow) {
   EXPECT_DOUBLE_EQ(p4d->on_demand_usd_per_hour, 21.957642);
   EXPECT_DOUBLE_EQ(p4d->spot_usd_per_hour, 2.4655);
   const InstanceOffer* lambda = c->find("lambda", "gpu_1x_a10", "us-east-1");
-  if (lambda) EXPECT_LT(lambda->spot_usd_per_hour, 0) << "Lambda has no spot price";
+  ASSERT_NE(lambda, nullptr);
+  EXPECT_LT(lambda->spot_usd_per_hour, 0) << "Lambda has no spot price";
   EXPECT_EQ(c->find("aws", "p4d.24xlarge", "mars-1"), nullptr);
 }
 
 TEST(InstanceCatalog, AnEmptySpotPriceMeansNone) {
-  auto c = InstanceCatalog::parse(kHeader + "aws,p5.4xlarge,H100-80GB,1,80,16,256,us-east-1,6.88,,s\n",
-                                  "prices.csv");
+  auto c = InstanceCatalog::parse(
+      kHeader + "aws,p5.4xlarge,H100-80GB,1,80,16,256,us-east-1,6.88,,s\n", "prices.csv");
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_LT(c->find("aws", "p5.4xlarge", "us-east-1")->spot_usd_per_hour, 0);
 }

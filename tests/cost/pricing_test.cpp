@@ -47,12 +47,11 @@ TEST(PriceNode, LabelsPickTheCatalogRowAndItsCapacityClass) {
   EXPECT_DOUBLE_EQ(spot.usd_per_hour, 2.4655);
   EXPECT_DOUBLE_EQ(spot.on_demand_usd_per_hour, 21.957642);
   // No spot price in the row: the node is charged on-demand, and says so.
-  NodePrice lambda = price_node(
-      node_with(8, {{"cloud", "lambda"},
-                    {"instance-type", "gpu_8x_a100"},
-                    {"region", "us-east-1"},
-                    {"capacity-class", "spot"}}),
-      &c, {});
+  NodePrice lambda = price_node(node_with(8, {{"cloud", "lambda"},
+                                              {"instance-type", "gpu_8x_a100"},
+                                              {"region", "us-east-1"},
+                                              {"capacity-class", "spot"}}),
+                                &c, {});
   EXPECT_DOUBLE_EQ(lambda.usd_per_hour, 14.32);
   EXPECT_EQ(lambda.source, "catalog (on-demand)");
 }
@@ -60,8 +59,11 @@ TEST(PriceNode, LabelsPickTheCatalogRowAndItsCapacityClass) {
 TEST(PriceNode, OwnedHardwareIsAmortised) {
   CostSettings s;
   // $300,000 over 4 years, 6.5 kW at $0.12/kWh, 1.5x overhead (space, staff, network).
-  s.owned["default"] = {.purchase_usd = 300'000, .years = 4, .power_watts = 6500,
-                        .usd_per_kwh = 0.12, .overhead = 1.5};
+  s.owned["default"] = {.purchase_usd = 300'000,
+                        .years = 4,
+                        .power_watts = 6500,
+                        .usd_per_kwh = 0.12,
+                        .overhead = 1.5};
   NodePrice p = price_node(node_with(8), nullptr, s);
   EXPECT_NEAR(p.usd_per_hour, (300'000.0 / (4 * 8760) + 6.5 * 0.12) * 1.5, 1e-9);
   EXPECT_EQ(p.source, "owned:default");

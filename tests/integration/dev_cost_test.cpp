@@ -16,16 +16,11 @@ constexpr double kP4dOnDemand = 21.957642;  // aws p4d.24xlarge us-east-1, deplo
 constexpr double kP4dSpot = 2.4655;
 
 std::vector<std::string> p4d_cluster() {
-  return {"--sim-gpus",
-          "8xA100-40GB",
-          "--sim-nodes",
-          "2",
-          "--spot-nodes",
-          "1",
-          "--catalog",
-          std::string(REPO_DIR) + "/deploy/catalog/gpu-prices.csv",
-          "--labels",
-          "cloud=aws,instance-type=p4d.24xlarge,region=us-east-1"};
+  return {"--sim-gpus",   "8xA100-40GB",
+          "--sim-nodes",  "2",
+          "--spot-nodes", "1",
+          "--catalog",    std::string(REPO_DIR) + "/deploy/catalog/gpu-prices.csv",
+          "--labels",     "cloud=aws,instance-type=p4d.24xlarge,region=us-east-1"};
 }
 
 // "$0.0015 so far": how `gpucloud show` prints a cost.
@@ -45,7 +40,8 @@ TEST(DevCost, AJobPaysItsGpuShareOfItsNodesPriceAndTheReportSumsTheLedger) {
   DevCluster cluster(p4d_cluster());
   std::string on_demand =
       cluster.submit({"--gpus", "2", "--capacity-class", "on-demand", "--", "sleep", "1"});
-  std::string spot = cluster.submit({"--gpus", "2", "--capacity-class", "spot", "--", "sleep", "1"});
+  std::string spot =
+      cluster.submit({"--gpus", "2", "--capacity-class", "spot", "--", "sleep", "1"});
   json a = cluster.wait_done(on_demand);
   json b = cluster.wait_done(spot);
   ASSERT_EQ(a["state"], "succeeded") << a.dump();
@@ -97,15 +93,15 @@ TEST(DevCost, ARunningJobAccruesAndBadReportParametersAreRefused) {
   })) << "a running attempt accrues";
 
   // A dry run says where a job would run now and at what price, and submits nothing.
-  auto spot = cluster.cli({"run", "--dry-run", "--gpus", "2", "--capacity-class", "spot", "--",
-                           "sleep", "1"});
+  auto spot = cluster.cli(
+      {"run", "--dry-run", "--gpus", "2", "--capacity-class", "spot", "--", "sleep", "1"});
   ASSERT_EQ(spot.exit_code, 0) << spot.err;
   EXPECT_NE(spot.out.find("replica 0 would run on dev-1"), std::string::npos) << spot.out;
   char expected[64];
   std::snprintf(expected, sizeof expected, "cost: $%.4f per hour", 2.0 / 8 * kP4dSpot);
   EXPECT_NE(spot.out.find(expected), std::string::npos) << spot.out;
-  auto full = cluster.cli({"run", "--dry-run", "--gpus", "8", "--capacity-class", "on-demand",
-                           "--", "sleep", "1"});
+  auto full = cluster.cli(
+      {"run", "--dry-run", "--gpus", "8", "--capacity-class", "on-demand", "--", "sleep", "1"});
   ASSERT_EQ(full.exit_code, 0) << full.err;
   EXPECT_NE(full.out.find("would wait: no node has room for replica 0"), std::string::npos)
       << full.out;
@@ -117,15 +113,17 @@ TEST(DevCost, ARunningJobAccruesAndBadReportParametersAreRefused) {
   EXPECT_NE(bad_by.err.find("by: 'colour' is not one of tenant, job, node, gpu-model, day"),
             std::string::npos)
       << bad_by.err;
-  ApiAnswer since = api_call(cluster.address(), "GET", "/v1/cost?since=yesterday", "", cluster.token());
+  ApiAnswer since =
+      api_call(cluster.address(), "GET", "/v1/cost?since=yesterday", "", cluster.token());
   EXPECT_EQ(since.status, 400);
   EXPECT_NE(since.message().find("since: 'yesterday' is not a date"), std::string::npos)
       << since.message();
-  ApiAnswer order = api_call(cluster.address(), "GET",
-                             "/v1/cost?since=2026-12-02&until=2026-12-01", "", cluster.token());
+  ApiAnswer order = api_call(cluster.address(), "GET", "/v1/cost?since=2026-12-02&until=2026-12-01",
+                             "", cluster.token());
   EXPECT_EQ(order.status, 400);
   EXPECT_NE(order.message().find("is not after since"), std::string::npos) << order.message();
-  ApiAnswer unknown = api_call(cluster.address(), "GET", "/v1/cost?colour=red", "", cluster.token());
+  ApiAnswer unknown =
+      api_call(cluster.address(), "GET", "/v1/cost?colour=red", "", cluster.token());
   EXPECT_EQ(unknown.status, 400);
   cluster.cli({"cancel", job});
 }
@@ -135,10 +133,10 @@ TEST(DevCost, ABadCatalogStopsTheServerWithTheLine) {
   std::string catalog = dir.path() + "/prices.csv";
   std::ofstream(catalog) << "cloud,instance_type,gpu_model,gpus,region,on_demand_usd_per_hour,"
                             "spot_usd_per_hour\naws,p4d,A100,8,us-east-1,-21.9,\n";
-  auto r = run_command({GPUCLOUD_BINARY, "dev", "--listen", "127.0.0.1:0", "--data-dir",
-                        dir.path() + "/.gpucloud", "--sim-gpus", "1xA100-80GB", "--catalog",
-                        catalog},
-                       {}, dir.path(), 30);
+  auto r =
+      run_command({GPUCLOUD_BINARY, "dev", "--listen", "127.0.0.1:0", "--data-dir",
+                   dir.path() + "/.gpucloud", "--sim-gpus", "1xA100-80GB", "--catalog", catalog},
+                  {}, dir.path(), 30);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find(catalog + ":2:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("on_demand_usd_per_hour: -21.9 is negative"), std::string::npos) << r.err;

@@ -256,7 +256,8 @@ class SqliteStore final : public StateStore {
   Result<std::vector<CostLine>> cost_report(const CostQuery& q) override {
     const char* key = group_expression(q.group_by);
     if (!key)
-      return invalid(fmt::format("by: '{}' is not tenant, job, node, gpu-model or day", q.group_by));
+      return invalid(
+          fmt::format("by: '{}' is not tenant, job, node, gpu-model or day", q.group_by));
     // The part of each attempt inside [since, until): ?1 = since, ?2 = until.
     const char* overlap = "(MIN(ended_at, ?2) - MAX(started_at, ?1))";
     std::string where = "started_at > 0 AND ended_at > ?1 AND started_at < ?2";
