@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/units.h"
+#include "cost/pricing.h"
 #include "net/crypto.h"
 #include "server/http_util.h"
 
@@ -183,6 +184,12 @@ Status Server::reload_config() {
   file_config_ = std::move(*loaded);
   apply_tokens();
   apply_tenants();
+  // Owned-hardware profiles may have changed: new placements use the new prices (placed
+  // replicas keep theirs).
+  for (auto& [id, node] : nodes_) {
+    node.price = cost::price_node(node.info, catalog_ ? &*catalog_ : nullptr, file_config_.cost);
+    node_changed(id);
+  }
   sched_full_sync_ = true;  // priorities may have changed: every job's request is rebuilt
   schedule_soon();          // quotas or priorities may have changed
   spdlog::info("config {}: {} tenants, {} tokens", config_.config_file, file_config_.tenants.size(),
