@@ -411,9 +411,10 @@ TEST(SqliteStoreLedger, SumsByTenantWithinTheWindow) {
   ASSERT_TRUE(store);
   const TimeMs hour = 3'600'000;
   WriteBatch batch;
-  batch.ledger = {ledger_row("j1", "nlp", 0, 2 * hour, 3, 3),
-                  ledger_row("j2", "nlp", hour, 2 * hour, 1, 4),
-                  ledger_row("j3", "vision", 0, hour, 10, 10)};
+  const TimeMs t0 = 1'780'000'000'000;
+  batch.ledger = {ledger_row("j1", "nlp", t0, t0 + 2 * hour, 3, 3),
+                  ledger_row("j2", "nlp", t0 + hour, t0 + 2 * hour, 1, 4),
+                  ledger_row("j3", "vision", t0, t0 + hour, 10, 10)};
   ASSERT_TRUE(store->commit(batch).ok());
   auto all = store->cost_report({.group_by = "tenant"});
   ASSERT_TRUE(all.ok()) << all.error().message;
@@ -424,7 +425,7 @@ TEST(SqliteStoreLedger, SumsByTenantWithinTheWindow) {
   EXPECT_NEAR(all->at(0).on_demand_usd, 6 + 4, 1e-9);
   EXPECT_NEAR(all->at(0).gpu_hours, 4 + 2, 1e-9);
   // Only the second hour: j1 half its cost, j2 all of it, j3 nothing.
-  auto late = store->cost_report({.group_by = "tenant", .since = hour, .until = 2 * hour});
+  auto late = store->cost_report({.group_by = "tenant", .since = t0 + hour, .until = t0 + 2 * hour});
   ASSERT_TRUE(late.ok());
   ASSERT_EQ(late->size(), 1u);
   EXPECT_NEAR(late->at(0).cost_usd, 3 + 1, 1e-9);
@@ -444,7 +445,7 @@ TEST(SqliteStoreLedger, ARowIsWrittenWithItsBatchOrNotAtAll) {
           "CREATE TRIGGER fail_audit BEFORE INSERT ON audit WHEN NEW.action = 'boom' "
           "BEGIN SELECT RAISE(ABORT, 'injected failure'); END;");
   WriteBatch batch;
-  batch.ledger = {ledger_row("j1", "nlp", 0, 1000, 3, 3)};
+  batch.ledger = {ledger_row("j1", "nlp", 1000, 2000, 3, 3)};
   batch.audit = {{1, "server", "boom", "j1", ""}};
   EXPECT_FALSE(store->commit(batch).ok());
   EXPECT_TRUE(store->cost_report({})->empty());
