@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "dev_cluster.h"
+#include "metrics_text.h"
 
 namespace gpucloud::testing {
 namespace {
@@ -72,6 +73,14 @@ TEST(DevCost, AJobPaysItsGpuShareOfItsNodesPriceAndTheReportSumsTheLedger) {
   EXPECT_NEAR(r["total"]["spot_savings_usd"].get<double>(), on_demand_b - cost_b, 1e-9);
   EXPECT_NEAR(r["total"]["gpu_hours"].get<double>(),
               2 * (attempt_seconds(a) + attempt_seconds(b)) / 3600, 1e-9);
+
+  // The ledger's sums per tenant and GPU model, as Prometheus reads them.
+  Scrape metrics = scrape_metrics(cluster.address(), cluster.token());
+  std::string model = a["replicas"][0].value("gpu_model", "");
+  auto counted = sample(metrics.body,
+                        "gpucloud_cost_usd_total{gpu_model=\"" + model + "\",tenant=\"default\"}");
+  ASSERT_TRUE(counted.has_value()) << metrics.body;
+  EXPECT_NEAR(*counted, cost_a + cost_b, 1e-9);
 
   auto by_node = json::parse(cluster.cli({"cost", "--by", "node", "--json"}).out);
   ASSERT_EQ(by_node["lines"].size(), 2u) << by_node.dump();
