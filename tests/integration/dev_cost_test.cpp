@@ -7,6 +7,7 @@
 
 #include "dev_cluster.h"
 #include "metrics_text.h"
+#include "net/crypto.h"
 
 namespace gpucloud::testing {
 namespace {
@@ -135,6 +136,53 @@ TEST(DevCost, ARunningJobAccruesAndBadReportParametersAreRefused) {
       api_call(cluster.address(), "GET", "/v1/cost?colour=red", "", cluster.token());
   EXPECT_EQ(unknown.status, 400);
   cluster.cli({"cancel", job});
+}
+
+TEST(DevCost, OwnedHardwareIsChargedPerUseAndMembersReadOnlyTheirTenantsCosts) {
+  const std::string alice = "alice-token-0123456789", bob = "bob-token-0123456789";
+  TempDir dir;
+  std::string config = dir.path() + "/gpucloud.yaml";
+  std::ofstream(config) << "tenants:\n  - {name: vision}\n  - {name: nlp}\n"
+                           "cost:\n  owned:\n    default: {annual_usd: 500000, fleet_gpus: 256, "
+                           "utilisation: 0.7}\n"
+                           "tokens:\n  - {name: alice, role: member, tenants: [vision], sha256: "
+                        << net::sha256_hex(alice)
+                        << "}\n  - {name: bob, role: member, tenants: [nlp], sha256: "
+                        << net::sha256_hex(bob) << "}\n";
+  DevCluster cluster({"--sim-gpus", "8xA100-80GB", "--config", config});
+  auto as = [&](const std::string& token, std::vector<std::string> args) {
+    args.insert(args.begin(), GPUCLOUD_BINARY);
+    return run_command(args, {{"GPUCLOUD_ADDR", cluster.address()}, {"GPUCLOUD_TOKEN", token}},
+                       cluster.work_dir());
+  };
+  auto submit = [&](const std::string& token) {
+    auto r = as(token, {"run", "--gpus", "1", "--", "sleep", "1"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out.substr(0, r.out.find('\n'));
+  };
+  json vision = cluster.wait_done(submit(alice));
+  cluster.wait_done(submit(bob));
+  // $500,000 a year for 256 GPUs used 70 % of the time: per GPU-hour, one GPU of the node.
+  double per_gpu_hour = 500'000.0 / (256 * 8760 * 0.7);
+  EXPECT_NEAR(vision["attempts"][0]["price_per_hour"].get<double>(), per_gpu_hour, 1e-9);
+  double vision_cost = per_gpu_hour * attempt_seconds(vision) / 3600;
+
+  auto mine = as(alice, {"cost", "--json"});
+  ASSERT_EQ(mine.exit_code, 0) << mine.err;
+  json r = json::parse(mine.out);
+  ASSERT_EQ(r["lines"].size(), 1u) << r.dump();
+  EXPECT_EQ(r["lines"][0]["key"], "vision");
+  EXPECT_NEAR(r["total"]["cost_usd"].get<double>(), vision_cost, 1e-9);
+  EXPECT_EQ(json::parse(cluster.cli({"cost", "--json"}).out)["lines"].size(), 2u)
+      << "the admin sees every tenant";
+
+  auto theirs = as(alice, {"cost", "--tenant", "nlp"});
+  EXPECT_NE(theirs.exit_code, 0);
+  EXPECT_NE(theirs.err.find("tenant 'nlp': you may read the costs of vision only"),
+            std::string::npos)
+      << theirs.err;
+  ApiAnswer api = api_call(cluster.address(), "GET", "/v1/cost?tenant=nlp", "", alice);
+  EXPECT_EQ(api.status, 403);
 }
 
 TEST(DevCost, ABadCatalogStopsTheServerWithTheLine) {
