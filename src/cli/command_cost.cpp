@@ -1,6 +1,7 @@
 // `gpucloud cost`: the ledger summed over a window (GET /v1/cost, docs/cost.md).
 #include <fmt/format.h>
 
+#include <cctype>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -15,8 +16,15 @@ namespace {
 
 using json = nlohmann::json;
 
+// Cents for sums of $10 and more; below that four decimals, so short runs do not all read
+// $0.00.
 std::string usd(double v) {
-  return fmt::format("${:.2f}", v);
+  return v >= 10 ? fmt::format("${:.2f}", v) : fmt::format("${:.4f}", v);
+}
+
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
 }
 
 }  // namespace
@@ -49,7 +57,7 @@ int cmd_cost(const CostOptions& o) {
     }
     return 0;
   }
-  Table t({o.by == "gpu-model" ? "GPU MODEL" : fmt::format("{}", o.by), "ATTEMPTS", "GPU-HOURS",
+  Table t({o.by == "gpu-model" ? std::string("GPU MODEL") : upper(o.by), "ATTEMPTS", "GPU-HOURS",
            "COST", "AT ON-DEMAND", "SPOT SAVED", "IDLE RELEASED"});
   auto row = [&](const json& l, const std::string& key) {
     t.add({key.empty() ? "-" : key, std::to_string(l.value("attempts", 0)),
