@@ -185,6 +185,32 @@ TEST(DevCost, OwnedHardwareIsChargedPerUseAndMembersReadOnlyTheirTenantsCosts) {
   EXPECT_EQ(api.status, 403);
 }
 
+TEST(DevCost, IdleReclaimReportsTheGpuHoursReleasedUntilMaxRuntime) {
+  // $8 an hour for 8 GPUs: $1 per GPU-hour.
+  DevCluster cluster({"--sim-gpus", "8xA100-80GB", "--price-per-hour", "8"});
+  std::string idle = cluster.submit(
+      {"--gpus", "1", "--idle-timeout", "2s", "--max-runtime", "1h", "--", "sleep", "600"});
+  std::string no_limit =
+      cluster.submit({"--gpus", "1", "--idle-timeout", "2s", "--", "sleep", "600"});
+  json done = cluster.wait_done(idle, std::chrono::seconds(60));
+  ASSERT_EQ(done["state"], "idle-reclaimed") << done.dump();
+  ASSERT_EQ(cluster.wait_done(no_limit, std::chrono::seconds(60))["state"], "idle-reclaimed");
+  const json& a = done["attempts"][0];
+  double released_h =
+      (a["started_at_ms"].get<double>() + 3'600'000 - a["ended_at_ms"].get<double>()) / 3.6e6;
+  json r = json::parse(cluster.cli({"cost", "--by", "job", "--json"}).out);
+  ASSERT_EQ(r["lines"].size(), 2u) << r.dump();
+  for (const auto& line : r["lines"]) {
+    bool limited = line["key"] == done["id"];
+    // Only the job with max_runtime claims released hours: without one, how long it would
+    // have kept its GPUs is unknown.
+    EXPECT_NEAR(line["idle_released_gpu_hours"].get<double>(), limited ? released_h : 0, 1e-9)
+        << line.dump();
+    EXPECT_NEAR(line["idle_released_usd"].get<double>(), limited ? released_h : 0, 1e-9)
+        << line.dump();
+  }
+}
+
 TEST(DevCost, ABadCatalogStopsTheServerWithTheLine) {
   TempDir dir;
   std::string catalog = dir.path() + "/prices.csv";
