@@ -264,7 +264,8 @@ class SqliteStore final : public StateStore {
       return invalid(
           fmt::format("by: '{}' is not tenant, job, node, gpu-model or day", q.group_by));
     // The part of each attempt inside [since, until): ?1 = since, ?2 = until.
-    const char* overlap = "(MIN(ended_at, ?2) - MAX(started_at, ?1))";
+    const char* overlap = q.since > 0 || q.until > 0 ? "(MIN(ended_at, ?2) - MAX(started_at, ?1))"
+                                                     : "(ended_at - started_at)";
     // Without a window every row counts: a plain table scan then, never the end-time index
     // walked in full with a lookup per row.
     std::string where = "started_at > 0";
