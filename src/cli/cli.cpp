@@ -120,6 +120,12 @@ int run_cli(int argc, char** argv) {
                    "label the last N nodes capacity-class=spot (the others are on-demand)")
       ->capture_default_str();
   add_metrics_access(dev_cmd, dev.metrics_token_file, dev.metrics_public);
+  dev_cmd->add_option("--catalog", dev.catalog_file,
+                      "instance price catalog CSV (docs/cost.md), e.g. "
+                      "deploy/catalog/gpu-prices.csv; nodes are priced by their labels");
+  dev_cmd->add_option("--labels", dev.labels,
+                      "labels of every dev node, e.g. cloud=aws,instance-type=p4d.24xlarge,"
+                      "region=us-east-1");
   dev_cmd->callback([&] { code = cmd_dev(dev); });
 
   RunOptions run;
@@ -155,6 +161,9 @@ int run_cli(int argc, char** argv) {
                       "is higher are not used for it");
   run_cmd->add_flag("--wait", run.wait,
                     "wait for the end; exit with the job's exit code (75 when lost)");
+  run_cmd->add_flag("--dry-run", run.dry_run,
+                    "submit nothing: print where the job would run now and its cost per hour, "
+                    "or why it would wait");
   run_cmd->add_option("command", run.command, "the command and its arguments, after --");
   run_cmd->callback([&] { code = cmd_run(run); });
 
@@ -223,6 +232,20 @@ int run_cli(int argc, char** argv) {
   cancel_cmd->add_option("job", id, "job id or a unique prefix")->required();
   cancel_cmd->callback([&] { code = cmd_cancel(id); });
 
+  CostOptions cost;
+  auto* cost_cmd = app.add_subcommand(
+      "cost", "what jobs cost: the ledger by tenant, job, node, GPU model or day (docs/cost.md)");
+  cost_cmd->add_option("--by", cost.by, "tenant | job | node | gpu-model | day")
+      ->capture_default_str();
+  cost_cmd->add_option("--since", cost.since,
+                       "from this date (2026-12-01), UTC time (2026-12-01T10:00:00Z) or "
+                       "duration back (7d)");
+  cost_cmd->add_option("--until", cost.until, "up to this date, time or duration back");
+  cost_cmd->add_option("--tenant", cost.tenant, "only this tenant");
+  cost_cmd->add_flag("--json", cost.json, "print the report's JSON");
+  cost_cmd->add_flag("--csv", cost.csv, "print CSV");
+  cost_cmd->callback([&] { code = cmd_cost(cost); });
+
   auto* nodes_cmd = app.add_subcommand("nodes", "list nodes and their GPUs, free and used");
   nodes_cmd->add_flag("--json", as_json, "print a JSON array of nodes");
   nodes_cmd->callback([&] { code = cmd_nodes(as_json); });
@@ -263,6 +286,9 @@ int run_cli(int argc, char** argv) {
   add_queue_policy_flags(server_cmd, srv.queue);
   add_connection_limits(server_cmd, srv.max_connections, srv.max_connections_per_source);
   add_metrics_access(server_cmd, srv.metrics_token_file, srv.metrics_public);
+  server_cmd->add_option("--catalog", srv.catalog_file,
+                         "instance price catalog CSV (docs/cost.md), e.g. "
+                         "deploy/catalog/gpu-prices.csv; nodes are priced by their labels");
   server_cmd->callback([&] { code = cmd_server(srv); });
 
   AgentOptions agent;

@@ -24,7 +24,8 @@ int usage(const std::string& message) {
   return kExitUsage;
 }
 
-// "zone=a,pool=spot" -> map; keys and values must be non-empty.
+}  // namespace
+
 Result<std::map<std::string, std::string>> parse_labels(const std::string& text) {
   std::map<std::string, std::string> out;
   size_t start = 0;
@@ -41,6 +42,8 @@ Result<std::map<std::string, std::string>> parse_labels(const std::string& text)
   }
   return out;
 }
+
+namespace {
 
 bool has_agent_state(const std::string& data_dir) {
   std::error_code ec;

@@ -167,6 +167,9 @@ int cmd_dev(const DevOptions& o) {
   config.metrics_token_file = o.metrics_token_file;
   config.metrics_public = o.metrics_public;
   config.config_file = o.config_file;
+  config.catalog_file = o.catalog_file;
+  auto dev_labels = parse_labels(o.labels);
+  if (!dev_labels) return std::cerr << "error: " << dev_labels.error().message << "\n", kExitUsage;
   auto unreachable = parse_duration_ms(o.unreachable_after);
   auto down = parse_duration_ms(o.down_after);
   if (!unreachable || !down || *unreachable < 1000 || *down <= *unreachable)
@@ -204,6 +207,7 @@ int cmd_dev(const DevOptions& o) {
     ac.sim_cpu_milli_per_gpu = static_cast<int64_t>(cpus_per_gpu * 1000);
     ac.sim_memory_mib_per_gpu = *mem_per_gpu;
     ac.poll_hold_ms = o.poll_hold_ms;
+    ac.labels = *dev_labels;
     if (i >= o.sim_nodes - o.spot_nodes) ac.labels["capacity-class"] = "spot";
     (void)apply_spot_flags(o.spot, i, o.sim_nodes, ac);  // checked above
     // Each node's GPU metrics on a free loopback port, behind the server's metrics token.

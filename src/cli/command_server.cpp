@@ -31,6 +31,7 @@ Result<server::ServerConfig> server_config_from(const ServerOptions& o) {
   if (!queue) return queue.error();
   config.queue = *queue;
   config.config_file = o.config_file;
+  config.catalog_file = o.catalog_file;
   config.tls = !o.plain_http;
   config.tls_cert_file = o.tls_cert;
   config.tls_key_file = o.tls_key;

@@ -24,6 +24,7 @@ struct RunOptions {
   std::string max_price;  // USD per GPU-hour; "" = no limit
   std::vector<std::string> env, selector, command;
   bool wait = false;
+  bool dry_run = false;  // print where it would run now and its cost per hour; submit nothing
 };
 
 struct DevOptions {
@@ -46,6 +47,8 @@ struct DevOptions {
   int spot_nodes = 0;              // the last N dev nodes are labelled capacity-class=spot
   std::string metrics_token_file;  // docs/metrics.md
   bool metrics_public = false;
+  std::string catalog_file;  // --catalog (docs/cost.md); "" = none
+  std::string labels;        // --labels K=V,... on every dev node
 };
 
 /// `gpucloud server`: the control plane alone (docs/config.md).
@@ -57,6 +60,7 @@ struct ServerOptions {
   std::string policy = "default";
   QueuePolicyFlags queue;
   std::string config_file;
+  std::string catalog_file;  // --catalog (docs/cost.md); "" = none
   std::string unreachable_after = "15s";
   std::string down_after = "60s";
   std::string poll_hold = "5s";
@@ -145,6 +149,18 @@ struct SimVariantOptions {
   std::string out;    // empty: stdout
   std::string nodes;  // node list for gpuspec's models; empty: the pod list's own gpu_spec values
 };
+
+/// "zone=a,pool=spot" -> map (--labels); keys and values must be non-empty.
+Result<std::map<std::string, std::string>> parse_labels(const std::string& text);
+
+/// `gpucloud cost`: the ledger summed by tenant, job, node, gpu-model or day (docs/cost.md).
+struct CostOptions {
+  std::string by = "tenant";
+  std::string since, until, tenant;
+  bool json = false;
+  bool csv = false;
+};
+int cmd_cost(const CostOptions& o);
 
 int cmd_run(const RunOptions& o);
 int cmd_submit(const std::string& file, bool wait);

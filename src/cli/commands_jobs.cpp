@@ -94,7 +94,25 @@ int wait_for(ApiClient& api, const std::string& id) {
   }
 }
 
-int submit_spec(json spec, bool wait) {
+// Prints a dry run's answer: where the job would run now and its cost per hour, or why it
+// would wait.
+int print_dry_run(const json& answer) {
+  if (!answer.value("would_run", false)) {
+    std::cout << "would wait: " << answer.value("reason", "") << "\n";
+    return 0;
+  }
+  for (const auto& r : answer["replicas"]) {
+    double price = r.value("usd_per_hour", -1.0);
+    std::cout << fmt::format(
+        "replica {} would run on {} at {}\n", r.value("rank", 0), r.value("node", ""),
+        price < 0 ? std::string("no known price")
+                  : fmt::format("${:.4f}/h ({})", price, r.value("price_source", "")));
+  }
+  std::cout << fmt::format("cost: ${:.4f} per hour\n", answer.value("usd_per_hour", 0.0));
+  return 0;
+}
+
+int submit_spec(json spec, bool wait, bool dry_run = false) {
   if (!spec.contains("workdir")) spec["workdir"] = current_dir();
   if (auto checked = job_spec_from_json(spec); !checked) {
     std::cerr << "error: " << checked.error().message << "\n";
@@ -102,8 +120,9 @@ int submit_spec(json spec, bool wait) {
   }
   auto api = ApiClient::from_environment();
   if (!api) return fail(api.error().message);
-  auto job = api->call("POST", "/v1/jobs", &spec);
+  auto job = api->call("POST", dry_run ? "/v1/jobs?dry_run=1" : "/v1/jobs", &spec);
   if (!job) return fail(job.error().message);
+  if (dry_run) return print_dry_run(*job);
   std::string id = job->value("id", "");
   std::cout << id << std::endl;
   return wait ? wait_for(*api, id) : 0;
@@ -193,7 +212,7 @@ int cmd_run(const RunOptions& o) {
   auto selector = parse_pairs(o.selector, "--selector");
   if (!selector) return std::cerr << "error: " << selector.error().message << "\n", kExitUsage;
   if (!selector->empty()) spec["node_selector"] = *selector;
-  return submit_spec(std::move(spec), o.wait);
+  return submit_spec(std::move(spec), o.wait, o.dry_run);
 }
 
 int cmd_submit(const std::string& file, bool wait) {
@@ -342,6 +361,13 @@ int cmd_show(const std::string& id, bool as_json) {
   line("created:", or_dash((*j)["created_at"]));
   line("started:", or_dash((*j)["started_at"]));
   line("finished:", or_dash((*j)["finished_at"]));
+  if (j->contains("cost")) {
+    const json& c = (*j)["cost"];
+    double per_hour = c.value("running_usd_per_hour", 0.0);
+    line("cost:",
+         fmt::format("${:.4f} so far{}", c.value("total_usd", 0.0),
+                     per_hour > 0 ? fmt::format(" (running at ${:.4f}/h)", per_hour) : ""));
+  }
   for (const auto& r : (*j)["replicas"]) {
     std::string gpus;
     for (const auto& g : r["gpus"])

@@ -92,7 +92,10 @@ json job_to_json(const Job& job) {
                         {"message", r.message},
                         {"checkpoint_at_ms", r.checkpoint_at},
                         {"checkpoint_bytes", r.checkpoint_bytes},
-                        {"interrupt_cause", r.interrupt_cause}});
+                        {"interrupt_cause", r.interrupt_cause},
+                        {"usd_per_hour", r.usd_per_hour},
+                        {"on_demand_usd_per_hour", r.on_demand_usd_per_hour},
+                        {"gpu_model", r.gpu_model}});
   }
   json attempts = json::array();
   for (const auto& a : job.attempts)
@@ -107,7 +110,9 @@ json job_to_json(const Job& job) {
                         {"checkpoint_committed", a.checkpoint_committed},
                         {"checkpoint_at_ms", a.checkpoint_at},
                         {"checkpoint_bytes", a.checkpoint_bytes},
-                        {"gpu_seconds_lost", a.gpu_seconds_lost}});
+                        {"gpu_seconds_lost", a.gpu_seconds_lost},
+                        {"price_per_hour", a.price_per_hour},
+                        {"cost_usd", a.cost_usd}});
   json events = json::array();
   for (const auto& e : job.events)
     events.push_back(
@@ -182,6 +187,9 @@ Result<Job> job_from_json(const json& j) {
       a.checkpoint_at = r.value("checkpoint_at_ms", int64_t{0});
       a.checkpoint_bytes = r.value("checkpoint_bytes", int64_t{0});
       a.interrupt_cause = r.value("interrupt_cause", "");
+      a.usd_per_hour = r.value("usd_per_hour", -1.0);
+      a.on_demand_usd_per_hour = r.value("on_demand_usd_per_hour", -1.0);
+      a.gpu_model = r.value("gpu_model", "");
       for (const auto& g : r.at("gpus"))
         a.gpus.push_back(
             {g.at("index").get<int>(), g.at("uuid").get<std::string>(), g.at("milli").get<int>()});
@@ -199,6 +207,8 @@ Result<Job> job_from_json(const json& j) {
       a.checkpoint_at = r.value("checkpoint_at_ms", TimeMs{0});
       a.checkpoint_bytes = r.value("checkpoint_bytes", int64_t{0});
       a.gpu_seconds_lost = r.value("gpu_seconds_lost", 0.0);
+      a.price_per_hour = r.value("price_per_hour", 0.0);
+      a.cost_usd = r.value("cost_usd", 0.0);
       job.attempts.push_back(std::move(a));
     }
     for (const auto& e : j.value("events", json::array()))

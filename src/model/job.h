@@ -54,6 +54,12 @@ struct ReplicaAssignment {
   TimeMs checkpoint_at = 0;
   int64_t checkpoint_bytes = 0;
   std::string interrupt_cause;
+  // Its price, fixed when it was placed (docs/cost.md): its share of its node's price in USD
+  // per hour (-1: the node has no price), the same share at on-demand (savings), and the
+  // node's GPU model.
+  double usd_per_hour = -1;
+  double on_demand_usd_per_hour = -1;
+  std::string gpu_model;
 };
 
 /// One ended attempt of a job, as `gpucloud show` lists it.
@@ -68,6 +74,8 @@ struct AttemptRecord {
   int64_t checkpoint_bytes = 0;
   bool checkpoint_committed = false;  // committed during this attempt (before its end)
   double gpu_seconds_lost = 0;        // interrupted: GPU time since its last checkpoint (or start)
+  double price_per_hour = 0;  // USD per hour of its replicas' shares, fixed when it was placed
+  double cost_usd = 0;        // price_per_hour over its running time (0 if it never started)
 };
 
 /// One step in a job's life with its time, as `gpucloud events JOB` lists it. Types:

@@ -184,7 +184,8 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
   if (!doc) return doc.error();
   auto fail = [&](const Error& e) { return invalid(fmt::format("{}: {}", path, e.message)); };
   if (doc->is_null()) return ServerFileConfig{};
-  if (auto st = known_keys(*doc, "config", {"tenants", "tokens", "priority_classes", "idle"});
+  if (auto st =
+          known_keys(*doc, "config", {"tenants", "tokens", "priority_classes", "idle", "cost"});
       !st.ok())
     return fail(st.error());
   ServerFileConfig config;
@@ -192,6 +193,11 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
     auto idle = idle_block((*doc)["idle"], "idle");
     if (!idle) return fail(idle.error());
     config.idle = apply_overrides(config.idle, *idle);
+  }
+  if (doc->contains("cost")) {
+    auto cost = cost::cost_settings_from_json((*doc)["cost"], "cost");
+    if (!cost) return fail(cost.error());
+    config.cost = std::move(*cost);
   }
   std::set<std::string> tenant_names;
   if (doc->contains("tenants")) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "cost/cost_settings.h"
 #include "store/state_store.h"
 
 namespace gpucloud::server {
@@ -48,7 +49,8 @@ struct ServerFileConfig {
   /// Priority classes by name: the built-in low (0), normal (100) and high (1000), with the
   /// file's `priority_classes` added or overriding them.
   std::map<std::string, int> priority_classes = default_priority_classes();
-  IdlePolicy idle;  // the file's `idle`, for tenants that do not override it
+  IdlePolicy idle;          // the file's `idle`, for tenants that do not override it
+  cost::CostSettings cost;  // the file's `cost` (docs/cost.md)
 
   /// The idle policy of a tenant's jobs: the file's, with the tenant's overrides.
   IdlePolicy idle_policy_for(const std::string& tenant) const;

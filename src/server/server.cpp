@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/units.h"
+#include "cost/pricing.h"
 #include "net/crypto.h"
 #include "server/http_util.h"
 
@@ -100,6 +101,12 @@ Result<std::unique_ptr<Server>> Server::create(const ServerConfig& config, const
     auto loaded = load_server_config(config.config_file);
     if (!loaded) return loaded.error();
     server->file_config_ = std::move(*loaded);
+  }
+  if (!config.catalog_file.empty()) {
+    auto catalog = cost::InstanceCatalog::load(config.catalog_file);
+    if (!catalog) return catalog.error();
+    spdlog::info("price catalog {}: {} offers", config.catalog_file, catalog->size());
+    server->catalog_ = std::move(*catalog);
   }
   server->apply_tenants();
   GPUCLOUD_TRY(server->load_metrics_token());
@@ -188,6 +195,12 @@ Status Server::reload_config() {
   (void)commit(batch);
   apply_tokens();
   apply_tenants();
+  // Owned-hardware profiles may have changed: new placements use the new prices (placed
+  // replicas keep theirs).
+  for (auto& [id, node] : nodes_) {
+    node.price = cost::price_node(node.info, catalog_ ? &*catalog_ : nullptr, file_config_.cost);
+    node_changed(id);
+  }
   sched_full_sync_ = true;  // priorities may have changed: every job's request is rebuilt
   schedule_soon();          // quotas or priorities may have changed
   spdlog::info("config {}: {} tenants, {} tokens", config_.config_file, file_config_.tenants.size(),
@@ -408,6 +421,10 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
     if (m != "GET") return method_not_allowed("GET");
     return respond(list_tenants(who));
   }
+  if (p == "/v1/cost") {
+    if (m != "GET") return method_not_allowed("GET");
+    return respond(cost_report(req, who));
+  }
   if (p == "/v1/nodes") {
     if (m != "GET") return method_not_allowed("GET");
     return respond(list_nodes(who));
@@ -423,7 +440,9 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
       if (m == "GET") {
         auto job = find_visible_job(id, who);
         if (!job) return respond(error_response(job.error()));
-        return respond(json_response(200, job_to_json(*job)));
+        nlohmann::json doc = job_to_json(*job);
+        doc["cost"] = job_cost_json(*job);
+        return respond(json_response(200, doc));
       }
       if (m == "DELETE") return respond(cancel_job(id, who));
       return method_not_allowed("GET, DELETE");
@@ -457,6 +476,7 @@ void Server::commit_later(store::WriteBatch& batch, std::function<void()> then) 
   append(group_batch_.tokens, batch.tokens);
   complete_audit(batch);
   append(group_batch_.audit, batch.audit);
+  append(group_batch_.ledger, batch.ledger);
   batch = {};
   group_waiters_.push_back(std::move(then));
   if (group_flush_posted_) return;
@@ -480,6 +500,7 @@ Status Server::commit(store::WriteBatch& batch) {
     append(merged.nodes, batch.nodes);
     append(merged.tokens, batch.tokens);
     append(merged.audit, batch.audit);
+    append(merged.ledger, batch.ledger);
     batch = std::move(merged);
     waiters.swap(group_waiters_);
   }

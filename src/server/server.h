@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/ids.h"
+#include "cost/instance_catalog.h"
 #include "model/agent_protocol.h"
 #include "model/job.h"
 #include "net/event_loop.h"
@@ -49,6 +50,9 @@ struct ServerConfig {
   // dedicated metrics token ("" = none); or anyone, with metrics_public.
   std::string metrics_token_file;
   bool metrics_public = false;
+  // The instance price catalog (docs/cost.md): "" = none; nodes are then priced by their
+  // agent's --price-per-hour or an owned-hardware profile of the config file.
+  std::string catalog_file;
 };
 
 /// Paths of the files a server keeps in its data dir.
@@ -80,6 +84,10 @@ class Server {
   /// The certificate file served over TLS ("" without TLS; after start()).
   const std::string& tls_cert_file() const { return tls_cert_file_; }
   const DataDirLayout& layout() const { return layout_; }
+  /// What a tenant's attempts cost from `since` to `until` (0 = now), ended and running, in
+  /// USD: the figure budgets compare with their limit. Must run on the server's loop.
+  Result<double> tenant_spend_usd(const std::string& tenant, TimeMs since, TimeMs until = 0);
+
   /// Reads the config file again (on SIGHUP). On an error the old config stays in force.
   /// Must run on the server's loop.
   Status reload_config();
@@ -230,6 +238,22 @@ class Server {
   /// replicas all run now.
   void note_job_started(const Job& job);
 
+  // Costs (server_cost.cpp)
+  /// GET /v1/cost: the ledger summed by tenant, job, node, gpu-model or day over a window,
+  /// running attempts accrued to now; members see their tenants only.
+  net::HttpResponse cost_report(const net::HttpRequest& req, const Principal& who);
+  /// The report for a query: the store's lines for ended attempts plus the running ones.
+  Result<std::vector<store::CostLine>> cost_lines(const store::CostQuery& query);
+  /// The job's cost so far: its ended attempts plus the running one up to now.
+  nlohmann::json job_cost_json(const Job& job) const;
+  /// POST /v1/jobs?dry_run=1: where the job would run now (the cheapest nodes it fits on, as
+  /// they are used now) and what it would cost per hour, or why it would wait. Changes nothing.
+  nlohmann::json dry_run(const sched::JobRequest& request) const;
+  /// Fixes each new replica's price from its node (at placement).
+  void price_replicas(Job& job);
+  /// The ledger rows of the job's ending attempt (one per replica that started), into batch.
+  void write_ledger(const Job& job, AttemptRecord& record, store::WriteBatch& batch);
+
   // Lifecycle (server_lifecycle.cpp)
   void schedule_soon();
   void run_scheduler();
@@ -270,7 +294,8 @@ class Server {
   void stop_replicas(Job& job, const std::string& cause = "", const std::string& why = "",
                      TimeMs deadline_ms = 0);
   /// Appends the ending attempt to the job's attempt records (before its replicas are cleared).
-  void record_attempt(Job& job, const std::string& end);
+  /// Its ledger rows go into batch, in the same transaction as the attempt's end.
+  void record_attempt(Job& job, const std::string& end, store::WriteBatch& batch);
   /// Drops the per-replica bookkeeping of the job's current attempt (it has ended).
   void forget_attempt(const Job& job);
   /// Commits the batch (after the writes queued by commit_later, in one transaction).
@@ -322,6 +347,7 @@ class Server {
   TimeMs http_stats_logged_at_ = 0;
   int lock_fd_ = -1;  // holds an exclusive flock on <data-dir>/server.lock
   ServerFileConfig file_config_;
+  std::optional<cost::InstanceCatalog> catalog_;  // --catalog
   std::vector<store::TokenRecord> store_tokens_;  // admin and agent-join (from the store)
   bool schedule_pending_ = false;
   std::vector<std::string> finished_;  // ended jobs to drop from jobs_ after the next commit

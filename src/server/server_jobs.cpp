@@ -60,6 +60,7 @@ net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principa
   auto request = sched::JobRequest::from_spec(job.id, job.spec, now, *priority);
   if (auto st = sched::check_satisfiable(request, node_builds()); !st.ok())
     return error_response(st.error());
+  if (req.query.count("dry_run")) return json_response(200, dry_run(request));
   job.pending_reason =
       nodes_.empty() ? "waiting for a node to register" : "waiting to be scheduled";
   store::WriteBatch batch;
@@ -330,8 +331,9 @@ net::HttpResponse Server::list_nodes(const Principal& who) {
                    {"labels", rec.info.labels},
                    {"last_seen", format_time_iso(rec.last_seen)},
                    {"gpus", gpus}});
-    if (rec.info.price_per_hour >= 0) {
-      out.back()["price_per_hour"] = rec.info.price_per_hour;
+    if (rec.price.usd_per_hour >= 0) {
+      out.back()["price_per_hour"] = rec.price.usd_per_hour;
+      out.back()["price_source"] = rec.price.source;
       if (st.price_per_gpu_hour >= 0) out.back()["price_per_gpu_hour"] = st.price_per_gpu_hour;
     }
   }

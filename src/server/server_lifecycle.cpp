@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "common/units.h"
+#include "cost/pricing.h"
 #include "server/server.h"
 
 namespace gpucloud::server {
@@ -18,8 +19,8 @@ sched::NodeState Server::node_state(const store::NodeRecord& rec) {
   n.cpu_milli = rec.info.cpu_milli;
   n.memory_mib = rec.info.memory_mib;
   n.labels = rec.info.labels;
-  if (rec.info.price_per_hour >= 0 && !rec.info.gpus.empty())
-    n.price_per_gpu_hour = rec.info.price_per_hour / static_cast<double>(rec.info.gpus.size());
+  if (rec.price.usd_per_hour >= 0 && !rec.info.gpus.empty())
+    n.price_per_gpu_hour = rec.price.usd_per_hour / static_cast<double>(rec.info.gpus.size());
   n.schedulable = rec.state == "ready" && !rec.cordoned;
   for (const auto& g : rec.info.gpus) {
     sched::GpuState gs;
@@ -109,7 +110,8 @@ void Server::put_node(const store::NodeRecord& record) {
     }
   }
   node_ids_by_name_[record.info.name].insert(record.id);
-  nodes_[record.id] = record;
+  auto& stored = nodes_[record.id] = record;
+  stored.price = cost::price_node(record.info, catalog_ ? &*catalog_ : nullptr, file_config_.cost);
   node_builds_.reset();
 }
 
@@ -228,6 +230,7 @@ void Server::run_scheduler() {
       placed_keys.push_back({rp.node_id, replica_key(job.id, job.attempt, rp.rank)});
       job.replicas.push_back(std::move(a));
     }
+    price_replicas(job);
     std::string where;
     for (const auto& n : names) where += (where.empty() ? "" : ", ") + n;
     job.pending_reason = "starting on " + where;
@@ -297,7 +300,7 @@ void Server::stop_replicas(Job& job, const std::string& cause, const std::string
   }
 }
 
-void Server::record_attempt(Job& job, const std::string& end) {
+void Server::record_attempt(Job& job, const std::string& end, store::WriteBatch& batch) {
   if (job.replicas.empty()) return;
   AttemptRecord a;
   a.attempt = job.attempt;
@@ -320,6 +323,7 @@ void Server::record_attempt(Job& job, const std::string& end) {
     a.gpu_seconds_lost =
         static_cast<double>(std::max<TimeMs>(0, a.ended_at - since)) / 1000 * milli / 1000;
   }
+  write_ledger(job, a, batch);
   job.attempts.push_back(std::move(a));
   if (job.attempts.size() > kMaxAttemptRecords)
     job.attempts.erase(job.attempts.begin(),
@@ -355,7 +359,7 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
   const auto policy = job.spec.restart.policy;
   const bool restarts_left = restarts_used < job.spec.restart.max;
   auto requeue = [&](const std::string& why) {
-    record_attempt(job, why);
+    record_attempt(job, why, batch);
     if (job.started_at > 0) {
       int64_t milli = 0;  // GPU milli the attempt held
       for (const auto& r : job.replicas)
@@ -449,8 +453,10 @@ void Server::end_job(Job& job, JobState state, std::optional<int> exit_code, std
                 std::string(to_string(state)) +
                     (exit_code ? fmt::format(" (exit code {})", *exit_code) : "") +
                     (job.message.empty() ? "" : ": " + job.message));
-  record_attempt(job, std::string(to_string(state)) +
-                          (exit_code ? fmt::format(" (exit code {})", *exit_code) : ""));
+  record_attempt(
+      job,
+      std::string(to_string(state)) + (exit_code ? fmt::format(" (exit code {})", *exit_code) : ""),
+      batch);
   batch.jobs.push_back(job);
   batch.audit.push_back({job.finished_at, "server", "job.end", job.id,
                          std::string(to_string(state)) + " " + job.message});

@@ -126,6 +126,13 @@ struct ServerMetrics::Instruments {
   Counter& placed = decisions.Add({{"decision", "placed"}});
   Counter& left_pending = decisions.Add({{"decision", "pending"}});
   Counter& preempted = decisions.Add({{"decision", "preempted"}});
+  CappedFamily<Counter> cost{
+      BuildCounter()
+          .Name("gpucloud_cost_usd_total")
+          .Help("USD charged for ended attempts (the ledger; running attempts are added when "
+                "they end), by tenant and GPU model (docs/cost.md).")
+          .Register(registry),
+      kMaxSeries};
   CappedFamily<Counter> placements{
       BuildCounter()
           .Name("gpucloud_placements_total")
@@ -179,6 +186,10 @@ void ServerMetrics::job_started(double queue_wait_s, double first_start_s) {
 
 void ServerMetrics::job_finished(const std::string& tenant, const std::string& state) {
   in_->finished.with({{"state", state}, {"tenant", tenant}}).Increment();
+}
+
+void ServerMetrics::cost(const std::string& tenant, const std::string& gpu_model, double usd) {
+  if (usd > 0) in_->cost.with({{"gpu_model", gpu_model}, {"tenant", tenant}}).Increment(usd);
 }
 
 void ServerMetrics::scheduling_pass(double seconds, size_t placed, size_t pending,

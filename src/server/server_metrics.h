@@ -31,6 +31,8 @@ class ServerMetrics {
   void job_started(double queue_wait_s, double first_start_s);
   /// A job reached a terminal state (succeeded, failed, cancelled, lost).
   void job_finished(const std::string& tenant, const std::string& state);
+  /// An ended attempt's replica charged `usd` to the ledger.
+  void cost(const std::string& tenant, const std::string& gpu_model, double usd);
   /// A scheduling pass: its duration and its decisions (jobs placed, left pending, preempted).
   void scheduling_pass(double seconds, size_t placed, size_t pending, size_t preempted);
   /// A job placed by the scheduler (one attempt starting).

@@ -11,6 +11,7 @@
 #include "common/result.h"
 #include "model/gpu.h"
 #include "model/job.h"
+#include "model/node_price.h"
 
 namespace gpucloud::store {
 
@@ -27,6 +28,9 @@ struct NodeRecord {
   bool replace_approved = false;
   TimeMs registered_at = 0;
   TimeMs last_seen = 0;
+  // What the server prices it at (docs/cost.md): worked out from info, the catalog and the
+  // cost settings whenever the record is loaded or replaced; not stored.
+  NodePrice price;
 };
 
 /// An API token (stored as its SHA-256).
@@ -90,6 +94,49 @@ struct AuditVerification {
 std::string audit_canonical(const AuditEntry& e);
 std::string audit_hash(const AuditEntry& e);
 
+/// One row of the cost ledger (docs/cost.md, "Ledger"): one replica of one ended attempt, with
+/// its price as fixed when it was placed.
+struct LedgerEntry {
+  std::string job_id;
+  std::string tenant;
+  int attempt = 1;
+  int rank = 0;
+  std::string node;       // node name
+  std::string gpu_model;  // "" when it held no GPU
+  int64_t gpu_milli = 0;  // GPUs held, in thousandths (2 whole GPUs = 2000)
+  TimeMs started_at = 0;
+  TimeMs ended_at = 0;
+  double usd_per_hour = 0;            // its share of the node's price
+  double on_demand_usd_per_hour = 0;  // the same share at on-demand
+  double cost_usd = 0;                // usd_per_hour over started_at..ended_at
+  std::string end;                    // what ended the attempt, e.g. "succeeded", "interrupted"
+  std::string cause;                  // the interruption's cause ("" if none)
+  // Idle reclaim: how much longer it could have held its GPUs (until its max_runtime), in ms;
+  // 0 when it was not reclaimed or has no max_runtime.
+  int64_t idle_released_ms = 0;
+};
+
+/// What a cost report covers: the part of each attempt inside [since, until), of the given
+/// tenants (empty = all) or one job.
+struct CostQuery {
+  std::string group_by = "tenant";  // tenant | job | node | gpu-model | day (UTC, of the end)
+  TimeMs since = 0;
+  TimeMs until = 0;  // 0 = no end
+  std::vector<std::string> tenants;
+  std::string job_id;  // "" = any
+};
+
+/// One line of a cost report.
+struct CostLine {
+  std::string key;  // the tenant, job id, node, GPU model or day
+  int64_t attempts = 0;
+  double gpu_hours = 0;
+  double cost_usd = 0;
+  double on_demand_usd = 0;            // the same hours at on-demand
+  double idle_released_gpu_hours = 0;  // handed back early by idle reclaim
+  double idle_released_usd = 0;        // those hours at the price the job paid
+};
+
 /// A set of changes written in one transaction: all or nothing.
 struct WriteBatch {
   std::vector<Job> jobs;                   // insert or replace
@@ -97,9 +144,10 @@ struct WriteBatch {
   std::vector<TokenRecord> tokens;         // insert or replace
   std::vector<AuditEntry> audit;           // appended
   std::vector<std::string> removed_nodes;  // node ids deleted (after the writes above)
+  std::vector<LedgerEntry> ledger;         // appended
   bool empty() const {
     return jobs.empty() && nodes.empty() && tokens.empty() && audit.empty() &&
-           removed_nodes.empty();
+           removed_nodes.empty() && ledger.empty();
   }
 };
 
@@ -125,6 +173,9 @@ class StateStore {
   virtual Result<std::vector<NodeRecord>> load_nodes() = 0;
   /// All tokens.
   virtual Result<std::vector<TokenRecord>> load_tokens() = 0;
+  /// The ledger summed by the query's group_by over its window, in key order. Only ended
+  /// attempts: the caller adds those still running.
+  virtual Result<std::vector<CostLine>> cost_report(const CostQuery& query) = 0;
   /// The last `limit` audit entries about an object (newest last).
   virtual Result<std::vector<AuditEntry>> audit_for(const std::string& object, int limit) = 0;
   /// Audit entries matching the query, newest first.

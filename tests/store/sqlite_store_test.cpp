@@ -328,7 +328,7 @@ TEST(SqliteStore, ReopeningTheFileKeepsEverything) {
     EXPECT_EQ(store->load_tokens()->at(0).role, "admin");
     EXPECT_EQ(store->audit_for("abcd", 10)->size(), 1u);
   }
-  EXPECT_EQ(user_version(path), 2);
+  EXPECT_EQ(user_version(path), 3);
 }
 
 TEST(SqliteStore, ABatchIsAllOrNothing) {
@@ -380,6 +380,75 @@ TEST(SqliteStore, AnEmptyBatchIsANoOp) {
   ASSERT_TRUE(store);
   EXPECT_TRUE(store->commit({}).ok());
   EXPECT_TRUE(store->load_jobs(true)->empty());
+}
+
+}  // namespace
+}  // namespace gpucloud::store
+
+namespace gpucloud::store {
+namespace {
+
+LedgerEntry ledger_row(const std::string& job, const std::string& tenant, TimeMs start, TimeMs end,
+                       double usd_per_hour, double on_demand) {
+  LedgerEntry e;
+  e.job_id = job;
+  e.tenant = tenant;
+  e.node = "node-a";
+  e.gpu_model = "A100";
+  e.gpu_milli = 2000;
+  e.started_at = start;
+  e.ended_at = end;
+  e.usd_per_hour = usd_per_hour;
+  e.on_demand_usd_per_hour = on_demand;
+  e.cost_usd = usd_per_hour * (end - start) / 3'600'000.0;
+  e.end = "succeeded";
+  return e;
+}
+
+TEST(SqliteStoreLedger, SumsByTenantWithinTheWindow) {
+  TempDir dir;
+  auto store = open(dir.file("state.db"));
+  ASSERT_TRUE(store);
+  const TimeMs hour = 3'600'000;
+  WriteBatch batch;
+  const TimeMs t0 = 1'780'000'000'000;
+  batch.ledger = {ledger_row("j1", "nlp", t0, t0 + 2 * hour, 3, 3),
+                  ledger_row("j2", "nlp", t0 + hour, t0 + 2 * hour, 1, 4),
+                  ledger_row("j3", "vision", t0, t0 + hour, 10, 10)};
+  ASSERT_TRUE(store->commit(batch).ok());
+  auto all = store->cost_report({.group_by = "tenant"});
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ(all->at(0).key, "nlp");
+  EXPECT_EQ(all->at(0).attempts, 2);
+  EXPECT_NEAR(all->at(0).cost_usd, 6 + 1, 1e-9);
+  EXPECT_NEAR(all->at(0).on_demand_usd, 6 + 4, 1e-9);
+  EXPECT_NEAR(all->at(0).gpu_hours, 4 + 2, 1e-9);
+  // Only the second hour: j1 half its cost, j2 all of it, j3 nothing.
+  auto late = store->cost_report({.group_by = "tenant", .since = t0 + hour, .until = t0 + 2 * hour});
+  ASSERT_TRUE(late.ok());
+  ASSERT_EQ(late->size(), 1u);
+  EXPECT_NEAR(late->at(0).cost_usd, 3 + 1, 1e-9);
+  auto vision = store->cost_report({.group_by = "job", .tenants = {"vision"}});
+  ASSERT_TRUE(vision.ok());
+  ASSERT_EQ(vision->size(), 1u);
+  EXPECT_EQ(vision->at(0).key, "j3");
+  EXPECT_FALSE(store->cost_report({.group_by = "colour"}).ok());
+}
+
+TEST(SqliteStoreLedger, ARowIsWrittenWithItsBatchOrNotAtAll) {
+  TempDir dir;
+  const std::string path = dir.file("state.db");
+  auto store = open(path);
+  ASSERT_TRUE(store);
+  raw_sql(path,
+          "CREATE TRIGGER fail_audit BEFORE INSERT ON audit WHEN NEW.action = 'boom' "
+          "BEGIN SELECT RAISE(ABORT, 'injected failure'); END;");
+  WriteBatch batch;
+  batch.ledger = {ledger_row("j1", "nlp", 1000, 2000, 3, 3)};
+  batch.audit = {{1, "server", "boom", "j1", ""}};
+  EXPECT_FALSE(store->commit(batch).ok());
+  EXPECT_TRUE(store->cost_report({})->empty());
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "model/node_json.h"
@@ -51,7 +52,41 @@ const char* const kMigrations[] = {
     CREATE INDEX audit_object ON audit(object, seq);
     )sql",
     sqlite::kAuditChainMigration,
+    R"sql(
+    CREATE TABLE ledger (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      job_id TEXT NOT NULL,
+      tenant TEXT NOT NULL,
+      attempt INTEGER NOT NULL,
+      rank INTEGER NOT NULL,
+      node TEXT NOT NULL,
+      gpu_model TEXT NOT NULL,
+      gpu_milli INTEGER NOT NULL,
+      started_at INTEGER NOT NULL,
+      ended_at INTEGER NOT NULL,
+      usd_per_hour REAL NOT NULL,
+      on_demand_usd_per_hour REAL NOT NULL,
+      cost_usd REAL NOT NULL,
+      end_reason TEXT NOT NULL,
+      cause TEXT NOT NULL,
+      idle_released_ms INTEGER NOT NULL);
+    CREATE INDEX ledger_ended ON ledger(ended_at);
+    CREATE INDEX ledger_tenant ON ledger(tenant, ended_at);
+    CREATE INDEX ledger_job ON ledger(job_id);
+    )sql",
 };
+
+// The SQL expression grouping ledger rows for each CostQuery::group_by. The unary + keeps
+// SQLite from walking a whole index in key order to group (ledger_job for by=job), which reads
+// every row where the end-time index reads only the window's.
+const char* group_expression(const std::string& by) {
+  if (by == "job") return "+job_id";
+  if (by == "node") return "+node";
+  if (by == "gpu-model") return "+gpu_model";
+  if (by == "day") return "strftime('%Y-%m-%d', ended_at / 1000, 'unixepoch')";
+  if (by == "tenant") return "+tenant";
+  return nullptr;
+}
 
 class Statement {
  public:
@@ -76,6 +111,8 @@ class Statement {
     return p ? std::string(p, sqlite3_column_bytes(stmt_, col)) : std::string();
   }
   int64_t integer(int col) { return sqlite3_column_int64(stmt_, col); }
+  double real(int col) { return sqlite3_column_double(stmt_, col); }
+  void bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
 
  private:
   sqlite3_stmt* stmt_ = nullptr;
@@ -130,7 +167,10 @@ class SqliteStore final : public StateStore {
 
   Status init() {
     for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
-                               "PRAGMA foreign_keys=ON", "PRAGMA busy_timeout=5000"}) {
+                               "PRAGMA foreign_keys=ON", "PRAGMA busy_timeout=5000",
+                               // Reports read the whole ledger: through the page cache of the
+                               // OS (mmap) rather than a read() per page.
+                               "PRAGMA mmap_size=1073741824", "PRAGMA cache_size=-65536"}) {
       GPUCLOUD_TRY(exec(pragma));
     }
     return migrate();
@@ -216,6 +256,59 @@ class SqliteStore final : public StateStore {
       } catch (const json::exception& e) {
         return internal(std::string("stored token record is malformed: ") + e.what());
       }
+    }
+    return out;
+  }
+
+  Result<std::vector<CostLine>> cost_report(const CostQuery& q) override {
+    const char* key = group_expression(q.group_by);
+    if (!key)
+      return invalid(
+          fmt::format("by: '{}' is not tenant, job, node, gpu-model or day", q.group_by));
+    // The part of each attempt inside [since, until): ?1 = since, ?2 = until.
+    const char* overlap = q.since > 0 || q.until > 0 ? "(MIN(ended_at, ?2) - MAX(started_at, ?1))"
+                                                     : "(ended_at - started_at)";
+    // Without a window every row counts: a plain table scan then, never the end-time index
+    // walked in full with a lookup per row.
+    std::string where = "started_at > 0";
+    if (q.since > 0) where += " AND ended_at > ?1";
+    if (q.until > 0) where += " AND started_at < ?2";
+    std::vector<std::string> texts;
+    if (!q.job_id.empty()) {
+      texts.push_back(q.job_id);
+      where += fmt::format(" AND job_id = ?{}", texts.size() + 2);
+    }
+    if (!q.tenants.empty()) {
+      std::string in;
+      for (const auto& t : q.tenants) {
+        texts.push_back(t);
+        in += fmt::format("{}?{}", in.empty() ? "" : ",", texts.size() + 2);
+      }
+      where += " AND tenant IN (" + in + ")";
+    }
+    std::string sql = fmt::format(
+        "SELECT {0}, COUNT(*), SUM(gpu_milli * {1}) / 3600000000.0, "
+        "SUM(usd_per_hour * {1}) / 3600000.0, SUM(on_demand_usd_per_hour * {1}) / 3600000.0, "
+        "SUM(gpu_milli * idle_released_ms) / 3600000000.0, "
+        "SUM(usd_per_hour * idle_released_ms) / 3600000.0 "
+        "FROM ledger WHERE {2} GROUP BY 1 ORDER BY 1",
+        key, overlap, where);
+    Statement st(db_, sql.c_str());
+    if (!st.ok()) return error("prepare cost_report");
+    st.bind(1, q.since);
+    st.bind(2, q.until > 0 ? q.until : std::numeric_limits<int64_t>::max());
+    for (size_t i = 0; i < texts.size(); ++i) st.bind(static_cast<int>(i + 3), texts[i]);
+    std::vector<CostLine> out;
+    while (st.step() == SQLITE_ROW) {
+      CostLine line;
+      line.key = st.text(0);
+      line.attempts = st.integer(1);
+      line.gpu_hours = st.real(2);
+      line.cost_usd = st.real(3);
+      line.on_demand_usd = st.real(4);
+      line.idle_released_gpu_hours = st.real(5);
+      line.idle_released_usd = st.real(6);
+      out.push_back(std::move(line));
     }
     return out;
   }
@@ -335,7 +428,38 @@ class SqliteStore final : public StateStore {
         st.reset();
       }
     }
-    return sqlite::append_audit(db_, batch.audit);
+    GPUCLOUD_TRY(sqlite::append_audit(db_, batch.audit));
+    if (!batch.ledger.empty()) GPUCLOUD_TRY(write_ledger(batch.ledger));
+    return {};
+  }
+
+  Status write_ledger(const std::vector<LedgerEntry>& entries) {
+    Statement st(db_,
+                 "INSERT INTO ledger (job_id, tenant, attempt, rank, node, gpu_model, gpu_milli, "
+                 "started_at, ended_at, usd_per_hour, on_demand_usd_per_hour, cost_usd, "
+                 "end_reason, cause, idle_released_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+                 "?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+    if (!st.ok()) return error("prepare ledger write");
+    for (const auto& e : entries) {
+      st.bind(1, e.job_id);
+      st.bind(2, e.tenant);
+      st.bind(3, static_cast<int64_t>(e.attempt));
+      st.bind(4, static_cast<int64_t>(e.rank));
+      st.bind(5, e.node);
+      st.bind(6, e.gpu_model);
+      st.bind(7, e.gpu_milli);
+      st.bind(8, e.started_at);
+      st.bind(9, e.ended_at);
+      st.bind(10, e.usd_per_hour);
+      st.bind(11, e.on_demand_usd_per_hour);
+      st.bind(12, e.cost_usd);
+      st.bind(13, e.end);
+      st.bind(14, e.cause);
+      st.bind(15, e.idle_released_ms);
+      if (st.step() != SQLITE_DONE) return error("append ledger row of job " + e.job_id);
+      st.reset();
+    }
+    return {};
   }
 
   Result<std::vector<Job>> query_jobs(const char* sql, const std::vector<std::string>& args) {
