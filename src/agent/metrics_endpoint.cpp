@@ -65,11 +65,14 @@ Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(const MetricsEnd
   http.max_connections = config.max_connections;
   http.max_connections_per_source = config.max_connections_per_source;
   auto port = e->http_->listen(http);
-  if (!port)
+  if (!port) {
+    std::string why = port.error().message;
+    why = why.substr(0, why.find("; choose another"));  // the server's --listen does not apply
     return Error{port.error().code,
                  fmt::format("agent metrics on {}: {}; choose another with --metrics-listen "
                              "HOST:PORT or turn them off with --no-metrics",
-                             metrics_address(config.host, config.port), port.error().message)};
+                             metrics_address(config.host, config.port), why)};
+  }
   e->port_ = *port;
   e->thread_ = std::thread([loop = e->loop_.get()] { loop->run(); });
   return e;

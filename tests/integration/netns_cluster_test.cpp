@@ -319,10 +319,10 @@ TEST_F(NetnsClusterTest, RevokedJoinTokenIsRefused) {
       ASSERT_EQ(cluster_->cli({"token", "revoke", t["name"]}).exit_code, 0);
     }
   }
-  auto joined =
-      lab_->run(1, {GPUCLOUD_BINARY, "agent", "--server", cluster_->url(), "--fingerprint",
-                    cluster_->fingerprint(), "--join-token", token, "--data-dir",
-                    cluster_->work_dir() + "/late-agent", "--name", "late", "--sim-gpus", "1xT4"});
+  auto joined = lab_->run(1, {GPUCLOUD_BINARY, "agent", "--server", cluster_->url(),
+                              "--fingerprint", cluster_->fingerprint(), "--join-token", token,
+                              "--data-dir", cluster_->work_dir() + "/late-agent", "--name", "late",
+                              "--sim-gpus", "1xT4", "--no-metrics"});
   EXPECT_EQ(joined.exit_code, 77) << joined.err;
   EXPECT_NE(joined.err.find("was revoked"), std::string::npos) << joined.err;
   // Nodes that joined before keep working with their own credentials.
