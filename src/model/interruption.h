@@ -22,6 +22,7 @@ inline constexpr const char* kAgentShutdown = "agent-shutdown";  // the agent wa
 inline constexpr const char* kMaxRuntime = "max-runtime";        // the attempt ran out of time
 inline constexpr const char* kCancel = "cancel";                 // the user cancelled the job
 inline constexpr const char* kFenced = "fenced";                 // the agent lost the server
+inline constexpr const char* kBudget = "budget";  // the tenant's budget is spent (stop_running)
 }  // namespace interrupt_cause
 
 /// Why and until when a running replica is interrupted.

@@ -137,6 +137,39 @@ Result<IdleOverrides> idle_block(const json& j, const std::string& where) {
   return out;
 }
 
+// A tenant's `budget` mapping: monthly_usd, alert_at, hard_cap, stop_running.
+Result<BudgetConfig> budget_block(const json& j, const std::string& where) {
+  if (auto st = known_keys(j, where, {"monthly_usd", "alert_at", "hard_cap", "stop_running"});
+      !st.ok())
+    return st.error();
+  BudgetConfig b;
+  const json* usd = j.contains("monthly_usd") ? &j["monthly_usd"] : nullptr;
+  if (!usd || !usd->is_number() || !(usd->get<double>() >= 0) || usd->get<double>() > 1e12)
+    return invalid(fmt::format(
+        "{}.monthly_usd: expected the monthly budget in USD, 0..1e12, e.g. 10000", where));
+  b.monthly_usd = usd->get<double>();
+  if (j.contains("alert_at")) {
+    const json& a = j["alert_at"];
+    if (!a.is_number() || !(a.get<double>() > 0) || a.get<double>() > 1)
+      return invalid(fmt::format(
+          "{}.alert_at: expected the share of the budget that raises the alert, in (0, 1], "
+          "e.g. 0.8",
+          where));
+    b.alert_at = a.get<double>();
+  }
+  for (const char* field : {"hard_cap", "stop_running"}) {
+    if (!j.contains(field)) continue;
+    if (!j[field].is_boolean())
+      return invalid(fmt::format("{}.{}: expected true or false", where, field));
+    (std::string(field) == "hard_cap" ? b.hard_cap : b.stop_running) = j[field].get<bool>();
+  }
+  if (b.stop_running && !b.hard_cap)
+    return invalid(where +
+                   ".stop_running: needs hard_cap: true (a budget that stops running "
+                   "jobs must also hold new ones)");
+  return b;
+}
+
 IdlePolicy apply_overrides(IdlePolicy policy, const IdleOverrides& o) {
   if (o.timeout_ms) policy.timeout_ms = *o.timeout_ms;
   if (o.threshold_pct) policy.threshold_pct = *o.threshold_pct;
@@ -208,7 +241,7 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
       std::string where = fmt::format("tenants[{}]", i);
       if (auto st = known_keys(t, where,
                                {"name", "weight", "cohort", "quota", "borrowing_limit", "uid",
-                                "gid", "allow_root", "idle"});
+                                "gid", "allow_root", "idle", "budget"});
           !st.ok())
         return fail(st.error());
       TenantConfig tc;
@@ -242,6 +275,11 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
         auto idle = idle_block(t["idle"], where + ".idle");
         if (!idle) return fail(idle.error());
         tc.idle = *idle;
+      }
+      if (t.contains("budget")) {
+        auto budget = budget_block(t["budget"], where + ".budget");
+        if (!budget) return fail(budget.error());
+        tc.budget = *budget;
       }
       config.tenants.push_back(std::move(tc));
     }

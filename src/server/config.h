@@ -28,6 +28,15 @@ struct IdleOverrides {
   std::optional<int64_t> max_timeout_ms;
 };
 
+/// A tenant's monthly budget (docs/cost.md, "Budgets"): spend is counted per calendar month
+/// (UTC) from the cost ledger, running attempts included.
+struct BudgetConfig {
+  double monthly_usd = 0;
+  double alert_at = 0.8;      // the share of the budget at which the alert fires, once a month
+  bool hard_cap = true;       // at the budget its new jobs wait
+  bool stop_running = false;  // ... and its running jobs are interrupted (cause budget)
+};
+
 /// A tenant: a team or project that owns jobs.
 struct TenantConfig {
   std::string name;
@@ -41,6 +50,7 @@ struct TenantConfig {
   int64_t gid = -1;
   bool allow_root = false;
   IdleOverrides idle;
+  std::optional<BudgetConfig> budget;
 };
 
 struct ServerFileConfig {

@@ -274,6 +274,7 @@ Result<int> Server::start() {
         s->log_connection_pressure();
         s->reclaim_idle_jobs();
         s->record_audit_head();
+        s->check_budgets();
         // A decision due without an event (queue policy las: a level crossing, a starving job).
         if (auto due = s->scheduler_->next_timed_decision();
             due && *due <= s->clock_.now_ms() && s->scheduler_->pending_count() > 0)

@@ -208,6 +208,15 @@ class Server {
   std::optional<RequestContext> request_;
   mutable bool audit_written_ = false;
 
+  // Budgets (server_budget.cpp)
+  /// Every 2 s: each budgeted tenant's spend this month against its budget; raises the alert
+  /// once a month, holds the pending jobs of tenants over a hard cap (and interrupts their
+  /// running ones with stop_running), and releases them when the month turns or the budget grows.
+  void check_budgets();
+  std::map<std::string, std::string> budget_held_;  // tenant -> the reason its jobs wait
+  std::map<std::string, TimeMs> budget_alerted_;    // tenant -> the month whose alert fired
+  TimeMs budgets_checked_at_ = 0;
+
   // Idle reclaim (server_idle.cpp)
   /// How long each replica of a running job has had all its GPUs idle (0: busy), and whether
   /// the job was warned. Not persisted: after a restart idleness is counted afresh.

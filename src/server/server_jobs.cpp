@@ -63,6 +63,8 @@ net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principa
   if (req.query.count("dry_run")) return json_response(200, dry_run(request));
   job.pending_reason =
       nodes_.empty() ? "waiting for a node to register" : "waiting to be scheduled";
+  if (auto held = budget_held_.find(job.spec.tenant); held != budget_held_.end())
+    job.pending_reason = held->second;
   store::WriteBatch batch;
   batch.jobs.push_back(job);
   batch.audit.push_back({now, who.name, "job.submit", job.id,

@@ -178,7 +178,9 @@ sched::Snapshot Server::scheduler_snapshot(bool all) const {
     auto request = sched::JobRequest::from_spec(job.id, job.spec, job.created_at, priority_of(job));
     request.attained_gpu_ms = job.attained_gpu_ms;
     if (job.replicas.empty()) {
-      if (job.state == JobState::kPending && !job.cancel_requested)
+      // A tenant over its budget's hard cap: its jobs wait outside the scheduler.
+      if (job.state == JobState::kPending && !job.cancel_requested &&
+          !budget_held_.count(job.spec.tenant))
         snapshot.pending.push_back(std::move(request));
       continue;
     }

@@ -1,0 +1,96 @@
+// Tenant budgets (docs/cost.md, "Budgets") on a priced dev node: $800 an hour for 8 GPUs, so a
+// one-GPU job spends about 2.8 cents a second. A tenant over its hard cap has its new jobs wait
+// with a reason that gives the spend, the budget and the reset date; the alert fires once;
+// raising the budget releases them; with stop_running its running jobs are interrupted (cause
+// budget) and wait too. Other tenants are not touched.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+
+#include "dev_cluster.h"
+
+namespace gpucloud::testing {
+namespace {
+
+using nlohmann::json;
+
+std::string config(const std::string& vision_budget) {
+  return "tenants:\n  - {name: vision, budget: " + vision_budget + "}\n  - {name: nlp}\n";
+}
+
+TEST(DevBudget, ATenantOverItsHardCapWaitsWithTheReasonUntilTheBudgetGrows) {
+  TempDir dir;
+  std::string file = dir.path() + "/gpucloud.yaml";
+  std::ofstream(file) << config("{monthly_usd: 0.05, alert_at: 0.5}");
+  DevCluster cluster({"--sim-gpus", "8xA100-80GB", "--price-per-hour", "800", "--config", file});
+  std::string first = cluster.submit({"--tenant", "vision", "--gpus", "1", "--", "sleep", "3"});
+  EXPECT_EQ(cluster.wait_done(first)["state"], "succeeded");
+
+  std::string second = cluster.submit({"--tenant", "vision", "--gpus", "1", "--", "true"});
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return cluster.job(second).value("pending_reason", "").find("budget exhausted: $0.") == 0;
+      },
+      std::chrono::seconds(15)))
+      << cluster.job(second).dump();
+  std::string reason = cluster.job(second)["pending_reason"];
+  EXPECT_NE(reason.find(" of $0.05 this month, resets 20"), std::string::npos) << reason;
+  EXPECT_EQ(reason.substr(reason.size() - 3), "-01") << reason;
+  // Another tenant runs as before.
+  std::string other = cluster.submit({"--tenant", "nlp", "--gpus", "1", "--", "true"});
+  EXPECT_EQ(cluster.wait_done(other)["state"], "succeeded");
+  EXPECT_EQ(cluster.job(second)["state"], "pending");
+  // The alert fired once this month.
+  auto alerts = cluster.cli({"audit", "--action", "budget.alert", "--json"});
+  ASSERT_EQ(alerts.exit_code, 0) << alerts.err;
+  ASSERT_EQ(json::parse(alerts.out).size(), 1u) << alerts.out;
+  EXPECT_EQ(json::parse(alerts.out)[0]["tenant"], "vision");
+
+  // A larger budget releases the job.
+  std::ofstream(file) << config("{monthly_usd: 1000}");
+  ASSERT_EQ(::kill(cluster.pid(), SIGHUP), 0);
+  EXPECT_EQ(cluster.wait_done(second, std::chrono::seconds(20))["state"], "succeeded");
+}
+
+TEST(DevBudget, WithStopRunningARunningJobIsInterruptedAndWaits) {
+  TempDir dir;
+  std::string file = dir.path() + "/gpucloud.yaml";
+  std::ofstream(file) << config("{monthly_usd: 0.05, stop_running: true}");
+  DevCluster cluster({"--sim-gpus", "8xA100-80GB", "--price-per-hour", "800", "--config", file});
+  std::string job = cluster.submit({"--tenant", "vision", "--gpus", "1", "--", "sleep", "60"});
+  ASSERT_TRUE(wait_until(
+      [&] {
+        json j = cluster.job(job);
+        return j["state"] == "pending" && j.value("attempts", json::array()).size() == 1;
+      },
+      std::chrono::seconds(20)))
+      << cluster.job(job).dump(2);
+  json j = cluster.job(job);
+  EXPECT_EQ(j["attempts"][0]["cause"], "budget") << j.dump(2);
+  ASSERT_TRUE(wait_until(
+      [&] { return cluster.job(job).value("pending_reason", "").find("budget exhausted") == 0; },
+      std::chrono::seconds(10)))
+      << cluster.job(job).dump();
+}
+
+TEST(DevBudget, ABadBudgetInTheConfigFileIsRefusedWithItsPlace) {
+  TempDir dir;
+  for (const auto& [budget, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"{monthly_usd: -5}", "tenants[0].budget.monthly_usd"},
+           {"{alert_at: 0.8}", "tenants[0].budget.monthly_usd"},
+           {"{monthly_usd: 10, alert_at: 2}", "tenants[0].budget.alert_at"},
+           {"{monthly_usd: 10, hard_cap: false, stop_running: true}", "stop_running: needs"},
+           {"{monthly_usd: 10, cap: true}", "tenants[0].budget.cap: unknown field"}}) {
+    std::string file = dir.path() + "/bad.yaml";
+    std::ofstream(file) << config(budget);
+    auto r = run_command({GPUCLOUD_BINARY, "server", "--config", file, "--data-dir",
+                          dir.path() + "/d", "--listen", "127.0.0.1:0"},
+                         {}, "", 10);
+    EXPECT_NE(r.exit_code, 0) << budget;
+    EXPECT_NE((r.out + r.err).find(expected), std::string::npos) << budget << "\n" << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace gpucloud::testing
