@@ -37,12 +37,13 @@ std::string usd(double v) {
   return "$" + digits;
 }
 
-}  // namespace
-
+// Why a tenant over its hard cap waits, as users see it in `ps` and `show`.
 std::string budget_exhausted_reason(double spent, double budget, TimeMs resets_at) {
   return fmt::format("budget exhausted: {} of {} this month, resets {}", usd(spent), usd(budget),
                      format_time_iso(resets_at).substr(0, 10));
 }
+
+}  // namespace
 
 void Server::check_budgets() {
   TimeMs now = clock_.now_ms();
