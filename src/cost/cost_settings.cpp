@@ -5,6 +5,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "model/json_fields.h"
+
 namespace gpucloud::cost {
 
 namespace {
@@ -12,21 +14,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr double kHoursPerYear = 8760;
-
-Status only_keys(const json& j, const std::string& where, std::initializer_list<const char*> keys) {
-  if (!j.is_object()) return invalid(fmt::format("{}: expected a mapping", where));
-  for (const auto& [key, v] : j.items()) {
-    bool known = false;
-    for (const char* k : keys) known |= key == k;
-    if (!known) {
-      std::string list;
-      for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
-      return invalid(fmt::format("{}.{}: unknown field; expected {}", where, key, list));
-    }
-  }
-  return {};
-}
-
 // A number field within lo..hi, into out (left as is when absent).
 Status number(const json& j, const char* key, const std::string& where, double lo, double hi,
               double& out) {
@@ -40,9 +27,9 @@ Status number(const json& j, const char* key, const std::string& where, double l
 }
 
 Result<OwnedProfile> owned_profile(const json& j, const std::string& where) {
-  GPUCLOUD_TRY(only_keys(j, where,
-                         {"purchase_usd", "years", "power_watts", "usd_per_kwh", "overhead",
-                          "annual_usd", "fleet_gpus", "utilisation"}));
+  GPUCLOUD_TRY(json_known_keys(j, where,
+                               {"purchase_usd", "years", "power_watts", "usd_per_kwh", "overhead",
+                                "annual_usd", "fleet_gpus", "utilisation"}));
   OwnedProfile p;
   GPUCLOUD_TRY(number(j, "purchase_usd", where, 0, 1e9, p.purchase_usd));
   GPUCLOUD_TRY(number(j, "years", where, 0.1, 50, p.years));
@@ -78,12 +65,12 @@ double OwnedProfile::usd_per_hour(int node_gpus) const {
 }
 
 Result<CostSettings> cost_settings_from_json(const json& j, const std::string& where) {
-  GPUCLOUD_TRY(only_keys(j, where, {"weights", "owned"}));
+  GPUCLOUD_TRY(json_known_keys(j, where, {"weights", "owned"}));
   CostSettings s;
   if (j.contains("weights")) {
     const json& w = j.at("weights");
     std::string at = where + ".weights";
-    GPUCLOUD_TRY(only_keys(w, at, {"gpu", "cpu", "memory"}));
+    GPUCLOUD_TRY(json_known_keys(w, at, {"gpu", "cpu", "memory"}));
     GPUCLOUD_TRY(number(w, "gpu", at, 0, 1000, s.weights.gpu));
     GPUCLOUD_TRY(number(w, "cpu", at, 0, 1000, s.weights.cpu));
     GPUCLOUD_TRY(number(w, "memory", at, 0, 1000, s.weights.memory));

@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/result.h"
+
 namespace gpucloud {
 
 /// A field of the wrong type or out of its range.
@@ -45,6 +47,23 @@ inline int64_t json_whole_or(const nlohmann::json& j, const char* key, int64_t f
                              int64_t hi) {
   if (!j.is_object() || !j.contains(key)) return fallback;
   return json_whole(j.at(key), key, lo, hi);
+}
+
+/// Ok when j is an object with only the given keys; otherwise kInvalidArgument naming the place
+/// and the first unknown key, e.g. "tenants[0].idle.window: unknown field; expected timeout, ...".
+inline Status json_known_keys(const nlohmann::json& j, const std::string& where,
+                              std::initializer_list<const char*> keys) {
+  if (!j.is_object()) return invalid(fmt::format("{}: expected a mapping", where));
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (const char* k : keys) known |= key == k;
+    if (!known) {
+      std::string list;
+      for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
+      return invalid(fmt::format("{}.{}: unknown field; expected {}", where, key, list));
+    }
+  }
+  return {};
 }
 
 }  // namespace gpucloud

@@ -9,6 +9,7 @@
 
 #include "common/units.h"
 #include "model/job_spec.h"
+#include "model/json_fields.h"
 #include "model/yaml_json.h"
 
 namespace gpucloud::server {
@@ -31,22 +32,6 @@ bool is_sha256_hex(const std::string& s) {
   for (char c : s)
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   return true;
-}
-
-// Checks that an object has only the given keys.
-Status known_keys(const json& j, const std::string& where,
-                  std::initializer_list<const char*> keys) {
-  if (!j.is_object()) return invalid(fmt::format("{}: expected a mapping", where));
-  for (const auto& [key, value] : j.items()) {
-    bool known = false;
-    for (const char* k : keys) known |= key == k;
-    if (!known) {
-      std::string list;
-      for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
-      return invalid(fmt::format("{}.{}: unknown field; expected {}", where, key, list));
-    }
-  }
-  return {};
 }
 
 Result<std::map<std::string, int>> gpu_counts(const json& j, const std::string& where) {
@@ -114,7 +99,7 @@ Result<int64_t> idle_duration(const json& v, const std::string& where, bool off_
 
 // An `idle` mapping (at the top or in a tenant): timeout, threshold, max_timeout.
 Result<IdleOverrides> idle_block(const json& j, const std::string& where) {
-  if (auto st = known_keys(j, where, {"timeout", "threshold", "max_timeout"}); !st.ok())
+  if (auto st = json_known_keys(j, where, {"timeout", "threshold", "max_timeout"}); !st.ok())
     return st.error();
   IdleOverrides out;
   if (j.contains("timeout")) {
@@ -139,7 +124,7 @@ Result<IdleOverrides> idle_block(const json& j, const std::string& where) {
 
 // A tenant's `budget` mapping: monthly_usd, alert_at, hard_cap, stop_running.
 Result<BudgetConfig> budget_block(const json& j, const std::string& where) {
-  if (auto st = known_keys(j, where, {"monthly_usd", "alert_at", "hard_cap", "stop_running"});
+  if (auto st = json_known_keys(j, where, {"monthly_usd", "alert_at", "hard_cap", "stop_running"});
       !st.ok())
     return st.error();
   BudgetConfig b;
@@ -217,8 +202,8 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
   if (!doc) return doc.error();
   auto fail = [&](const Error& e) { return invalid(fmt::format("{}: {}", path, e.message)); };
   if (doc->is_null()) return ServerFileConfig{};
-  if (auto st =
-          known_keys(*doc, "config", {"tenants", "tokens", "priority_classes", "idle", "cost"});
+  if (auto st = json_known_keys(*doc, "config",
+                                {"tenants", "tokens", "priority_classes", "idle", "cost"});
       !st.ok())
     return fail(st.error());
   ServerFileConfig config;
@@ -239,9 +224,9 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
     for (size_t i = 0; i < tenants.size(); ++i) {
       const json& t = tenants[i];
       std::string where = fmt::format("tenants[{}]", i);
-      if (auto st = known_keys(t, where,
-                               {"name", "weight", "cohort", "quota", "borrowing_limit", "uid",
-                                "gid", "allow_root", "idle", "budget"});
+      if (auto st = json_known_keys(t, where,
+                                    {"name", "weight", "cohort", "quota", "borrowing_limit", "uid",
+                                     "gid", "allow_root", "idle", "budget"});
           !st.ok())
         return fail(st.error());
       TenantConfig tc;
@@ -307,7 +292,7 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
     for (size_t i = 0; i < tokens.size(); ++i) {
       const json& t = tokens[i];
       std::string where = fmt::format("tokens[{}]", i);
-      if (auto st = known_keys(t, where, {"name", "sha256", "role", "tenants"}); !st.ok())
+      if (auto st = json_known_keys(t, where, {"name", "sha256", "role", "tenants"}); !st.ok())
         return fail(st.error());
       store::TokenRecord tr;
       if (!t.contains("name") || !t["name"].is_string() ||

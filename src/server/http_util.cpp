@@ -26,4 +26,14 @@ Result<nlohmann::json> parse_json_body(const std::string& body) {
   return parse_json_limited(body, "request body", JsonLimits{kMaxDocumentDepth, 0});
 }
 
+std::optional<int64_t> parse_whole_param(const std::string& text, int64_t max) {
+  if (text.empty() || text.size() > 18) return std::nullopt;
+  int64_t n = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  return n <= max ? std::optional<int64_t>(n) : std::nullopt;
+}
+
 }  // namespace gpucloud::server

@@ -31,17 +31,6 @@ json entry_json(const store::AuditEntry& e) {
           {"hash", e.hash}};
 }
 
-// A whole number 0..max from a query parameter, or nullopt.
-std::optional<int64_t> whole(const std::string& text, int64_t max) {
-  if (text.empty() || text.size() > 18) return std::nullopt;
-  int64_t n = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + (c - '0');
-  }
-  return n <= max ? std::optional<int64_t>(n) : std::nullopt;
-}
-
 bool valid_action(const std::string& a) {
   if (a.empty() || a.size() > 64) return false;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -65,12 +54,11 @@ void Server::complete_audit(store::WriteBatch& batch) const {
         e.role = "system";
       }
     }
-    if (e.tenant.empty()) {
-      for (const auto& job : batch.jobs)
-        if (job.id == e.object) e.tenant = job.spec.tenant;
-      if (auto it = jobs_.find(e.object); e.tenant.empty() && it != jobs_.end())
-        e.tenant = it->second.spec.tenant;
-    }
+    // Active and just-ended jobs are in jobs_; a job being submitted is only in the batch.
+    if (auto it = jobs_.find(e.object); e.tenant.empty() && it != jobs_.end())
+      e.tenant = it->second.spec.tenant;
+    for (size_t i = 0; e.tenant.empty() && i < batch.jobs.size(); ++i)
+      if (batch.jobs[i].id == e.object) e.tenant = batch.jobs[i].spec.tenant;
   }
   if (!batch.audit.empty()) audit_written_ = true;
 }
@@ -128,21 +116,21 @@ void Server::list_audit(const net::HttpRequest& req, const Principal& who, net::
           fmt::format("{}: unknown parameter; expected since_ms, before_seq, tenant, action, limit",
                       name.substr(0, 64)))));
   if (std::string v = param("since_ms"); !v.empty()) {
-    auto n = whole(v, kJsonInt64Max);
+    auto n = parse_whole_param(v, kJsonInt64Max);
     if (!n)
       return respond(error_response(invalid(
           fmt::format("since_ms: '{}' is not a time in ms since the epoch", v.substr(0, 32)))));
     query.since = *n;
   }
   if (std::string v = param("before_seq"); !v.empty()) {
-    auto n = whole(v, kJsonInt64Max);
+    auto n = parse_whole_param(v, kJsonInt64Max);
     if (!n)
       return respond(error_response(
           invalid(fmt::format("before_seq: '{}' is not an entry number", v.substr(0, 32)))));
     query.before_seq = *n;
   }
   if (std::string v = param("limit"); !v.empty()) {
-    auto n = whole(v, 1000);
+    auto n = parse_whole_param(v, 1000);
     if (!n || *n < 1)
       return respond(error_response(invalid(
           fmt::format("limit: '{}' is not a whole number from 1 to 1000", v.substr(0, 32)))));

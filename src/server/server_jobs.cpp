@@ -15,21 +15,6 @@ namespace gpucloud::server {
 
 using json = nlohmann::json;
 
-namespace {
-
-// A whole number of at most 9 digits, or nullopt.
-std::optional<int64_t> parse_count(const std::string& text) {
-  if (text.empty() || text.size() > 9) return std::nullopt;
-  int64_t n = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + (c - '0');
-  }
-  return n;
-}
-
-}  // namespace
-
 net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principal& who) {
   auto body = parse_json_body(req.body);
   if (!body) return error_response(body.error());
@@ -86,7 +71,7 @@ void Server::list_jobs(const net::HttpRequest& req, const Principal& who, net::R
   bool all = flag("all");
   int limit = kDefaultJobPage;
   if (auto it = req.query.find("limit"); it != req.query.end()) {
-    auto parsed = parse_count(it->second);
+    auto parsed = parse_whole_param(it->second, kMaxJobPage);
     if (!parsed || *parsed < 1 || *parsed > kMaxJobPage)
       return respond(
           error_response(invalid(fmt::format("limit: '{}' is not a whole number from 1 to {}",
