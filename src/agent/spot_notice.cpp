@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "model/json_fields.h"
 #include "model/json_limits.h"
 
 extern char** environ;
@@ -41,7 +42,7 @@ Result<double> number_field(const json& j, const char* field, double lo, double 
   if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < lo ||
       v.get<double>() > hi)
     return invalid(fmt::format("spot notice: {} {} must be a number from {:.0f} to {:.0f}", field,
-                               v.dump().substr(0, 64), lo, hi));
+                               json_excerpt(v), lo, hi));
   return v.get<double>();
 }
 

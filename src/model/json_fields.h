@@ -20,6 +20,19 @@ struct JsonFieldError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The compact JSON text of v, with invalid UTF-8 replaced: nlohmann's plain dump() throws on
+/// it, and YAML and CSV input is not checked by their parsers.
+inline std::string json_text(const nlohmann::json& v) {
+  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+/// json_text() of v for an error message, cut to at most `max_chars` bytes.
+inline std::string json_excerpt(const nlohmann::json& v, size_t max_chars = 64) {
+  std::string text = json_text(v);
+  if (text.size() > max_chars) text = text.substr(0, max_chars - 3) + "...";
+  return text;
+}
+
 constexpr int64_t kJsonIntMax = std::numeric_limits<int>::max();
 constexpr int64_t kJsonInt64Max = std::numeric_limits<int64_t>::max();
 
@@ -33,7 +46,7 @@ inline int64_t json_whole(const nlohmann::json& v, const std::string& field, int
   if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(hi) ||
                                    (lo > 0 && v.get<uint64_t>() < static_cast<uint64_t>(lo))
                              : (v.get<int64_t>() < lo || v.get<int64_t>() > hi))
-    throw JsonFieldError(fmt::format("{}: {} is outside {}..{}", field, v.dump(), lo, hi));
+    throw JsonFieldError(fmt::format("{}: {} is outside {}..{}", field, json_excerpt(v), lo, hi));
   return v.get<int64_t>();
 }
 

@@ -84,7 +84,7 @@ Result<NodeInfo> node_info_from_json(const json& j) {
       const auto& p = j.at("price_per_hour");
       if (!p.is_number() || !valid_node_price_per_hour(p.get<double>()))
         return invalid(fmt::format("node price_per_hour {} must be a number of USD from 0 to {}",
-                                   p.dump().substr(0, 64), kMaxNodePricePerHour));
+                                   json_excerpt(p), kMaxNodePricePerHour));
       n.price_per_hour = p.get<double>();
     }
     std::set<int> indices;

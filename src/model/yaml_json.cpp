@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "model/job_spec.h"
+
 namespace gpucloud {
 namespace {
 
@@ -115,6 +117,11 @@ Status check_yaml_text(const std::string& text, const std::string& source_name,
         text.substr(line_start, nl == std::string::npos ? std::string::npos : nl - line_start);
     line_start = nl == std::string::npos ? text.size() : nl + 1;
     ++line_no;
+    // YAML is UTF-8 text; yaml-cpp passes other bytes through, and JSON output would throw on
+    // them later, far from the line that held them.
+    if (!is_valid_utf8(line))
+      return invalid(fmt::format("{}:{}: the line is not valid UTF-8; save the file as UTF-8",
+                                 source_name, line_no));
     size_t indent = line.find_first_not_of(' ');
     if (indent == std::string::npos || line.find_first_not_of(" \t\r") == std::string::npos)
       continue;

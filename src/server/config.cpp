@@ -93,7 +93,7 @@ Result<int64_t> idle_duration(const json& v, const std::string& where, bool off_
     ms = parse_duration_ms(v.get<std::string>());
   if (!ms || *ms < JobSpecLimits::kMinIdleTimeoutMs || *ms > JobSpecLimits::kMaxIdleTimeoutMs)
     return invalid(fmt::format("{}: expected a duration within 1s..30d like 2h{}, got {}", where,
-                               off_allowed ? ", or off" : "", v.dump()));
+                               off_allowed ? ", or off" : "", json_excerpt(v)));
   return *ms;
 }
 
@@ -110,8 +110,9 @@ Result<IdleOverrides> idle_block(const json& j, const std::string& where) {
   if (j.contains("threshold")) {
     const json& v = j["threshold"];
     if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 100)
-      return invalid(fmt::format(
-          "{}.threshold: expected a GPU utilisation percentage 1..100, got {}", where, v.dump()));
+      return invalid(
+          fmt::format("{}.threshold: expected a GPU utilisation percentage 1..100, got {}", where,
+                      json_excerpt(v)));
     out.threshold_pct = v.get<int>();
   }
   if (j.contains("max_timeout")) {

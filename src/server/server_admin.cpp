@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/units.h"
+#include "model/json_fields.h"
 #include "net/crypto.h"
 #include "net/tls.h"
 #include "server/http_util.h"
@@ -365,9 +366,8 @@ net::HttpResponse Server::interrupt_node(store::NodeRecord& node, const std::str
     auto parsed = in.is_string() ? parse_duration_ms(in.get<std::string>())
                                  : Result<int64_t>(invalid("not a string"));
     if (!parsed || *parsed > kMaxSpotNoticeMs)
-      return error_response(
-          invalid(fmt::format("interrupt: in {} must be a duration from 0s to 1h, e.g. \"120s\"",
-                              in.dump().substr(0, 64))));
+      return error_response(invalid(fmt::format(
+          "interrupt: in {} must be a duration from 0s to 1h, e.g. \"120s\"", json_excerpt(in))));
     in_ms = *parsed;
   }
   std::string reason = "the provider reclaims this spot node";

@@ -123,6 +123,19 @@ TEST(YamlToJson, SyntaxErrorsCarryTheFileLineAndColumn) {
   EXPECT_GE(column, 1);
 }
 
+TEST(YamlToJson, BytesThatAreNotUtf8AreRefusedWithTheirLine) {
+  // A Latin-1 byte inside a flow mapping: the config loader used to crash dumping it.
+  auto r = yaml_to_json("idle: {timeout: 2h}\nthreshold: \xba\n", "gpucloud.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(r.error().message,
+            "gpucloud.yaml:2: the line is not valid UTF-8; save the file as UTF-8");
+  // Valid multi-byte text is untouched.
+  auto ok = yaml_to_json("name: \xc3\xa9t\xc3\xa9\n", "job.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ((*ok)["name"], "\xc3\xa9t\xc3\xa9");
+}
+
 TEST(YamlToJson, BadIndentationPointsAtTheLine) {
   auto r = yaml_to_json("name: x\n  gpus: 2\n", "job.yaml");
   ASSERT_FALSE(r.ok());

@@ -13,6 +13,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "model/json_fields.h"
 #include "model/node_json.h"
 #include "store/sqlite/audit_log.h"
 #include "store/state_store.h"
@@ -393,7 +394,7 @@ class SqliteStore final : public StateStore {
         st.bind(4, static_cast<int64_t>(is_terminal(job.state)));
         st.bind(5, job.created_at);
         st.bind(6, job.finished_at);
-        st.bind(7, job_to_json(job).dump());
+        st.bind(7, json_text(job_to_json(job)));
         if (st.step() != SQLITE_DONE) return error("write job " + job.id);
         st.reset();
       }
@@ -404,7 +405,7 @@ class SqliteStore final : public StateStore {
       for (const auto& node : batch.nodes) {
         st.bind(1, node.id);
         st.bind(2, node.info.name);
-        st.bind(3, node_to_doc(node).dump());
+        st.bind(3, json_text(node_to_doc(node)));
         if (st.step() != SQLITE_DONE) return error("write node " + node.info.name);
         st.reset();
       }
@@ -423,7 +424,7 @@ class SqliteStore final : public StateStore {
       if (!st.ok()) return error("prepare token write");
       for (const auto& t : batch.tokens) {
         st.bind(1, t.sha256);
-        st.bind(2, token_to_doc(t).dump());
+        st.bind(2, json_text(token_to_doc(t)));
         if (st.step() != SQLITE_DONE) return error("write token " + t.name);
         st.reset();
       }
