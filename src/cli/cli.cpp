@@ -159,6 +159,10 @@ int run_cli(int argc, char** argv) {
   run_cmd->add_option("--max-price", run.max_price,
                       "the most the job pays per GPU-hour, in USD (e.g. 2.50); nodes whose price "
                       "is higher are not used for it");
+  run_cmd->add_option("--max-cost", run.max_cost,
+                      "the most the job may cost over all its attempts, in USD (e.g. 250): it "
+                      "is stopped before passing it; with --max-runtime it only runs where "
+                      "that run time cannot pass it");
   run_cmd->add_flag("--wait", run.wait,
                     "wait for the end; exit with the job's exit code (75 when lost)");
   run_cmd->add_flag("--dry-run", run.dry_run,

@@ -22,6 +22,7 @@ struct RunOptions {
       max_runtime, expected_runtime, restart, grace, idle_timeout;
   std::string tenant, priority, capacity_class;
   std::string max_price;  // USD per GPU-hour; "" = no limit
+  std::string max_cost;   // USD over all attempts; "" = no limit
   std::vector<std::string> env, selector, command;
   bool wait = false;
   bool dry_run = false;  // print where it would run now and its cost per hour; submit nothing

@@ -155,8 +155,9 @@ std::string age(const json& job) {
   return fmt::format("{}d", s / 86400);
 }
 
-/// --max-price: USD per GPU-hour, above 0 and at most kMaxPricePerGpuHour.
-Result<double> parse_max_price(const std::string& text) {
+/// A USD amount given to `flag`: above 0 and at most `max`, e.g. --max-price 2.50.
+Result<double> parse_usd(const char* flag, const std::string& text, double max,
+                         const char* unit_example) {
   double value = 0;
   size_t used = 0;
   try {
@@ -164,10 +165,9 @@ Result<double> parse_max_price(const std::string& text) {
   } catch (...) {
     used = 0;
   }
-  if (used == 0 || used != text.size() || !valid_max_price(value))
-    return invalid(
-        fmt::format("--max-price '{}' must be USD per GPU-hour above 0 and at most {:g}, e.g. 2.50",
-                    text.substr(0, 64), kMaxPricePerGpuHour));
+  if (used == 0 || used != text.size() || !(value > 0 && value <= max))
+    return invalid(fmt::format("{} '{}' must be {} above 0 and at most {:g}", flag,
+                               text.substr(0, 64), unit_example, max));
   return value;
 }
 
@@ -201,9 +201,16 @@ int cmd_run(const RunOptions& o) {
   set("priority", o.priority, false);
   set("capacity_class", o.capacity_class, false);
   if (!o.max_price.empty()) {
-    auto price = parse_max_price(o.max_price);
+    auto price =
+        parse_usd("--max-price", o.max_price, kMaxPricePerGpuHour, "USD per GPU-hour (e.g. 2.50)");
     if (!price) return std::cerr << "error: " << price.error().message << "\n", kExitUsage;
     spec["max_price"] = *price;
+  }
+  if (!o.max_cost.empty()) {
+    auto cost = parse_usd("--max-cost", o.max_cost, JobSpecLimits::kMaxCostUsd,
+                          "USD for the whole job (e.g. 250)");
+    if (!cost) return std::cerr << "error: " << cost.error().message << "\n", kExitUsage;
+    spec["max_cost"] = *cost;
   }
   if (!o.restart.empty()) spec["restart"] = {{"policy", o.restart}};
   auto env = parse_pairs(o.env, "--env");

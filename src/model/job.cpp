@@ -57,7 +57,8 @@ void add_job_event(Job& job, TimeMs at, std::string type, std::string message) {
 }
 
 bool stop_requested(const Job& job) {
-  return job.cancel_requested || !job.interrupt_reason.empty() || !job.reclaim_reason.empty();
+  return job.cancel_requested || !job.interrupt_reason.empty() || !job.reclaim_reason.empty() ||
+         !job.cost_limit_reason.empty();
 }
 
 bool attempt_ending(const Job& job) {
@@ -136,6 +137,7 @@ json job_to_json(const Job& job) {
           {"cancel_requested", job.cancel_requested},
           {"interrupt_reason", job.interrupt_reason},
           {"reclaim_reason", job.reclaim_reason},
+          {"cost_limit_reason", job.cost_limit_reason},
           {"interruptions", job.interruptions},
           {"attained_gpu_ms", job.attained_gpu_ms},
           {"idle_since_ms", job.idle_since},
@@ -166,6 +168,7 @@ Result<Job> job_from_json(const json& j) {
     job.cancel_requested = j.value("cancel_requested", false);
     job.interrupt_reason = j.value("interrupt_reason", "");
     job.reclaim_reason = j.value("reclaim_reason", "");
+    job.cost_limit_reason = j.value("cost_limit_reason", "");
     job.interruptions = j.value("interruptions", 0);
     job.attained_gpu_ms = j.value("attained_gpu_ms", int64_t{0});
     job.submitted_by = j.value("submitted_by", "");

@@ -114,6 +114,10 @@ struct Job {
   // Set when idle reclaim stops the job (why, e.g. "GPUs idle for 2h"): once its replicas have
   // stopped it ends as idle-reclaimed, whatever its restart policy.
   std::string reclaim_reason;
+  // Set when the job is stopped for reaching its max_cost (why, e.g. "cost limit: $9.98 of
+  // max_cost $10.00"): once its replicas have stopped it ends as failed, whatever its restart
+  // policy.
+  std::string cost_limit_reason;
   int interruptions = 0;  // attempts interrupted or never started (not counted as restarts)
   // GPU time its earlier attempts received, in GPU-ms (a share counts its fraction): queue
   // policy las orders by it.
@@ -134,7 +138,8 @@ void add_job_event(Job& job, TimeMs at, std::string type, std::string message);
 bool replica_failed(const ReplicaAssignment& r);
 
 /// Whether the platform or the user has asked the current attempt to stop: cancelled,
-/// interrupted or being idle-reclaimed (its replicas are then being stopped).
+/// interrupted, being idle-reclaimed or
+/// stopped at its max_cost (its replicas are then being stopped).
 bool stop_requested(const Job& job);
 
 /// Whether the current attempt is being wound down: cancelled, interrupted, or a replica failed.

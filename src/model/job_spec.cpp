@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/units.h"
+#include "model/json_fields.h"
 #include "model/spot_price.h"
 
 namespace gpucloud {
@@ -331,6 +332,13 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       if (!valid_max_price(spec.max_price))
         return field_error(key, fmt::format("{} must be above 0 and at most {} USD per GPU-hour",
                                             v.dump(), kMaxPricePerGpuHour));
+    } else if (key == "max_cost") {
+      if (!v.is_number())
+        return field_error(key, fmt::format("expected USD like 250, got {}", describe(v)));
+      spec.max_cost = v.get<double>();
+      if (!(spec.max_cost > 0 && spec.max_cost <= JobSpecLimits::kMaxCostUsd))
+        return field_error(key, fmt::format("{} must be above 0 and at most {:g} USD",
+                                            json_excerpt(v), JobSpecLimits::kMaxCostUsd));
     } else if (key == "node_selector") {
       auto m = read_string_map(v, key, JobSpecLimits::kMaxNodeSelectorLabels);
       if (!m) return m.error();
@@ -370,8 +378,9 @@ Result<JobSpec> job_spec_from_json(const json& j) {
     } else {
       return invalid(fmt::format(
           "{}: unknown field; a job spec has name, command, replicas, gpus, gpu_model, gpu_milli, "
-          "gpu_memory, cpus, memory, tenant, priority, capacity_class, max_price, node_selector, "
-          "max_runtime, expected_runtime, restart, grace_period, idle_timeout, env, workdir (see "
+          "gpu_memory, cpus, memory, tenant, priority, capacity_class, max_price, max_cost, "
+          "node_selector, max_runtime, expected_runtime, restart, grace_period, idle_timeout, env, "
+          "workdir (see "
           "docs/jobspec.md)",
           key.size() > 64 ? key.substr(0, 64) + "..." : key));
     }
@@ -475,6 +484,9 @@ Status validate_job_spec(JobSpec& spec) {
     return field_error("max_price", fmt::format("{} must be above 0 and at most {} USD per "
                                                 "GPU-hour",
                                                 spec.max_price, kMaxPricePerGpuHour));
+  if (spec.max_cost != 0 && !(spec.max_cost > 0 && spec.max_cost <= JobSpecLimits::kMaxCostUsd))
+    return field_error("max_cost", fmt::format("{} must be above 0 and at most {:g} USD",
+                                               spec.max_cost, JobSpecLimits::kMaxCostUsd));
   if (spec.expected_runtime_ms < 0) return field_error("expected_runtime", "is negative");
   if (spec.grace_period_ms < 0 || spec.grace_period_ms > JobSpecLimits::kMaxGracePeriodMs)
     return field_error("grace_period", fmt::format("{} is outside 0s..1h",
@@ -531,6 +543,7 @@ json job_spec_to_json(const JobSpec& spec) {
   j["priority"] = spec.priority;
   j["capacity_class"] = to_string(spec.capacity_class);
   if (spec.max_price > 0) j["max_price"] = spec.max_price;
+  if (spec.max_cost > 0) j["max_cost"] = spec.max_cost;
   j["node_selector"] = spec.node_selector;
   j["max_runtime"] = format_duration_ms(spec.max_runtime_ms);
   if (spec.expected_runtime_ms > 0)

@@ -43,6 +43,10 @@ struct JobSpec {
   double max_price = 0;
   std::map<std::string, std::string> node_selector;
   int64_t max_runtime_ms = 0;  // 0 = unlimited
+  // The most the job may cost over all its attempts, in USD (docs/cost.md, "max_cost"): it is
+  // stopped before its cost would pass it, and with a max_runtime it is placed only where
+  // max_runtime cannot pass it. 0 = no limit.
+  double max_cost = 0;
   // The user's estimate of the run time, for queue policy sjf; stops nothing. 0 = none.
   int64_t expected_runtime_ms = 0;
   RestartSpec restart;
@@ -64,6 +68,7 @@ inline constexpr int64_t kIdleTimeoutOff = -1;
 /// Hard limits on a spec, so that absurd values are rejected with a clear message.
 struct JobSpecLimits {
   static constexpr int kMaxReplicas = 1024;
+  static constexpr double kMaxCostUsd = 1e9;
   static constexpr int kMaxGpusPerReplica = 64;
   static constexpr int64_t kMaxCpuMilli = 1024 * 1000;
   static constexpr size_t kMaxNameLength = 128;

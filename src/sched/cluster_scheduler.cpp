@@ -35,6 +35,7 @@ std::string shape_key(const JobRequest& r) {
   std::string key =
       fmt::format("{}/{}/{}/{}/{}/{}/{}/{}/", r.gpus, r.gpu_milli, r.gpu_memory_mib, r.gpu_model,
                   r.cpu_milli, r.memory_mib, static_cast<int>(r.capacity_class), r.max_price);
+  if (r.price_cap_from_cost) key += "c/";
   for (const auto& [k, v] : r.node_selector) key += k + "=" + v + ",";
   return key;
 }

@@ -35,8 +35,12 @@ bool node_could_fit(const JobRequest& req, const NodeState& node, std::string* w
                               to_string(req.capacity_class)));
   }
   if (req.max_price > 0 && node.price_per_gpu_hour > req.max_price)
-    return fail(fmt::format("node price ${:.2f}/GPU-hour exceeds the job's max_price ${:.2f}",
-                            node.price_per_gpu_hour, req.max_price));
+    return fail(req.price_cap_from_cost
+                    ? fmt::format("node price ${:.2f}/GPU-hour could take the job past its "
+                                  "max_cost within its max_runtime (at most ${:.2f}/GPU-hour)",
+                                  node.price_per_gpu_hour, req.max_price)
+                    : fmt::format("node price ${:.2f}/GPU-hour exceeds the job's max_price ${:.2f}",
+                                  node.price_per_gpu_hour, req.max_price));
   if (req.cpu_milli > node.cpu_milli) return fail("too few CPUs");
   if (req.memory_mib > node.memory_mib) return fail("too little memory");
   if (req.gpus > 0) {

@@ -119,6 +119,17 @@ JobRequest JobRequest::from_spec(const std::string& job_id, const JobSpec& spec,
   r.node_selector = spec.node_selector;
   r.capacity_class = spec.capacity_class;
   r.max_price = spec.max_price;
+  // A max_cost with a max_runtime caps the price per GPU-hour: at most max_cost over the whole
+  // run time on all its GPUs (a share counts its fraction).
+  double gpu_hours = static_cast<double>(spec.max_runtime_ms) / 3'600'000.0 * spec.replicas *
+                     (spec.gpu_milli > 0 ? spec.gpu_milli / 1000.0 : spec.gpus);
+  if (spec.max_cost > 0 && gpu_hours > 0) {
+    double cap = spec.max_cost / gpu_hours;
+    if (r.max_price <= 0 || cap < r.max_price) {
+      r.max_price = cap;
+      r.price_cap_from_cost = true;
+    }
+  }
   r.priority = priority;
   r.created_at = created_at;
   r.max_runtime_ms = spec.max_runtime_ms;

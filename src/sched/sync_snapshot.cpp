@@ -24,6 +24,7 @@ std::string fingerprint(const JobRequest& r) {
                               r.gpus, r.gpu_milli, r.gpu_memory_mib, r.gpu_model, r.cpu_milli,
                               r.memory_mib, static_cast<int>(r.capacity_class), r.priority,
                               r.created_at, r.max_runtime_ms, r.max_price);
+  if (r.price_cap_from_cost) f += "c|";
   for (const auto& [k, v] : r.node_selector) f += k + "=" + v + ",";
   return f;
 }

@@ -59,7 +59,10 @@ struct JobRequest {
   int64_t memory_mib = 0;
   std::map<std::string, std::string> node_selector;
   CapacityClass capacity_class = CapacityClass::kAny;
-  double max_price = 0;        // USD per GPU-hour the job pays at most; 0: no limit
+  double max_price = 0;  // USD per GPU-hour the job pays at most; 0: no limit
+  // max_price comes from the job's max_cost over its max_runtime (from_spec), not from its
+  // own max_price: pending reasons say so.
+  bool price_cap_from_cost = false;
   int priority = 100;          // higher first; the value of the job's priority class
   TimeMs created_at = 0;       // orders jobs of one tenant and priority (older first)
   int64_t max_runtime_ms = 0;  // 0: unknown (backfill cannot plan around it)

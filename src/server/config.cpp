@@ -165,6 +165,12 @@ IdlePolicy apply_overrides(IdlePolicy policy, const IdleOverrides& o) {
 
 }  // namespace
 
+const TenantConfig* ServerFileConfig::find_tenant(const std::string& name) const {
+  for (const auto& t : tenants)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
 IdlePolicy ServerFileConfig::idle_policy_for(const std::string& tenant) const {
   for (const auto& t : tenants)
     if (t.name == tenant) return apply_overrides(idle, t.idle);

@@ -62,6 +62,8 @@ struct ServerFileConfig {
   IdlePolicy idle;          // the file's `idle`, for tenants that do not override it
   cost::CostSettings cost;  // the file's `cost` (docs/cost.md)
 
+  /// The tenant of that name, or null.
+  const TenantConfig* find_tenant(const std::string& name) const;
   /// The idle policy of a tenant's jobs: the file's, with the tenant's overrides.
   IdlePolicy idle_policy_for(const std::string& tenant) const;
 

@@ -214,7 +214,28 @@ class Server {
   /// running ones with stop_running), and releases them when the month turns or the budget grows.
   void check_budgets();
   std::map<std::string, std::string> budget_held_;  // tenant -> the reason its jobs wait
-  std::map<std::string, TimeMs> budget_alerted_;    // tenant -> the month whose alert fired
+  /// What one budget check reads once: node states, and the most a replica of each kind of
+  /// request could cost per hour on a node it may use.
+  struct BudgetScratch {
+    bool nodes_read = false;
+    std::vector<sched::NodeState> nodes;
+    std::map<std::string, double> replica_usd_per_hour;
+  };
+  /// The most a pending job could cost over its max_runtime on the priciest nodes it may use
+  /// now (0 without max_runtime, or where no such node has a price).
+  double worst_case_usd(const Job& job, BudgetScratch& scratch) const;
+  /// Why a job waits for its worst case (`worst`) against what is left of its tenant's budget.
+  std::string budget_admission_reason(const Job& job, double worst, double left) const;
+  /// At submit: holds the job (cost_held_, its pending reason) when its worst case is more than
+  /// what its tenant's hard-capped budget has left, or reserves it from what is left.
+  void admit_by_budget(Job& job);
+  /// Stops a job about to pass its max_cost (it then ends as failed), or ends a pending one
+  /// whose attempts already cost it.
+  void enforce_max_cost(Job& job, store::WriteBatch& batch);
+  std::map<std::string, std::string> cost_held_;  // job id -> why its worst case waits
+  std::map<std::string, double> budget_left_;     // hard-capped tenant -> USD left to reserve
+  std::map<std::string, double> budget_spent_;    // budgeted tenant -> spend this month
+  std::map<std::string, TimeMs> budget_alerted_;  // tenant -> the month whose alert fired
   TimeMs budgets_checked_at_ = 0;
 
   // Idle reclaim (server_idle.cpp)

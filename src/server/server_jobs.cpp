@@ -50,6 +50,8 @@ net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principa
       nodes_.empty() ? "waiting for a node to register" : "waiting to be scheduled";
   if (auto held = budget_held_.find(job.spec.tenant); held != budget_held_.end())
     job.pending_reason = held->second;
+  else
+    admit_by_budget(job);
   store::WriteBatch batch;
   batch.jobs.push_back(job);
   batch.audit.push_back({now, who.name, "job.submit", job.id,

@@ -178,9 +178,10 @@ sched::Snapshot Server::scheduler_snapshot(bool all) const {
     auto request = sched::JobRequest::from_spec(job.id, job.spec, job.created_at, priority_of(job));
     request.attained_gpu_ms = job.attained_gpu_ms;
     if (job.replicas.empty()) {
-      // A tenant over its budget's hard cap: its jobs wait outside the scheduler.
+      // A tenant over its budget's hard cap, or a job whose worst case its budget cannot pay:
+      // they wait outside the scheduler.
       if (job.state == JobState::kPending && !job.cancel_requested &&
-          !budget_held_.count(job.spec.tenant))
+          !budget_held_.count(job.spec.tenant) && !cost_held_.count(job.id))
         snapshot.pending.push_back(std::move(request));
       continue;
     }
@@ -388,6 +389,10 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
     end_job(job, JobState::kIdleReclaimed,
             job.replicas.empty() ? std::nullopt : job.replicas.front().exit_code,
             job.reclaim_reason, batch);
+  } else if (!job.cost_limit_reason.empty()) {
+    end_job(job, JobState::kFailed,
+            job.replicas.empty() ? std::nullopt : job.replicas.front().exit_code,
+            job.cost_limit_reason, batch);
   } else if (!job.cancel_requested && !job.interrupt_reason.empty()) {
     std::string why = job.interrupt_reason;
     job.interrupt_reason.clear();

@@ -133,6 +133,13 @@ struct ServerMetrics::Instruments {
                 "they end), by tenant and GPU model (docs/cost.md).")
           .Register(registry),
       kMaxSeries};
+  CappedFamily<Counter> budget_alerts{
+      BuildCounter()
+          .Name("gpucloud_budget_alerts_total")
+          .Help("Budget alerts raised (a tenant's spend this month reached its alert share; at "
+                "most once a month per tenant), by tenant.")
+          .Register(registry),
+      kMaxSeries};
   CappedFamily<Counter> placements{
       BuildCounter()
           .Name("gpucloud_placements_total")
@@ -190,6 +197,10 @@ void ServerMetrics::job_finished(const std::string& tenant, const std::string& s
 
 void ServerMetrics::cost(const std::string& tenant, const std::string& gpu_model, double usd) {
   if (usd > 0) in_->cost.with({{"gpu_model", gpu_model}, {"tenant", tenant}}).Increment(usd);
+}
+
+void ServerMetrics::budget_alert(const std::string& tenant) {
+  in_->budget_alerts.with({{"tenant", tenant}}).Increment();
 }
 
 void ServerMetrics::scheduling_pass(double seconds, size_t placed, size_t pending,

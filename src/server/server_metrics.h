@@ -33,6 +33,8 @@ class ServerMetrics {
   void job_finished(const std::string& tenant, const std::string& state);
   /// An ended attempt's replica charged `usd` to the ledger.
   void cost(const std::string& tenant, const std::string& gpu_model, double usd);
+  /// A tenant's spend this month reached its budget's alert share.
+  void budget_alert(const std::string& tenant);
   /// A scheduling pass: its duration and its decisions (jobs placed, left pending, preempted).
   void scheduling_pass(double seconds, size_t placed, size_t pending, size_t preempted);
   /// A job placed by the scheduler (one attempt starting).

@@ -88,6 +88,13 @@ net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
                     "GPUs a tenant with a quota uses above it (borrowed from its cohort), by "
                     "model.");
   GaugeSet weight("gpucloud_tenant_weight", "A tenant's fair-share weight.");
+  GaugeSet budget("gpucloud_tenant_budget_usd", "A tenant's monthly budget in USD.");
+  GaugeSet month_spend("gpucloud_tenant_month_spend_usd",
+                       "What a budgeted tenant has spent this month (UTC) in USD, running "
+                       "attempts included, as of the last budget check (every 2 s).");
+  GaugeSet budget_held("gpucloud_tenant_budget_held_jobs",
+                       "Pending jobs a tenant's budget holds: all of them at a hard cap, or "
+                       "those whose worst case is more than what is left.");
   GaugeSet connections("gpucloud_api_connections_open", "Open API connections.");
   GaugeSet build("gpucloud_build_info", "The running gpucloud's version; always 1.");
   GaugeSet cert_expiry("gpucloud_tls_certificate_expiry_timestamp_seconds",
@@ -181,6 +188,17 @@ net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
                    over > 0 ? static_cast<double>(over) / 1000 : 0);
     }
   }
+  for (const auto& t : file_config_.tenants) {
+    if (!t.budget) continue;
+    budget.add({{"tenant", t.name}}, t.budget->monthly_usd);
+    auto spent = budget_spent_.find(t.name);
+    month_spend.add({{"tenant", t.name}}, spent == budget_spent_.end() ? 0 : spent->second);
+    budget_held.touch({{"tenant", t.name}});
+  }
+  for (const auto& [id, job] : jobs_)
+    if (job.state == JobState::kPending && job.replicas.empty() &&
+        (budget_held_.count(job.spec.tenant) || cost_held_.count(id)))
+      budget_held.add({{"tenant", job.spec.tenant}}, 1);
   if (http_) connections.add({}, static_cast<double>(http_->stats().open_connections));
   build.add({{"version", GPUCLOUD_VERSION}}, 1);
   if (tls_not_after_s_ > 0) cert_expiry.add({}, static_cast<double>(tls_not_after_s_));
@@ -188,7 +206,8 @@ net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
   std::vector<prometheus::MetricFamily> families;
   for (const GaugeSet* g :
        {&build, &jobs, &oldest_pending, &nodes, &cordoned, &capacity, &allocated, &allocated_milli,
-        &free_gpus, &quota, &borrowing_limit, &borrowed, &weight, &connections, &cert_expiry})
+        &free_gpus, &quota, &borrowing_limit, &borrowed, &weight, &budget, &month_spend,
+        &budget_held, &connections, &cert_expiry})
     families.push_back(g->family());
   for (auto& f : metrics_->collect()) families.push_back(std::move(f));
   metrics::Format format = metrics::negotiate_format(req.header("accept"));

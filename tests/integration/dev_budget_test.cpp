@@ -74,6 +74,67 @@ TEST(DevBudget, WithStopRunningARunningJobIsInterruptedAndWaits) {
       << cluster.job(job).dump();
 }
 
+TEST(DevBudget, AJobWhoseWorstCaseIsMoreThanWhatIsLeftWaitsAndAShorterOneRuns) {
+  TempDir dir;
+  std::string file = dir.path() + "/gpucloud.yaml";
+  std::ofstream(file) << config("{monthly_usd: 10}");
+  // $100 per GPU-hour: 10 minutes on one GPU may cost $16.67, more than the $10 budget.
+  DevCluster cluster({"--sim-gpus", "8xA100-80GB", "--price-per-hour", "800", "--config", file});
+  std::string long_job =
+      cluster.submit({"--tenant", "vision", "--gpus", "1", "--max-runtime", "10m", "--", "true"});
+  std::string reason = cluster.job(long_job).value("pending_reason", "");
+  EXPECT_EQ(reason.rfind("budget: its worst case, $16.67 (10m at most), is more than the $", 0), 0u)
+      << reason;
+  EXPECT_NE(reason.find(" of the tenant's $10.00 this month"), std::string::npos) << reason;
+  // 3 minutes may cost $5: it runs, and the long job still waits.
+  std::string short_job =
+      cluster.submit({"--tenant", "vision", "--gpus", "1", "--max-runtime", "3m", "--", "true"});
+  EXPECT_EQ(cluster.wait_done(short_job)["state"], "succeeded");
+  EXPECT_EQ(cluster.job(long_job)["state"], "pending");
+  // Two jobs that fit alone but not together: the second in submission order waits.
+  std::string a = cluster.submit(
+      {"--tenant", "vision", "--gpus", "1", "--max-runtime", "4m", "--", "sleep", "30"});
+  std::string b = cluster.submit(
+      {"--tenant", "vision", "--gpus", "1", "--max-runtime", "4m", "--", "sleep", "30"});
+  ASSERT_TRUE(
+      wait_until([&] { return cluster.job(a)["state"] == "running"; }, std::chrono::seconds(15)))
+      << cluster.job(a).dump();
+  EXPECT_EQ(cluster.job(b)["state"], "pending");
+  EXPECT_EQ(cluster.job(b).value("pending_reason", "").rfind("budget: its worst case, $6.67", 0),
+            0u)
+      << cluster.job(b).dump();
+  // A larger budget releases them.
+  std::ofstream(file) << config("{monthly_usd: 1000}");
+  ASSERT_EQ(::kill(cluster.pid(), SIGHUP), 0);
+  EXPECT_EQ(cluster.wait_done(long_job, std::chrono::seconds(20))["state"], "succeeded");
+  ASSERT_TRUE(
+      wait_until([&] { return cluster.job(b)["state"] == "running"; }, std::chrono::seconds(15)))
+      << cluster.job(b).dump();
+}
+
+TEST(DevBudget, AJobIsStoppedBeforeItsMaxCostAndEndsFailed) {
+  // $100 per GPU-hour, about 2.8 cents a second; a 1 s grace period leaves a margin of 5 s.
+  DevCluster cluster({"--sim-gpus", "8xA100-80GB", "--price-per-hour", "800"});
+  std::string job =
+      cluster.submit({"--gpus", "1", "--max-cost", "0.25", "--grace", "1s", "--", "sleep", "120"});
+  json j = cluster.wait_done(job, std::chrono::seconds(30));
+  EXPECT_EQ(j["state"], "failed") << j.dump(2);
+  EXPECT_EQ(j.value("message", "").rfind("cost limit: $0.", 0), 0u) << j.dump(2);
+  EXPECT_NE(j.value("message", "").find("of its max_cost $0.25"), std::string::npos);
+  ASSERT_EQ(j["attempts"].size(), 1u) << j.dump(2);
+  EXPECT_EQ(j["attempts"][0]["cause"], "budget");
+  double cost = j["attempts"][0]["cost_usd"];
+  EXPECT_GT(cost, 0.05);
+  EXPECT_LE(cost, 0.25);
+
+  // Bad values are refused before anything is sent.
+  for (const char* bad : {"-1", "0", "lots", "2e9"}) {
+    auto r = cluster.cli({"run", "--max-cost", bad, "--", "true"});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.err.find("--max-cost '"), std::string::npos) << r.err;
+  }
+}
+
 TEST(DevBudget, ABadBudgetInTheConfigFileIsRefusedWithItsPlace) {
   TempDir dir;
   for (const auto& [budget, expected] : std::vector<std::pair<std::string, std::string>>{

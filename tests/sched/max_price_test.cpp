@@ -122,5 +122,47 @@ TEST(AnyCapacityClass, AJobWithAPriceCapRunsOnDemandWhenNoSpotNodeFits) {
             placement_of(first, "filler")->replicas.at(0).node_id);
 }
 
+TEST(MaxCost, WithAMaxRuntimeItCapsThePricePerGpuHour) {
+  JobSpec spec;
+  spec.gpus = 2;
+  spec.replicas = 2;
+  spec.max_runtime_ms = 2 * 3'600'000;
+  spec.max_cost = 40;  // 40 USD over 2 h on 4 GPUs: 5 USD per GPU-hour
+  JobRequest r = JobRequest::from_spec("j", spec, 0, 100);
+  EXPECT_DOUBLE_EQ(r.max_price, 5.0);
+  EXPECT_TRUE(r.price_cap_from_cost);
+  // The job's own lower max_price stays in force.
+  spec.max_price = 3;
+  r = JobRequest::from_spec("j", spec, 0, 100);
+  EXPECT_DOUBLE_EQ(r.max_price, 3.0);
+  EXPECT_FALSE(r.price_cap_from_cost);
+  // Without a max_runtime there is no worst case to cap: only the stop at max_cost applies.
+  spec.max_price = 0;
+  spec.max_runtime_ms = 0;
+  EXPECT_DOUBLE_EQ(JobRequest::from_spec("j", spec, 0, 100).max_price, 0.0);
+  // A share counts its fraction: 250 milli for 1 h at 1 USD is 4 USD per GPU-hour.
+  JobSpec share;
+  share.gpus = 1;
+  share.gpu_milli = 250;
+  share.max_runtime_ms = 3'600'000;
+  share.max_cost = 1;
+  EXPECT_DOUBLE_EQ(JobRequest::from_spec("s", share, 0, 100).max_price, 4.0);
+}
+
+TEST(MaxCost, AJobWaitsWithAReasonThatNamesItsMaxCost) {
+  auto s = make();
+  add_nodes(*s, {priced("n1", 3.06)});
+  JobSpec spec;
+  spec.gpus = 1;
+  spec.max_runtime_ms = 3'600'000;
+  spec.max_cost = 2;
+  ASSERT_TRUE(s->submit(JobRequest::from_spec("capped", spec, 0, 100)).ok());
+  Plan plan = s->schedule(0);
+  EXPECT_EQ(placement_of(plan, "capped"), nullptr);
+  EXPECT_THAT(reason_of(plan, "capped"),
+              HasSubstr("node price $3.06/GPU-hour could take the job past its max_cost within "
+                        "its max_runtime (at most $2.00/GPU-hour)"));
+}
+
 }  // namespace
 }  // namespace gpucloud::sched
