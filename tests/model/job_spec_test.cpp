@@ -352,6 +352,17 @@ TEST(JobSpecFromJson, MaxPriceIsUsdPerGpuHourAndRoundTrips) {
   EXPECT_TRUE(contains(rejected("max_price", "2"), "expected USD per GPU-hour"));
 }
 
+TEST(JobSpecFromJson, MaxCostIsUsdForTheWholeJobAndRoundTrips) {
+  JobSpec s = parse({{"command", {"x"}}, {"max_cost", 250.5}});
+  EXPECT_DOUBLE_EQ(s.max_cost, 250.5);
+  EXPECT_DOUBLE_EQ(parse(job_spec_to_json(s)).max_cost, 250.5);
+  EXPECT_FALSE(job_spec_to_json(parse({{"command", {"x"}}})).contains("max_cost"));
+  EXPECT_TRUE(contains(rejected("max_cost", -1), "max_cost: -1 must be above 0 and at most 1e+09"));
+  EXPECT_TRUE(contains(rejected("max_cost", 0), "must be above 0"));
+  EXPECT_TRUE(contains(rejected("max_cost", 2e9), "at most 1e+09"));
+  EXPECT_TRUE(contains(rejected("max_cost", "250"), "expected USD like 250, got string"));
+}
+
 }  // namespace
 }  // namespace gpucloud
 
