@@ -97,18 +97,29 @@ int wait_for(ApiClient& api, const std::string& id) {
 // Prints a dry run's answer: where the job would run now and its cost per hour, or why it
 // would wait.
 int print_dry_run(const json& answer) {
-  if (!answer.value("would_run", false)) {
+  if (!answer.value("would_run", false) && !answer.contains("replicas")) {
     std::cout << "would wait: " << answer.value("reason", "") << "\n";
     return 0;
   }
+  // Held by the tenant's budget: where it fits now, and why it would still wait.
+  const char* verb = answer.value("would_run", false) ? "would run on" : "fits on";
   for (const auto& r : answer["replicas"]) {
     double price = r.value("usd_per_hour", -1.0);
     std::cout << fmt::format(
-        "replica {} would run on {} at {}\n", r.value("rank", 0), r.value("node", ""),
+        "replica {} {} {} at {}\n", r.value("rank", 0), verb, r.value("node", ""),
         price < 0 ? std::string("no known price")
                   : fmt::format("${:.4f}/h ({})", price, r.value("price_source", "")));
   }
   std::cout << fmt::format("cost: ${:.4f} per hour\n", answer.value("usd_per_hour", 0.0));
+  if (answer.contains("max_runtime_usd"))
+    std::cout << fmt::format("over its max_runtime: ${:.2f} here\n",
+                             answer.value("max_runtime_usd", 0.0));
+  if (answer.contains("budget_left_usd"))
+    std::cout << fmt::format("budget: ${:.2f} left this month; its worst case is ${:.2f}\n",
+                             answer.value("budget_left_usd", 0.0),
+                             answer.value("worst_case_usd", 0.0));
+  if (!answer.value("would_run", false))
+    std::cout << "would wait: " << answer.value("reason", "") << "\n";
   return 0;
 }
 

@@ -278,7 +278,7 @@ class Server {
   nlohmann::json job_cost_json(const Job& job) const;
   /// POST /v1/jobs?dry_run=1: where the job would run now (the cheapest nodes it fits on, as
   /// they are used now) and what it would cost per hour, or why it would wait. Changes nothing.
-  nlohmann::json dry_run(const sched::JobRequest& request) const;
+  nlohmann::json dry_run(const Job& job, const sched::JobRequest& request) const;
   /// Fixes each new replica's price from its node (at placement).
   void price_replicas(Job& job);
   /// The ledger rows of the job's ending attempt (one per replica that started), into batch.

@@ -105,7 +105,7 @@ void Server::write_ledger(const Job& job, AttemptRecord& record, store::WriteBat
   }
 }
 
-json Server::dry_run(const sched::JobRequest& request) const {
+json Server::dry_run(const Job& job, const sched::JobRequest& request) const {
   std::vector<sched::NodeState> nodes = node_states();
   // Cheapest first (per GPU-hour), unpriced nodes last, then by name: the estimate is what the
   // job would pay at best; the scheduler's policy may pick another node that fits.
@@ -159,7 +159,26 @@ json Server::dry_run(const sched::JobRequest& request) const {
                           {"usd_per_hour", price},
                           {"price_source", rec.price.source}});
   }
-  return {{"would_run", true}, {"replicas", placements}, {"usd_per_hour", per_hour}};
+  json out = {{"would_run", true}, {"replicas", placements}, {"usd_per_hour", per_hour}};
+  if (job.spec.max_runtime_ms > 0) {
+    out["max_runtime_usd"] = per_hour * static_cast<double>(job.spec.max_runtime_ms) / 3'600'000.0;
+    // Under a hard-capped budget, admission weighs the priciest node the job may use.
+    if (auto left = budget_left_.find(job.spec.tenant); left != budget_left_.end()) {
+      BudgetScratch scratch;
+      double worst = worst_case_usd(job, scratch);
+      out["worst_case_usd"] = worst;
+      out["budget_left_usd"] = std::max(0.0, left->second);
+      if (worst > left->second + 1e-9) {
+        out["would_run"] = false;
+        out["reason"] = budget_admission_reason(job, worst, left->second);
+      }
+    }
+  }
+  if (auto held = budget_held_.find(job.spec.tenant); held != budget_held_.end()) {
+    out["would_run"] = false;
+    out["reason"] = held->second;
+  }
+  return out;
 }
 
 json Server::job_cost_json(const Job& job) const {

@@ -45,7 +45,7 @@ net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principa
   auto request = sched::JobRequest::from_spec(job.id, job.spec, now, *priority);
   if (auto st = sched::check_satisfiable(request, node_builds()); !st.ok())
     return error_response(st.error());
-  if (req.query.count("dry_run")) return json_response(200, dry_run(request));
+  if (req.query.count("dry_run")) return json_response(200, dry_run(job, request));
   job.pending_reason =
       nodes_.empty() ? "waiting for a node to register" : "waiting to be scheduled";
   if (auto held = budget_held_.find(job.spec.tenant); held != budget_held_.end())

@@ -86,6 +86,14 @@ TEST(DevBudget, AJobWhoseWorstCaseIsMoreThanWhatIsLeftWaitsAndAShorterOneRuns) {
   EXPECT_EQ(reason.rfind("budget: its worst case, $16.67 (10m at most), is more than the $", 0), 0u)
       << reason;
   EXPECT_NE(reason.find(" of the tenant's $10.00 this month"), std::string::npos) << reason;
+  // A dry run says the same before anything is submitted.
+  auto dry = cluster.cli({"run", "--dry-run", "--tenant", "vision", "--gpus", "1", "--max-runtime",
+                          "10m", "--", "true"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("over its max_runtime: $16.67 here"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("its worst case is $16.67"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("would wait: budget: its worst case, $16.67"), std::string::npos)
+      << dry.out;
   // 3 minutes may cost $5: it runs, and the long job still waits.
   std::string short_job =
       cluster.submit({"--tenant", "vision", "--gpus", "1", "--max-runtime", "3m", "--", "true"});
