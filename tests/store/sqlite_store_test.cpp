@@ -328,7 +328,7 @@ TEST(SqliteStore, ReopeningTheFileKeepsEverything) {
     EXPECT_EQ(store->load_tokens()->at(0).role, "admin");
     EXPECT_EQ(store->audit_for("abcd", 10)->size(), 1u);
   }
-  EXPECT_EQ(user_version(path), 3);
+  EXPECT_EQ(user_version(path), 4);
 }
 
 TEST(SqliteStore, ABatchIsAllOrNothing) {
