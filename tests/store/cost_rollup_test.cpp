@@ -236,7 +236,8 @@ TEST(CostRollup, AWindowCuttingAttemptsAcrossMidnightProratesThem) {
   ASSERT_EQ(lines->size(), 2u);
   EXPECT_NEAR(lines->at(0).cost_usd, 28, 1e-9);
   EXPECT_NEAR(lines->at(1).cost_usd, 4, 1e-9);
-  expect_random_reports(*store, ledger, *std::make_unique<std::mt19937_64>(5), 100);
+  std::mt19937_64 rng(5);
+  expect_random_reports(*store, ledger, rng, 100);
 }
 
 TEST(CostRollup, AMemberFilterNeverReadsAnotherTenantsRollups) {

@@ -55,8 +55,9 @@ void bind_tenants(Statement& st, const CostQuery& q, int first) {
 }
 
 // Ledger rows of the window (and `extra`, an SQL condition on them), summed by the query's key
-// with the part of each inside the window.
-Status add_ledger_rows(sqlite3* db, const CostQuery& q, const std::string& extra, Report& out) {
+// with the part of each inside the window; through `index` when not "".
+Status add_ledger_rows(sqlite3* db, const CostQuery& q, const std::string& extra, Report& out,
+                       const char* index = "") {
   // The part of each attempt inside [since, until): ?1 = since, ?2 = until.
   const char* overlap = q.since > 0 || q.until > 0 ? "(MIN(ended_at, ?2) - MAX(started_at, ?1))"
                                                    : "(ended_at - started_at)";
@@ -73,8 +74,7 @@ Status add_ledger_rows(sqlite3* db, const CostQuery& q, const std::string& extra
       "SUM(usd_per_hour * idle_released_ms) / 3600000.0 "
       "FROM ledger{3} WHERE {2} GROUP BY 1",
       ledger_group_expression(q.group_by), overlap, where,
-      extra.find("started_at > ended_at") != std::string::npos ? " INDEXED BY ledger_irregular"
-                                                               : "");
+      *index ? fmt::format(" INDEXED BY {}", index) : std::string());
   Statement st(db, sql.c_str());
   if (!st.ok()) return sqlite_error(db, "prepare cost report over the ledger");
   st.bind(1, q.since);
@@ -168,7 +168,7 @@ void extend(DayRanges& ranges, int64_t day, bool& open) {
 
 Status read_report(sqlite3* db, const CostQuery& q, Report& out) {
   // Attempts that end before they start are never rolled up.
-  GPUCLOUD_TRY(add_ledger_rows(db, q, "started_at > ended_at", out));
+  GPUCLOUD_TRY(add_ledger_rows(db, q, "started_at > ended_at", out, "ledger_irregular"));
   Statement days(db, "SELECT day, attempts, min_started_at FROM cost_days ORDER BY day");
   if (!days.ok()) return sqlite_error(db, "prepare cost_days read");
   DayRanges whole, raw, not_whole;
