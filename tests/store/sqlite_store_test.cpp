@@ -328,7 +328,7 @@ TEST(SqliteStore, ReopeningTheFileKeepsEverything) {
     EXPECT_EQ(store->load_tokens()->at(0).role, "admin");
     EXPECT_EQ(store->audit_for("abcd", 10)->size(), 1u);
   }
-  EXPECT_EQ(user_version(path), 3);
+  EXPECT_EQ(user_version(path), 4);
 }
 
 TEST(SqliteStore, ABatchIsAllOrNothing) {
@@ -425,7 +425,8 @@ TEST(SqliteStoreLedger, SumsByTenantWithinTheWindow) {
   EXPECT_NEAR(all->at(0).on_demand_usd, 6 + 4, 1e-9);
   EXPECT_NEAR(all->at(0).gpu_hours, 4 + 2, 1e-9);
   // Only the second hour: j1 half its cost, j2 all of it, j3 nothing.
-  auto late = store->cost_report({.group_by = "tenant", .since = t0 + hour, .until = t0 + 2 * hour});
+  auto late =
+      store->cost_report({.group_by = "tenant", .since = t0 + hour, .until = t0 + 2 * hour});
   ASSERT_TRUE(late.ok());
   ASSERT_EQ(late->size(), 1u);
   EXPECT_NEAR(late->at(0).cost_usd, 3 + 1, 1e-9);

@@ -10,12 +10,13 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "model/json_fields.h"
 #include "model/node_json.h"
 #include "store/sqlite/audit_log.h"
+#include "store/sqlite/cost_rollup.h"
+#include "store/sqlite/statement.h"
 #include "store/state_store.h"
 
 namespace gpucloud::store {
@@ -75,50 +76,10 @@ const char* const kMigrations[] = {
     CREATE INDEX ledger_tenant ON ledger(tenant, ended_at);
     CREATE INDEX ledger_job ON ledger(job_id);
     )sql",
+    sqlite::kCostRollupMigration,
 };
 
-// The SQL expression grouping ledger rows for each CostQuery::group_by. The unary + keeps
-// SQLite from walking a whole index in key order to group (ledger_job for by=job), which reads
-// every row where the end-time index reads only the window's.
-const char* group_expression(const std::string& by) {
-  if (by == "job") return "+job_id";
-  if (by == "node") return "+node";
-  if (by == "gpu-model") return "+gpu_model";
-  if (by == "day") return "strftime('%Y-%m-%d', ended_at / 1000, 'unixepoch')";
-  if (by == "tenant") return "+tenant";
-  return nullptr;
-}
-
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) {
-    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  bool ok() const { return rc_ == SQLITE_OK; }
-  void bind(int i, const std::string& s) {
-    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-  }
-  void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  int step() { return sqlite3_step(stmt_); }
-  void reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  std::string text(int col) {
-    auto p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
-    return p ? std::string(p, sqlite3_column_bytes(stmt_, col)) : std::string();
-  }
-  int64_t integer(int col) { return sqlite3_column_int64(stmt_, col); }
-  double real(int col) { return sqlite3_column_double(stmt_, col); }
-  void bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_ = SQLITE_ERROR;
-};
+using sqlite::Statement;
 
 json node_to_doc(const NodeRecord& n) {
   return {{"id", n.id},
@@ -262,56 +223,7 @@ class SqliteStore final : public StateStore {
   }
 
   Result<std::vector<CostLine>> cost_report(const CostQuery& q) override {
-    const char* key = group_expression(q.group_by);
-    if (!key)
-      return invalid(
-          fmt::format("by: '{}' is not tenant, job, node, gpu-model or day", q.group_by));
-    // The part of each attempt inside [since, until): ?1 = since, ?2 = until.
-    const char* overlap = q.since > 0 || q.until > 0 ? "(MIN(ended_at, ?2) - MAX(started_at, ?1))"
-                                                     : "(ended_at - started_at)";
-    // Without a window every row counts: a plain table scan then, never the end-time index
-    // walked in full with a lookup per row.
-    std::string where = "started_at > 0";
-    if (q.since > 0) where += " AND ended_at > ?1";
-    if (q.until > 0) where += " AND started_at < ?2";
-    std::vector<std::string> texts;
-    if (!q.job_id.empty()) {
-      texts.push_back(q.job_id);
-      where += fmt::format(" AND job_id = ?{}", texts.size() + 2);
-    }
-    if (!q.tenants.empty()) {
-      std::string in;
-      for (const auto& t : q.tenants) {
-        texts.push_back(t);
-        in += fmt::format("{}?{}", in.empty() ? "" : ",", texts.size() + 2);
-      }
-      where += " AND tenant IN (" + in + ")";
-    }
-    std::string sql = fmt::format(
-        "SELECT {0}, COUNT(*), SUM(gpu_milli * {1}) / 3600000000.0, "
-        "SUM(usd_per_hour * {1}) / 3600000.0, SUM(on_demand_usd_per_hour * {1}) / 3600000.0, "
-        "SUM(gpu_milli * idle_released_ms) / 3600000000.0, "
-        "SUM(usd_per_hour * idle_released_ms) / 3600000.0 "
-        "FROM ledger WHERE {2} GROUP BY 1 ORDER BY 1",
-        key, overlap, where);
-    Statement st(db_, sql.c_str());
-    if (!st.ok()) return error("prepare cost_report");
-    st.bind(1, q.since);
-    st.bind(2, q.until > 0 ? q.until : std::numeric_limits<int64_t>::max());
-    for (size_t i = 0; i < texts.size(); ++i) st.bind(static_cast<int>(i + 3), texts[i]);
-    std::vector<CostLine> out;
-    while (st.step() == SQLITE_ROW) {
-      CostLine line;
-      line.key = st.text(0);
-      line.attempts = st.integer(1);
-      line.gpu_hours = st.real(2);
-      line.cost_usd = st.real(3);
-      line.on_demand_usd = st.real(4);
-      line.idle_released_gpu_hours = st.real(5);
-      line.idle_released_usd = st.real(6);
-      out.push_back(std::move(line));
-    }
-    return out;
+    return sqlite::read_cost_report(db_, q);
   }
 
   Result<std::vector<AuditEntry>> audit_for(const std::string& object, int limit) override {
@@ -460,7 +372,7 @@ class SqliteStore final : public StateStore {
       if (st.step() != SQLITE_DONE) return error("append ledger row of job " + e.job_id);
       st.reset();
     }
-    return {};
+    return sqlite::add_to_cost_rollups(db_, entries);
   }
 
   Result<std::vector<Job>> query_jobs(const char* sql, const std::vector<std::string>& args) {
