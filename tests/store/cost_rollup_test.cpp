@@ -255,8 +255,12 @@ TEST(CostRollup, AMemberFilterNeverReadsAnotherTenantsRollups) {
         ASSERT_TRUE(lines.ok()) << lines.error().message;
         ASSERT_FALSE(lines->empty());
         for (const auto& l : *lines) {
-          if (q.group_by == "tenant") EXPECT_EQ(l.key, "tenant-1");
-          if (q.group_by == "job") EXPECT_EQ(l.key.rfind("tenant-1-", 0), 0u) << l.key;
+          if (q.group_by == "tenant") {
+            EXPECT_EQ(l.key, "tenant-1");
+          }
+          if (q.group_by == "job") {
+            EXPECT_EQ(l.key.rfind("tenant-1-", 0), 0u) << l.key;
+          }
         }
         expect_report(*store, ledger, q);
       }
