@@ -363,6 +363,17 @@ void Server::handle(net::HttpRequest&& req, net::Responder respond) {
   auto who = auth_.authenticate(req.header("authorization"), clock_.now_ms());
   if (!who) return respond(unauthenticated(req));
   request_ = RequestContext{who->name, who->role, req.remote_address};
+  // A change refused (a bad body, another tenant's job, a node credential where it may not go)
+  // is audited too: who tried what, and why it was refused.
+  if (req.method != "GET" && req.method != "HEAD")
+    respond = [this, respond = std::move(respond), ctx = *request_,
+               what = req.method + " " + api_route_template(req.path)](net::HttpResponse r) {
+      if (r.status >= 400 && r.status < 500)
+        loop_.post([this, ctx, what, status = r.status, body = r.body] {
+          audit_refusal(ctx, what, status, body);
+        });
+      respond(std::move(r));
+    };
   struct Clear {
     std::optional<RequestContext>& r;
     ~Clear() { r.reset(); }

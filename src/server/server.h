@@ -206,6 +206,16 @@ class Server {
     std::string actor, role, source;
   };
   std::optional<RequestContext> request_;
+  /// Appends `request.refused` for a change request answered with a 4xx (`what`: method and
+  /// route template; `body`: the JSON error), at most kRefusalsAuditedPerMinute per token.
+  void audit_refusal(const RequestContext& ctx, const std::string& what, int status,
+                     const std::string& body);
+  struct RefusalWindow {
+    TimeMs started = 0;
+    int written = 0;
+    int dropped = 0;
+  };
+  std::map<std::string, RefusalWindow> refusals_;  // token name -> this minute's refusals
   mutable bool audit_written_ = false;
 
   // Budgets (server_budget.cpp)

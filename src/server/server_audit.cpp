@@ -63,6 +63,39 @@ void Server::complete_audit(store::WriteBatch& batch) const {
   if (!batch.audit.empty()) audit_written_ = true;
 }
 
+// A client that sends bad requests in a loop must not fill the log: the first ones each minute
+// are kept, the rest counted in the server's log.
+constexpr int kRefusalsAuditedPerMinute = 30;
+
+void Server::audit_refusal(const RequestContext& ctx, const std::string& what, int status,
+                           const std::string& body) {
+  TimeMs now = clock_.now_ms();
+  RefusalWindow& window = refusals_[ctx.actor];
+  if (now - window.started >= 60'000) {
+    if (window.dropped > 0)
+      spdlog::warn("audit: {} more refused requests of {} in the minute from {} were not written",
+                   window.dropped, ctx.actor, format_time_iso(window.started));
+    window = {now, 0, 0};
+  }
+  if (++window.written > kRefusalsAuditedPerMinute) {
+    ++window.dropped;
+    return;
+  }
+  std::string message;
+  json parsed = json::parse(body, nullptr, false);
+  if (parsed.is_object() && parsed.contains("error") && parsed["error"].is_object())
+    message = parsed["error"].value("message", "");
+  if (message.size() > 300) message = message.substr(0, 297) + "...";
+  store::AuditEntry e{now, ctx.actor, "request.refused", what.substr(0, 128), message};
+  e.role = ctx.role;
+  e.source = ctx.source;
+  e.outcome = fmt::format("refused ({})", status);
+  store::WriteBatch batch;
+  batch.audit.push_back(std::move(e));
+  if (auto st = commit(batch); !st.ok())
+    spdlog::warn("audit: cannot write a refused request: {}", st.error().message);
+}
+
 void Server::record_audit_head() {
   if (!audit_written_) return;
   audit_written_ = false;

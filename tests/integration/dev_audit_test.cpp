@@ -89,6 +89,37 @@ TEST_F(DevAudit, RequestsAndDecisionsAreRecordedAndAMemberSeesOnlyItsTenants) {
   EXPECT_EQ(since.exit_code, 2);
 }
 
+TEST_F(DevAudit, RefusedChangesAreRecordedWithWhyAndAFloodIsCapped) {
+  std::string other = cluster_->submit({"--tenant", "nlp", "--gpus", "1", "--", "sleep", "30"});
+  auto denied = as(kAlice, {"run", "--tenant", "nlp", "--gpus", "1", "--", "true"});
+  ASSERT_NE(denied.exit_code, 0);
+  auto hidden = as(kAlice, {"cancel", other});
+  ASSERT_NE(hidden.exit_code, 0);
+
+  auto refused = [&] {
+    return entries(cluster_->cli({"audit", "--action", "request.refused", "--json"}));
+  };
+  json seen;
+  ASSERT_TRUE(wait_until([&] { return (seen = refused()).size() >= 2; }, std::chrono::seconds(5)))
+      << seen.dump(2);
+  json submit = seen[1];  // newest first
+  EXPECT_EQ(submit["actor"], "alice");
+  EXPECT_EQ(submit["role"], "member");
+  EXPECT_EQ(submit["source"], "127.0.0.1");
+  EXPECT_EQ(submit["object"], "POST /v1/jobs");
+  EXPECT_EQ(submit["outcome"], "refused (403)");
+  EXPECT_NE(submit["detail"].get<std::string>().find("nlp"), std::string::npos) << submit.dump();
+  EXPECT_EQ(seen[0]["outcome"], "refused (404)") << seen[0].dump();
+  // alice does not see them (they belong to no tenant); nor does she see the other job's id.
+  EXPECT_TRUE(entries(as(kAlice, {"audit", "--action", "request.*", "--json"})).empty());
+
+  // A loop of bad requests does not fill the log: 30 a minute per token are kept.
+  for (int i = 0; i < 40; ++i) as(kAlice, {"cancel", "no-such-job"});
+  ASSERT_TRUE(wait_until([&] { return refused().size() >= 30; }, std::chrono::seconds(5)));
+  EXPECT_EQ(refused().size(), 30u);
+  EXPECT_EQ(cluster_->cli({"audit", "verify"}).exit_code, 0);
+}
+
 TEST_F(DevAudit, VerifyPassesOnTheLogAndNamesAnEntryEditedInTheDatabase) {
   std::string job = cluster_->submit({"--tenant", "vision", "--gpus", "1", "--", "true"});
   cluster_->wait_done(job);
