@@ -57,7 +57,8 @@ bool parse_hms(const std::string& s, size_t& i, int64_t& out) {
       ++i;
     }
     size_t start = i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9' && i - start < 3) parts[p] = parts[p] * 10 + (s[i++] - '0');
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9' && i - start < 3)
+      parts[p] = parts[p] * 10 + (s[i++] - '0');
     if (i == start) return false;
   }
   out = sign * (parts[0] * 3600 + parts[1] * 60 + parts[2]);
@@ -81,12 +82,9 @@ int64_t change_instant(int year, int month, int week, int weekday, int64_t time_
                        int64_t offset_before) {
   using namespace std::chrono;
   year_month ym{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)}};
-  sys_days day;
-  if (week >= 5)
-    day = sys_days{year_month_weekday_last{ym, weekday_last{std::chrono::weekday{static_cast<unsigned>(weekday)}}}};
-  else
-    day = sys_days{year_month_weekday{
-        ym, weekday_indexed{std::chrono::weekday{static_cast<unsigned>(weekday)}, static_cast<unsigned>(week)}}};
+  std::chrono::weekday wd{static_cast<unsigned>(weekday)};
+  sys_days day = week >= 5 ? sys_days{ym / weekday_last{wd}}
+                           : sys_days{ym / weekday_indexed{wd, static_cast<unsigned>(week)}};
   return day.time_since_epoch().count() * 86400 + time_s - offset_before;
 }
 
@@ -119,7 +117,8 @@ bool TimeZone::parse_rule(const std::string& s, Rule& rule) {
         ++i;
       }
       size_t start = i;
-      while (i < s.size() && s[i] >= '0' && s[i] <= '9' && i - start < 2) fields[f] = fields[f] * 10 + (s[i++] - '0');
+      while (i < s.size() && s[i] >= '0' && s[i] <= '9' && i - start < 2)
+        fields[f] = fields[f] * 10 + (s[i++] - '0');
       if (i == start) return false;
     }
     c.month = fields[0], c.week = fields[1], c.weekday = fields[2];
@@ -154,9 +153,9 @@ int64_t TimeZone::rule_offset(int64_t utc_s) const {
                                         rule_.end.weekday, rule_.end.time_s, rule_.dst_offset);
       if (utc_s >= start && utc_s < next_end) return rule_.dst_offset;
       if (year == y - 1 && utc_s < end) {
-        int64_t prev_start = change_instant(year - 1, rule_.start.month, rule_.start.week,
-                                            rule_.start.weekday, rule_.start.time_s,
-                                            rule_.std_offset);
+        int64_t prev_start =
+            change_instant(year - 1, rule_.start.month, rule_.start.week, rule_.start.weekday,
+                           rule_.start.time_s, rule_.std_offset);
         if (utc_s >= prev_start) return rule_.dst_offset;
       }
     }
@@ -176,7 +175,8 @@ int64_t TimeZone::to_utc_s(int64_t local_s) const {
   // Any valid offset o has offset_s(local - o) == o with |o| <= 26 h, so it is the offset
   // either before or after the (at most one) change within a day of the local time.
   int64_t before = offset_s(local_s - kMaxOffsetS), after = offset_s(local_s + kMaxOffsetS);
-  int64_t first = std::max(before, after), second = std::min(before, after);  // earlier instant first
+  int64_t first = std::max(before, after),
+          second = std::min(before, after);  // earlier instant first
   if (offset_s(local_s - first) == first) return local_s - first;
   if (offset_s(local_s - second) == second) return local_s - second;
   return local_s - before;  // skipped by the change: read in the offset before it
@@ -185,7 +185,8 @@ int64_t TimeZone::to_utc_s(int64_t local_s) const {
 Result<std::shared_ptr<const TimeZone>> TimeZone::parse(const std::string& name,
                                                         const std::string& bytes) {
   auto bad = [&](const std::string& why) {
-    return invalid(fmt::format("time zone '{}': its database file is not valid TZif ({})", name, why));
+    return invalid(
+        fmt::format("time zone '{}': its database file is not valid TZif ({})", name, why));
   };
   if (bytes.size() > kMaxTzifBytes) return bad("larger than 1 MiB");
   Reader r{bytes};

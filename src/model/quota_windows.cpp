@@ -30,7 +30,8 @@ int parse_days(const std::string& text) {
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     size_t dash = item.find('-');
     int first = day_index(item.substr(0, dash));
     int last = dash == std::string::npos ? first : day_index(item.substr(dash + 1));
@@ -57,14 +58,18 @@ int parse_time(const json& v, bool allow_24) {
   return h * 60 + m;
 }
 
-std::string hhmm(int minutes) { return fmt::format("{:02}:{:02}", minutes / 60, minutes % 60); }
+std::string hhmm(int minutes) {
+  return fmt::format("{:02}:{:02}", minutes / 60, minutes % 60);
+}
 
 // The local day number (days since 1970-01-01) of the instant, and its weekday (0 = Monday).
 int64_t local_day(const TimeZone& zone, int64_t utc_s) {
   int64_t local = utc_s + zone.offset_s(utc_s);
   return local >= 0 ? local / 86400 : (local - 86399) / 86400;
 }
-int weekday_of_day(int64_t day) { return static_cast<int>(((day + 3) % 7 + 7) % 7); }  // 1970-01-01: thu
+int weekday_of_day(int64_t day) {
+  return static_cast<int>(((day + 3) % 7 + 7) % 7);
+}  // 1970-01-01: thu
 
 // Calls f(start_ms, end_ms) for each occurrence of the window that starts on a local day
 // within [first_day, last_day].
@@ -97,9 +102,10 @@ Result<std::vector<QuotaWindow>> quota_windows_from_json(const json& j, const st
       return st.error();
     for (const char* field : {"days", "from", "to", "zone", "quota"})
       if (!w.contains(field))
-        return invalid(fmt::format("{}: '{}' is missing; a window needs days, from, to, zone and "
-                                   "quota",
-                                   at, field));
+        return invalid(
+            fmt::format("{}: '{}' is missing; a window needs days, from, to, zone and "
+                        "quota",
+                        at, field));
     QuotaWindow qw;
     const json& days = w["days"];
     int mask = days.is_string() && days.get<std::string>().size() <= 64
@@ -120,13 +126,13 @@ Result<std::vector<QuotaWindow>> quota_windows_from_json(const json& j, const st
       return invalid(fmt::format("{}.to: {} is not a time like \"20:00\" (00:00..24:00)", at,
                                  json_excerpt(w["to"])));
     if (qw.to_min % 1440 == qw.from_min && qw.to_min != 1440)
-      return invalid(fmt::format(
-          "{}: from and to are both {}; a window needs a length (for all day, use from "
-          "\"00:00\" to \"24:00\")",
-          at, hhmm(qw.from_min)));
+      return invalid(
+          fmt::format("{}: from and to are both {}; a window needs a length (for all day, use from "
+                      "\"00:00\" to \"24:00\")",
+                      at, hhmm(qw.from_min)));
     if (!w["zone"].is_string())
-      return invalid(fmt::format("{}.zone: expected an IANA time zone name such as Europe/Berlin",
-                                 at));
+      return invalid(
+          fmt::format("{}.zone: expected an IANA time zone name such as Europe/Berlin", at));
     auto zone = TimeZone::load(w["zone"].get<std::string>());
     if (!zone) return invalid(fmt::format("{}.zone: {}", at, zone.error().message));
     qw.zone = *zone;
@@ -136,8 +142,8 @@ Result<std::vector<QuotaWindow>> quota_windows_from_json(const json& j, const st
           qw.zone->name(), out[0].zone->name()));
     const json& quota = w["quota"];
     if (!quota.is_object() || quota.empty() || quota.size() > 64)
-      return invalid(fmt::format(
-          "{}.quota: expected a mapping of GPU model to count, e.g. {{A100: 48}}", at));
+      return invalid(
+          fmt::format("{}.quota: expected a mapping of GPU model to count, e.g. {{A100: 48}}", at));
     for (const auto& [model, count] : quota.items()) {
       if (!count.is_number_integer() || count.get<int64_t>() < 0 ||
           count.get<int64_t>() > 1'000'000)
@@ -157,8 +163,8 @@ Result<std::vector<QuotaWindow>> quota_windows_from_json(const json& j, const st
         int8_t& o = owner[m % kWeekMin];
         if (o >= 0)
           return invalid(fmt::format(
-              "{}[{}]: overlaps window {} on {} at {}; windows of a tenant must not overlap",
-              where, i, o, kDays[(m % kWeekMin) / 1440], hhmm(m % 1440)));
+              "{}[{}]: overlaps window {} on {} at {}; windows of a tenant must not overlap", where,
+              i, o, kDays[(m % kWeekMin) / 1440], hhmm(m % 1440)));
         o = static_cast<int8_t>(i);
       }
     }
@@ -169,9 +175,8 @@ int active_quota_window(const std::vector<QuotaWindow>& windows, TimeMs now_ms) 
   for (size_t i = 0; i < windows.size(); ++i) {
     int64_t today = local_day(*windows[i].zone, now_ms / 1000);
     bool active = false;
-    occurrences(windows[i], today - 2, today + 1, [&](TimeMs start, TimeMs end) {
-      active |= start <= now_ms && now_ms < end;
-    });
+    occurrences(windows[i], today - 2, today + 1,
+                [&](TimeMs start, TimeMs end) { active |= start <= now_ms && now_ms < end; });
     if (active) return static_cast<int>(i);
   }
   return -1;

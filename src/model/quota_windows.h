@@ -21,13 +21,15 @@ namespace gpucloud {
 /// One weekly window: it starts on each of its days at `from_min` (local time of its zone) and
 /// lasts until `to_min`, the next day when `to_min` is not after `from_min` (20:00-08:00).
 struct QuotaWindow {
-  uint8_t days = 0;   // bit 0 = Monday ... bit 6 = Sunday: the days it starts on
-  int from_min = 0;   // minutes after local midnight, 0..1439
-  int to_min = 0;     // 0..1440 (24:00)
+  uint8_t days = 0;  // bit 0 = Monday ... bit 6 = Sunday: the days it starts on
+  int from_min = 0;  // minutes after local midnight, 0..1439
+  int to_min = 0;    // 0..1440 (24:00)
   std::shared_ptr<const TimeZone> zone;
   std::map<std::string, int> quota;  // GPUs per model while it is in force (other models: the
                                      // tenant's plain quota)
-  int length_min() const { return to_min > from_min ? to_min - from_min : to_min + 1440 - from_min; }
+  int length_min() const {
+    return to_min > from_min ? to_min - from_min : to_min + 1440 - from_min;
+  }
 };
 
 /// Limits on `quota_windows`.

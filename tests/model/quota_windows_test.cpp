@@ -36,7 +36,8 @@ std::string error_of(const std::string& yaml) {
 }
 
 TEST(QuotaWindows, BadWindowsAreRefusedNamingTenantWindowAndField) {
-  const std::string ok = "{days: mon-fri, from: \"08:00\", to: \"20:00\", zone: UTC, quota: {A100: 8}}";
+  const std::string ok =
+      "{days: mon-fri, from: \"08:00\", to: \"20:00\", zone: UTC, quota: {A100: 8}}";
   struct Case {
     std::string second_window, expect;
   };
@@ -80,7 +81,8 @@ TEST(QuotaWindows, WindowsCrossingMidnightOverlapTheNextDay) {
 
 TEST(QuotaWindows, NextChangeAcrossMidnightAndTheWeekend) {
   // Nights on weekdays: starts mon..fri at 20:00 and ends at 08:00 the next morning.
-  auto w = windows("[{days: mon-fri, from: \"20:00\", to: \"08:00\", zone: UTC, quota: {A100: 48}}]");
+  auto w =
+      windows("[{days: mon-fri, from: \"20:00\", to: \"08:00\", zone: UTC, quota: {A100: 48}}]");
   ASSERT_EQ(w.size(), 1u);
   // Friday 2026-03-27 21:00: in the window, which ends Saturday 08:00.
   EXPECT_EQ(active_quota_window(w, utc_ms(2026y / 3 / 27, 21)), 0);
