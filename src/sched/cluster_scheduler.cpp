@@ -645,7 +645,7 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   if (tenants_changed_) {
     tenants_changed_ = false;
     rederive_borrowed();
-    reclaim_over_limit(plan);
+    if (settings_.preemption) reclaim_over_limit(plan);
   }
   // Preemptors first: the nodes held for them are theirs, and once their victims are gone
   // they start on them at once (instead of every job before them in the queue walking over

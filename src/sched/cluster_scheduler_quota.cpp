@@ -52,6 +52,15 @@ void ClusterScheduler::rederive_borrowed() {
       index_running(*r, false);
       r->borrowed = borrowed;
       index_running(*r, true);
+      // A new possible victim for lenders (or no longer one): its nodes wake the jobs that
+      // may reclaim it, in this pass and the next.
+      wake_victims_.push_back({r->req.priority, r->seq});
+      new_running_.push_back({r->req.priority, r->seq});
+      for (const auto& [slot, rp] : r->replicas) {
+        log_victim_change(slot);
+        ++slot_version_[slot];
+        mark_source_dirty(slot);
+      }
     }
   }
 }
