@@ -87,12 +87,14 @@ void Server::apply_tenants() {
     s.name = t.name;
     s.weight = t.weight;
     s.cohort = t.cohort;
-    s.has_quota = !t.quota.empty() || !t.borrowing_limit.empty();
-    s.quota = t.quota;
+    s.has_quota = !t.quota.empty() || !t.borrowing_limit.empty() || !t.quota_windows.empty();
+    s.quota = quota_at(t.quota, t.quota_windows, clock_.now_ms());
     s.borrowing_limit = t.borrowing_limit;
+    quota_in_force_[t.name] = s.quota;
     specs.push_back(std::move(s));
   }
   scheduler_->set_tenants(specs);
+  arm_quota_window_timer();
 }
 
 void Server::node_changed(const std::string& node_id) {
