@@ -284,6 +284,7 @@ class Server {
   nlohmann::json quota_window_json(const TenantConfig& tenant) const;
   std::optional<TimeMs> quota_change_at_;  // the next window change of any tenant
   uint64_t quota_timer_ = 0;
+  bool quotas_changed_ = false;  // the next pass runs even without pending jobs
   std::map<std::string, std::map<std::string, int>> quota_in_force_;  // as last applied
   /// The job's priority value under the current priority classes (normal's if unknown).
   int priority_of(const Job& job) const;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <unordered_map>
+#include <utility>
 
 #include "common/units.h"
 #include "cost/pricing.h"
@@ -94,6 +95,7 @@ void Server::apply_tenants() {
     specs.push_back(std::move(s));
   }
   scheduler_->set_tenants(specs);
+  quotas_changed_ = true;
   arm_quota_window_timer();
 }
 
@@ -205,11 +207,15 @@ void Server::run_scheduler() {
   // nodes, started and ended jobs) at the next pass that has one. Polls and registrations of
   // an idle cluster thus cost no pass. The scheduler knows every pending job but those changed
   // since the last sync (a deep queue is not walked here on every event).
-  if (!sched_full_sync_ && sched_dirty_jobs_.empty() && scheduler_->pending_count() == 0) return;
+  // After a quota change a pass runs even so: it reclaims use above the new quotas.
+  bool quotas_changed = std::exchange(quotas_changed_, false);
+  if (!quotas_changed && !sched_full_sync_ && sched_dirty_jobs_.empty() &&
+      scheduler_->pending_count() == 0)
+    return;
   auto pass_started = std::chrono::steady_clock::now();
   sync_scheduler();
   size_t pending = scheduler_->pending_count();
-  if (pending == 0) return;
+  if (pending == 0 && !quotas_changed) return;
   sched::Plan plan = scheduler_->schedule(clock_.now_ms());
   sched::record_placements(plan, scheduler_known_);
   store::WriteBatch batch;
