@@ -2,6 +2,7 @@
 // time, applies the smaller quota and reclaims exactly the excess GPUs, lowest priority first;
 // jobs that fit stay. The window is chosen from the wall clock (UTC) to end within ~25-85 s.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <ctime>
 #include <fstream>
@@ -81,6 +82,24 @@ TEST(DevQuotaWindows, AWindowEndingReclaimsTheExcessLowestPriorityFirst) {
       EXPECT_EQ(t["quota"]["A100"], 2);
       EXPECT_TRUE(t["quota_window"].is_null());
     }
+  // A reload with a bad window is refused, naming it; the quota in force stays.
+  std::ofstream(config) << "tenants:\n"
+                           "  - name: inference\n"
+                           "    quota: {A100: 2}\n"
+                           "    quota_windows:\n"
+                           "      - {days: daily, from: \"08:00\", to: \"08:00\", zone: UTC, "
+                           "quota: {A100: 4}}\n";
+  kill(cluster.pid(), SIGHUP);
+  EXPECT_TRUE(wait_until([&] {
+    std::ifstream log(cluster.work_dir() + "/dev.log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    return text.find("config not reloaded") != std::string::npos &&
+           text.find("tenants[0] (inference).quota_windows[0]: from and to are both 08:00") !=
+               std::string::npos;
+  }));
+  tenants = json::parse(cluster.cli({"tenants", "--json"}).out);
+  for (const auto& t : tenants)
+    if (t["name"] == "inference") EXPECT_EQ(t["quota_windows"].size(), 1u) << t.dump();
   for (const auto& id : ids) cluster.cli({"cancel", id});
 }
 
