@@ -468,6 +468,12 @@ int run_cli(int argc, char** argv) {
                          "interruptions per hour of each node labelled capacity-class=spot "
                          "(Poisson, from --seed); its jobs resume elsewhere from their checkpoints "
                          "(default 0: none)");
+  replay_cmd->add_option("--tenants-config", replay.tenants_config,
+                         "a server config file (docs/config.md): its tenants' quotas, borrowing "
+                         "limits and quota windows apply to the replay");
+  replay_cmd->add_option("--start", replay.start,
+                         "the UTC time trace time 0 stands for, e.g. 2026-03-02T07:00Z (quota "
+                         "windows are read in it; default 1970-01-01, a Thursday)");
   replay_cmd->add_option("--spot-downtime", replay.spot_downtime,
                          "how long a taken spot node is away before its replacement joins "
                          "(default 10m)");

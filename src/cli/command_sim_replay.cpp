@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -11,6 +13,7 @@
 #include "cli/interrupt_guard.h"
 #include "cli/replay_progress.h"
 #include "common/units.h"
+#include "server/config.h"
 #include "sim/replay.h"
 #include "sim/replay_report.h"
 
@@ -24,6 +27,29 @@ Result<int64_t> duration_flag(const char* flag, const std::string& text, int64_t
   auto ms = parse_duration_ms(text);
   if (!ms.ok()) return invalid(fmt::format("{}: {}", flag, ms.error().message));
   return *ms;
+}
+
+/// --start: "2026-03-02" or "2026-03-02T07:00[:00]Z" (UTC) in ms since the epoch.
+Result<int64_t> start_flag(const std::string& text) {
+  if (text.empty()) return int64_t{0};
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, n = 0;
+  bool ok = false;
+  if (text.size() == 10)
+    ok = std::sscanf(text.c_str(), "%4d-%2d-%2d%n", &y, &mo, &d, &n) == 3 && n == 10;
+  else if (text.size() == 17 || text.size() == 20)
+    ok = (text.size() == 17
+              ? std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2dZ%n", &y, &mo, &d, &h, &mi, &n) == 5
+              : std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &y, &mo, &d, &h, &mi, &sec,
+                            &n) == 6) &&
+         n == static_cast<int>(text.size());
+  std::chrono::year_month_day day{std::chrono::year{y},
+                                  std::chrono::month{static_cast<unsigned>(mo)},
+                                  std::chrono::day{static_cast<unsigned>(d)}};
+  if (!ok || !day.ok() || y < 1970 || y > 9999 || h > 23 || mi > 59 || sec > 59)
+    return invalid(fmt::format(
+        "--start: '{}' is not a UTC time like 2026-03-02T07:00Z or a date like 2026-03-02", text));
+  int64_t days = std::chrono::sys_days{day}.time_since_epoch().count();
+  return ((days * 24 + h) * 60 + mi) * 60'000 + sec * 1000;
 }
 
 }  // namespace
@@ -73,6 +99,27 @@ int cmd_sim_replay(const SimReplayOptions& o) {
     if (Status s = catalog->check_covers(cluster->models()); !s.ok())
       return fail(s.error().message);
     prices = std::make_unique<sim::PriceCatalog>(std::move(*catalog));
+  }
+  auto start = start_flag(o.start);
+  if (!start) {
+    fail(start.error().message);
+    return kExitUsage;
+  }
+  options.epoch_ms = *start;
+  if (!o.tenants_config.empty()) {
+    auto config = server::load_server_config(o.tenants_config);
+    if (!config) return fail(config.error().message);
+    for (const auto& t : config->tenants) {
+      sim::ReplayTenant tenant;
+      tenant.spec.name = t.name;
+      tenant.spec.weight = t.weight;
+      tenant.spec.cohort = t.cohort;
+      tenant.spec.has_quota = !t.quota.empty() || !t.borrowing_limit.empty();
+      tenant.spec.quota = t.quota;
+      tenant.spec.borrowing_limit = t.borrowing_limit;
+      tenant.windows = t.quota_windows;
+      options.tenants.push_back(std::move(tenant));
+    }
   }
   options.policy = o.policy;
   options.seed = o.seed;

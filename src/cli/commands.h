@@ -139,6 +139,8 @@ struct SimReplayOptions {
   std::string restart_cost;         // --restart-cost ("30s"); empty: none
   double spot_interrupt_rate = 0;   // --spot-interrupt-rate: per spot node per hour
   std::string spot_downtime;        // --spot-downtime ("10m"); empty: the default
+  std::string tenants_config;       // --tenants-config: a server config file's tenants and quotas
+  std::string start;                // --start: the UTC time of trace time 0 (quota windows)
 };
 
 /// `gpucloud sim variant`: a variant of an Alibaba pod list (docs/sim.md, "sim variant").

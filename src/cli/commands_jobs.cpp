@@ -540,6 +540,23 @@ int cmd_tenants(bool as_json) {
            counts(x.value("borrowed", json::object())), std::to_string(x.value("pending_jobs", 0)),
            std::to_string(x.value("running_jobs", 0))});
   t.print(std::cout);
+  // Tenants with quota windows: the window in force and the next change.
+  for (const auto& x : tenants) {
+    if (!x.contains("quota_windows")) continue;
+    const json& now = x.value("quota_window", json());
+    std::cout << "\n"
+              << x.value("name", "") << ": quota " << counts(x["quota"]) << " ("
+              << (now.is_object() ? "window " + now.value("window", "") : "outside its windows")
+              << ")";
+    if (x.contains("next_quota_change")) {
+      const json& next = x["next_quota_change"];
+      std::cout << "; from " << next.value("at", "") << ": " << counts(next["quota"]) << " ("
+                << (next["window"].is_string() ? "window " + next["window"].get<std::string>()
+                                               : "outside its windows")
+                << ")";
+    }
+    std::cout << "\n";
+  }
   return 0;
 }
 

@@ -155,6 +155,7 @@ void ClusterScheduler::remove_node(const std::string& node_id) {
 
 void ClusterScheduler::set_tenants(const std::vector<TenantSpec>& tenants) {
   tenants_.configure(tenants);
+  tenants_changed_ = true;
   decide_all_ = true;  // every quota may have changed
   drop_victim_candidates();
   ++release_epoch_;
@@ -642,6 +643,11 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   for (int slot : placed_slots_) log_victim_change(slot);
   placed_slots_.clear();
   trim_victim_log();  // also when no search has read the log for a while
+  if (tenants_changed_) {
+    tenants_changed_ = false;
+    rederive_borrowed();
+    if (settings_.preemption) reclaim_over_limit(plan);
+  }
   // Preemptors first: the nodes held for them are theirs, and once their victims are gone
   // they start on them at once (instead of every job before them in the queue walking over
   // the held nodes). Priority, then age.

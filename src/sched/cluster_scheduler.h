@@ -231,6 +231,16 @@ class ClusterScheduler final : public Scheduler {
   // victims), and what they offer any tenant, kept up to date as the pass changes them.
   void start_wake_sources();
   void refresh_wake_sources();
+  // Quota changes (cluster_scheduler_quota.cpp), at the first pass after set_tenants.
+  /// Marks as borrowed, per tenant and GPU model, its cheapest running jobs that cover its use
+  /// above the nominal quota now in force, and clears the mark of the others: a lender of its
+  /// cohort reclaims them as it reclaims any borrowed quota.
+  void rederive_borrowed();
+  /// Preempts, per tenant and GPU model, its cheapest running jobs (lowest priority, then
+  /// smallest, then newest) that cover its use above its nominal quota plus borrowing limit.
+  void reclaim_over_limit(Plan& plan);
+  bool tenants_changed_ = false;  // set_tenants was called since the last pass
+
   void mark_source_dirty(int slot) {
     if (sources_started_ && sources_.count(slot)) dirty_sources_.push_back(slot);
   }

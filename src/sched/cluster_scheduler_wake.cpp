@@ -6,6 +6,7 @@
 // not the length of the queue.
 #include <algorithm>
 #include <queue>
+#include <set>
 
 #include "sched/cluster_scheduler.h"
 #include "sched/fit.h"
@@ -333,8 +334,16 @@ const std::vector<std::pair<int, WaitCapacity>>& ClusterScheduler::wake_caps(int
   if (wake_quota_.count(tenant))
     for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
       if (classes_.group_members(g) > 0) quota_caps(tenant, g, caps);
-  if (!tenants_.cohort_of(tenant_names_[tenant]).empty())
-    for (const auto& [slot, free_too] : sources_) {
+  if (const std::string& cohort = tenants_.cohort_of(tenant_names_[tenant]); !cohort.empty()) {
+    // The nodes that changed; and when the tenant's own use fell (it may now reclaim what it
+    // had no nominal quota left for), every node where its cohort borrows.
+    std::set<int> slots;
+    for (const auto& [slot, free_too] : sources_) slots.insert(slot);
+    if (wake_quota_.count(tenant))
+      for (const auto& [seq, r] : borrowed_running_)
+        if (tenants_.cohort_of(r->req.tenant) == cohort)
+          for (const auto& [slot, rp] : r->replicas) slots.insert(slot);
+    for (int slot : slots) {
       bool borrowed = false;
       for (const auto& [seq, r] : nodes_[slot].jobs) borrowed |= r->borrowed;
       if (!borrowed) continue;
@@ -343,6 +352,7 @@ const std::vector<std::pair<int, WaitCapacity>>& ClusterScheduler::wake_caps(int
       for (const auto& cap : own)
         if (cap.second.quota_blocked_above >= 0) caps.push_back(cap);
     }
+  }
   cached.valid = true;
   cached.version = wake_version_;
   cached.changes = tenants_.changes();

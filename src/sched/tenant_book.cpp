@@ -80,6 +80,23 @@ bool TenantBook::borrowing(const std::string& tenant, const std::string& model) 
   return s && used(tenant, model) > nominal(*s, model);
 }
 
+int64_t TenantBook::over_nominal(const std::string& tenant, const std::string& model) const {
+  const TenantSpec* s = spec(tenant);
+  return s ? std::max<int64_t>(0, used(tenant, model) - nominal(*s, model)) : 0;
+}
+
+int64_t TenantBook::over_limit(const std::string& tenant, const std::string& model) const {
+  const TenantSpec* s = spec(tenant);
+  if (!s) return 0;
+  int64_t limit = nominal(*s, model);
+  if (!s->cohort.empty()) {
+    auto it = s->borrowing_limit.find(model);
+    if (it == s->borrowing_limit.end()) return 0;  // it may borrow without limit
+    limit += int64_t{it->second} * 1000;
+  }
+  return std::max<int64_t>(0, used(tenant, model) - limit);
+}
+
 const std::string& TenantBook::cohort_of(const std::string& tenant) const {
   static const std::string kNone;
   const TenantSpec* s = spec(tenant);

@@ -36,6 +36,12 @@ class TenantBook {
   int64_t nominal_headroom(const std::string& tenant, const std::string& gpu_model) const;
   /// Whether the tenant currently uses more of the model than its nominal quota.
   bool borrowing(const std::string& tenant, const std::string& gpu_model) const;
+  /// How much of the model the tenant uses above its nominal quota, in milli (0 without a quota).
+  int64_t over_nominal(const std::string& tenant, const std::string& gpu_model) const;
+  /// How much of the model the tenant uses above what it may hold at all, in milli: its nominal
+  /// quota plus, in a cohort, its borrowing limit (none: no limit); 0 without a quota. Use above
+  /// it (after a quota shrank) must be reclaimed, lender or not.
+  int64_t over_limit(const std::string& tenant, const std::string& gpu_model) const;
   /// Whether the tenant has a quota (false: nothing it uses is limited).
   bool limited(const std::string& tenant) const { return spec(tenant) != nullptr; }
   /// The tenant's cohort, "" when it has none or no quota (it then lends and borrows nothing).

@@ -231,9 +231,10 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
     for (size_t i = 0; i < tenants.size(); ++i) {
       const json& t = tenants[i];
       std::string where = fmt::format("tenants[{}]", i);
-      if (auto st = json_known_keys(t, where,
-                                    {"name", "weight", "cohort", "quota", "borrowing_limit", "uid",
-                                     "gid", "allow_root", "idle", "budget"});
+      if (auto st =
+              json_known_keys(t, where,
+                              {"name", "weight", "cohort", "quota", "borrowing_limit",
+                               "quota_windows", "uid", "gid", "allow_root", "idle", "budget"});
           !st.ok())
         return fail(st.error());
       TenantConfig tc;
@@ -260,6 +261,12 @@ Result<ServerFileConfig> load_server_config(const std::string& path) {
         auto counts = gpu_counts(t[field], where + "." + field);
         if (!counts) return fail(counts.error());
         (std::string(field) == "quota" ? tc.quota : tc.borrowing_limit) = std::move(*counts);
+      }
+      if (t.contains("quota_windows")) {
+        auto windows = quota_windows_from_json(
+            t["quota_windows"], fmt::format("{} ({}).quota_windows", where, tc.name));
+        if (!windows) return fail(windows.error());
+        tc.quota_windows = std::move(*windows);
       }
       auto ids = tenant_ids(t, where, tc, config.tenants);
       if (!ids.ok()) return fail(ids.error());

@@ -9,6 +9,7 @@
 
 #include "common/result.h"
 #include "cost/cost_settings.h"
+#include "model/quota_windows.h"
 #include "store/state_store.h"
 
 namespace gpucloud::server {
@@ -44,6 +45,9 @@ struct TenantConfig {
   std::string cohort;                          // tenants that may borrow each other's quota
   std::map<std::string, int> quota;            // nominal GPUs per GPU model
   std::map<std::string, int> borrowing_limit;  // GPUs per model it may borrow in its cohort
+  // Its quota by time of day (docs/config.md, "Quota windows"): while one is in force, the
+  // models it names have its quota instead of `quota`.
+  std::vector<QuotaWindow> quota_windows;
   // The user its jobs run as on the nodes (docs/security.md, "Job code"): -1 = one the agent
   // picks from its --job-uid-range; gid defaults to uid. allow_root runs them as root instead.
   int64_t uid = -1;

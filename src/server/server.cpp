@@ -275,6 +275,9 @@ Result<int> Server::start() {
         s->reclaim_idle_jobs();
         s->record_audit_head();
         s->check_budgets();
+        // A quota window change the timer has not seen (an injected clock moved).
+        if (s->quota_change_at_ && *s->quota_change_at_ <= s->clock_.now_ms())
+          s->apply_quota_window_change();
         // A decision due without an event (queue policy las: a level crossing, a starving job).
         if (auto due = s->scheduler_->next_timed_decision();
             due && *due <= s->clock_.now_ms() && s->scheduler_->pending_count() > 0)

@@ -304,6 +304,19 @@ class Server {
   void preempt(const std::vector<sched::Preemption>& preemptions, store::WriteBatch& batch);
   /// Hands the config file's tenants (quotas, weights, cohorts) to the scheduler.
   void apply_tenants();
+  // Quota windows (server_quota_windows.cpp)
+  /// Arms the timer for the next quota window change of any tenant (quota_change_at_).
+  void arm_quota_window_timer();
+  /// At a window change: an audit entry per tenant whose quota in force changed, and the new
+  /// quotas to the scheduler, which reclaims use above them (docs/config.md, "Quota windows").
+  void apply_quota_window_change();
+  /// The tenant's quota in force now, its window ("" outside every window) and its next change
+  /// (time and quota), as GET /v1/tenants shows them.
+  nlohmann::json quota_window_json(const TenantConfig& tenant) const;
+  std::optional<TimeMs> quota_change_at_;  // the next window change of any tenant
+  uint64_t quota_timer_ = 0;
+  bool quotas_changed_ = false;  // the next pass runs even without pending jobs
+  std::map<std::string, std::map<std::string, int>> quota_in_force_;  // as last applied
   /// The job's priority value under the current priority classes (normal's if unknown).
   int priority_of(const Job& job) const;
   /// Every node with its current use (from the replicas of active jobs).

@@ -355,23 +355,27 @@ net::HttpResponse Server::list_tenants(const Principal& who) {
   json out = json::array();
   for (const auto& t : tenants) {
     if (!who.may_act_for(t.name)) continue;
+    // The quota in force (a quota window's, in one), and its windows and next change.
+    json quota = quota_window_json(t);
+    const auto in_force = quota["quota"].get<std::map<std::string, int>>();
     // Use above the nominal quota is borrowed from the cohort (only with a quota).
     std::map<std::string, double> borrowed;
-    if (!t.quota.empty() || !t.borrowing_limit.empty())
+    if (!in_force.empty() || !t.borrowing_limit.empty())
       for (const auto& [model, gpus] : used[t.name]) {
-        auto q = t.quota.find(model);
-        double over = gpus - (q == t.quota.end() ? 0 : q->second);
+        auto q = in_force.find(model);
+        double over = gpus - (q == in_force.end() ? 0 : q->second);
         if (over > 1e-9) borrowed[model] = over;
       }
-    out.push_back({{"name", t.name},
-                   {"weight", t.weight},
-                   {"cohort", t.cohort},
-                   {"quota", t.quota},
-                   {"borrowing_limit", t.borrowing_limit},
-                   {"gpus_in_use", used[t.name]},
-                   {"borrowed", borrowed},
-                   {"pending_jobs", counts[t.name].first},
-                   {"running_jobs", counts[t.name].second}});
+    json entry = {{"name", t.name},
+                  {"weight", t.weight},
+                  {"cohort", t.cohort},
+                  {"borrowing_limit", t.borrowing_limit},
+                  {"gpus_in_use", used[t.name]},
+                  {"borrowed", borrowed},
+                  {"pending_jobs", counts[t.name].first},
+                  {"running_jobs", counts[t.name].second}};
+    entry.update(quota);
+    out.push_back(std::move(entry));
   }
   return json_response(200, {{"tenants", out}});
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <unordered_map>
+#include <utility>
 
 #include "common/units.h"
 #include "cost/pricing.h"
@@ -87,12 +88,15 @@ void Server::apply_tenants() {
     s.name = t.name;
     s.weight = t.weight;
     s.cohort = t.cohort;
-    s.has_quota = !t.quota.empty() || !t.borrowing_limit.empty();
-    s.quota = t.quota;
+    s.has_quota = !t.quota.empty() || !t.borrowing_limit.empty() || !t.quota_windows.empty();
+    s.quota = quota_at(t.quota, t.quota_windows, clock_.now_ms());
     s.borrowing_limit = t.borrowing_limit;
+    quota_in_force_[t.name] = s.quota;
     specs.push_back(std::move(s));
   }
   scheduler_->set_tenants(specs);
+  quotas_changed_ = true;
+  arm_quota_window_timer();
 }
 
 void Server::node_changed(const std::string& node_id) {
@@ -204,11 +208,15 @@ void Server::run_scheduler() {
   // nodes, started and ended jobs) at the next pass that has one. Polls and registrations of
   // an idle cluster thus cost no pass. The scheduler knows every pending job but those changed
   // since the last sync (a deep queue is not walked here on every event).
-  if (!sched_full_sync_ && sched_dirty_jobs_.empty() && scheduler_->pending_count() == 0) return;
+  // After a quota change a pass runs even so: it reclaims use above the new quotas.
+  bool quotas_changed = std::exchange(quotas_changed_, false);
+  if (!quotas_changed && !sched_full_sync_ && sched_dirty_jobs_.empty() &&
+      scheduler_->pending_count() == 0)
+    return;
   auto pass_started = std::chrono::steady_clock::now();
   sync_scheduler();
   size_t pending = scheduler_->pending_count();
-  if (pending == 0) return;
+  if (pending == 0 && !quotas_changed) return;
   sched::Plan plan = scheduler_->schedule(clock_.now_ms());
   sched::record_placements(plan, scheduler_known_);
   store::WriteBatch batch;

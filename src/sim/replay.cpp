@@ -97,6 +97,27 @@ class Replayer {
     }
   }
 
+  /// Hands the tenants' quotas in force at trace time t to the scheduler, records the ones that
+  /// changed, and finds the next change.
+  void apply_quotas(int64_t t) {
+    std::vector<sched::TenantSpec> specs;
+    quota_next_.reset();
+    for (const ReplayTenant& tenant : options_.tenants) {
+      sched::TenantSpec spec = tenant.spec;
+      if (!tenant.windows.empty()) spec.has_quota = true;
+      spec.quota = quota_at(tenant.spec.quota, tenant.windows, options_.epoch_ms + t);
+      bool first = !quota_in_force_.count(spec.name);
+      auto& was = quota_in_force_[spec.name];
+      if (!tenant.windows.empty() && (first || spec.quota != was))
+        out_.quota_changes.push_back({t, spec.name, spec.quota});
+      was = spec.quota;
+      if (auto next = next_quota_change(tenant.windows, options_.epoch_ms + t))
+        quota_next_ = std::min(quota_next_.value_or(INT64_MAX), *next - options_.epoch_ms);
+      specs.push_back(std::move(spec));
+    }
+    sched_.set_tenants(specs);
+  }
+
   void run(const std::vector<size_t>& order) {
     size_t next = 0;
     // Jobs wait for a spot node's replacement when every node that fits them was taken.
@@ -106,6 +127,7 @@ class Replayer {
       if (next < order.size()) t = jobs_[order[next]].submit_ms;
       if (!ends_.empty()) t = std::min(t, std::get<0>(ends_.top()));
       if (!spot_.empty()) t = std::min(t, std::get<0>(spot_.top()));
+      if (quota_next_) t = std::min(t, *quota_next_);
       // A decision due without an event (las) matters only while jobs wait.
       if (sched_.pending_count() > 0)
         if (auto due = sched_.next_timed_decision(); due && *due > now_) t = std::min(t, *due);
@@ -129,11 +151,14 @@ class Replayer {
         spot_.pop();
         spot_event(node, back, t);
       }
+      bool quotas_changed = quota_next_ && *quota_next_ <= t;
+      if (quotas_changed) apply_quotas(t);
       while (next < order.size() && jobs_[order[next]].submit_ms <= t) {
         submit(order[next++], t);
         ++progress_.submitted;
       }
-      if (sched_.pending_count() > 0) schedule(t);
+      // After a quota change even without waiting jobs: use above the new quotas is reclaimed.
+      if (sched_.pending_count() > 0 || quotas_changed) schedule(t);
       record(t);
       report_progress(t, false);
     }
@@ -309,7 +334,9 @@ class Replayer {
   std::priority_queue<SpotEvent, std::vector<SpotEvent>, std::greater<>> spot_;
   std::mt19937_64 spot_rng_;
   std::unordered_map<std::string, std::set<size_t>> jobs_on_node_;  // with spot interruptions
-  int64_t nodes_down_ = 0;  // spot nodes taken and not yet replaced
+  int64_t nodes_down_ = 0;             // spot nodes taken and not yet replaced
+  std::optional<int64_t> quota_next_;  // trace time of the next quota window change
+  std::map<std::string, std::map<std::string, int>> quota_in_force_;
 };
 
 }  // namespace
@@ -352,7 +379,6 @@ Result<ReplayResult> run_replay(const SimCluster& cluster, const Trace& trace,
   }
 
   for (const sched::NodeState& n : cluster.nodes) (*scheduler)->upsert_node(n);
-  (*scheduler)->set_tenants({});
   std::vector<size_t> order(jobs.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
@@ -362,6 +388,7 @@ Result<ReplayResult> run_replay(const SimCluster& cluster, const Trace& trace,
     out.last_submit_ms = jobs[order.back()].submit_ms;
   }
   Replayer replayer(cluster, jobs, **scheduler, options, out);
+  replayer.apply_quotas(order.empty() ? 0 : jobs[order.front()].submit_ms);
   replayer.run(order);
   return out;
 }

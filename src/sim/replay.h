@@ -17,6 +17,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "model/quota_windows.h"
 #include "sched/types.h"
 #include "sim/cluster.h"
 #include "sim/replay_result.h"
@@ -32,6 +33,12 @@ struct ReplayProgress {
   int64_t queued = 0;     // jobs pending now
   int64_t running = 0;    // jobs running now
   bool final = false;     // the last call: the replay is over
+};
+
+/// A tenant of a replay: its quotas (as the server's config file gives them) and quota windows.
+struct ReplayTenant {
+  sched::TenantSpec spec;            // spec.quota: the quota outside every window
+  std::vector<QuotaWindow> windows;  // the quota in force changes at their starts and ends
 };
 
 /// How to replay.
@@ -53,6 +60,12 @@ struct ReplayOptions {
   // spot_downtime_ms later. 0: no interruptions.
   double spot_interrupt_rate_per_hour = 0;
   int64_t spot_downtime_ms = 10 * 60'000;
+  // Tenants' quotas (none: no tenant is limited). Quota windows are read in wall-clock time:
+  // trace time 0 is epoch_ms (ms since the Unix epoch, UTC), and the quotas in force change at
+  // the windows' starts and ends as the server applies them (use above nominal + borrowing
+  // limit is reclaimed then; see docs/config.md, "Quota windows").
+  std::vector<ReplayTenant> tenants;
+  int64_t epoch_ms = 0;
   // Called after every instant's events and once more, with final set, at the end. Called
   // often: the caller rate-limits what it prints (the replay never reads the wall clock).
   std::function<void(const ReplayProgress&)> progress;

@@ -100,8 +100,12 @@ nlohmann::json replay_json(const ReplayResult& r, const PriceCatalog* prices) {
                        {"jobs", t.jobs},
                        {"gpu_hours", t.gpu_hours},
                        {"usd", prices != nullptr ? nlohmann::json(t.usd) : nlohmann::json()}});
+  nlohmann::json quota_changes = nlohmann::json::array();
+  for (const QuotaChange& q : r.quota_changes)
+    quota_changes.push_back({{"t_s", q.t_ms / 1000.0}, {"tenant", q.tenant}, {"quota", q.quota}});
   return {{"policy", r.policy},
           {"partial", r.stopped.has_value()},
+          {"quota_changes", quota_changes},
           {"stopped", stop_json(r)},
           {"cluster", {{"nodes", r.nodes}, {"gpus", r.gpus}}},
           {"jobs",

@@ -47,6 +47,13 @@ struct ReplayStop {
 };
 
 /// Everything a replay records.
+/// A change of a tenant's quota in force (a quota window started or ended).
+struct QuotaChange {
+  int64_t t_ms = 0;  // trace time
+  std::string tenant;
+  std::map<std::string, int> quota;  // GPUs per model from then on
+};
+
 struct ReplayResult {
   std::string policy;
   size_t nodes = 0;
@@ -66,6 +73,7 @@ struct ReplayResult {
   std::map<std::string, std::map<std::string, double>> gpu_hours;
   // Set when the replay stopped early: the figures cover virtual time up to stopped->at_ms only.
   std::optional<ReplayStop> stopped;
+  std::vector<QuotaChange> quota_changes;  // in time order (ReplayOptions::tenants' windows)
 };
 
 /// Mean and nearest-rank percentiles of a sample, in seconds (all 0 for an empty sample).

@@ -688,6 +688,7 @@ class Harness {
   void check_preemption(const Preemption& pr) {
     ++stats_->preemptions;
     EXPECT_TRUE(o_.preemption) << ctx() << "preempted " << pr.job_id << " with preemption off";
+    if (pr.reason.rfind(kQuotaReclaim, 0) == 0) return check_quota_reclaim(pr);
     const std::string kFor = "preempted for job ";
     ASSERT_EQ(pr.reason.rfind(kFor, 0), 0u) << ctx() << pr.job_id << ": " << pr.reason;
     std::string preemptor = pr.reason.substr(kFor.size());
@@ -724,6 +725,42 @@ class Harness {
         << describe(job) << ": " << pr.reason;
     victim.preempted_for = preemptor;
     victims_of_[preemptor].insert(pr.job_id);
+  }
+
+  // A quota reclaim (after set_tenants shrank a quota): the victim's tenant holds more of the
+  // victim's GPU model than its nominal quota plus borrowing limit, even without the victims
+  // chosen before it.
+  static constexpr const char* kQuotaReclaim = "preempted: quota reclaim";
+  void check_quota_reclaim(const Preemption& pr) {
+    auto vit = running_.find(pr.job_id);
+    ASSERT_TRUE(vit != running_.end()) << ctx() << "victim " << pr.job_id << " is not running";
+    Running& victim = vit->second;
+    EXPECT_TRUE(victim.preempted_for.empty()) << ctx() << pr.job_id << " reclaimed while stopping";
+    const TenantSpec* t = quota_spec(victim.req.tenant);
+    ASSERT_NE(t, nullptr) << ctx() << pr.job_id << " reclaimed from a tenant without a quota";
+    auto model_of_run = [&](const Running& r) {
+      return r.where.replicas.empty() ? std::string()
+                                      : model_of(r.where.replicas[0].node_id, r.where.replicas[0]);
+    };
+    std::string model = model_of_run(victim);
+    int64_t limit = nominal(*t, model);
+    if (!t->cohort.empty()) {
+      auto it = t->borrowing_limit.find(model);
+      ASSERT_TRUE(it != t->borrowing_limit.end())
+          << ctx() << pr.job_id << " reclaimed from a tenant that may borrow without limit";
+      limit += int64_t{it->second} * 1000;
+    }
+    int64_t stopping = 0;
+    for (const auto& [id, r] : running_)
+      if (r.preempted_for == kQuotaReclaim && r.req.tenant == victim.req.tenant &&
+          model_of_run(r) == model)
+        stopping += int64_t{r.req.replicas} *
+                    (r.req.gpu_milli > 0 ? r.req.gpu_milli : int64_t{r.req.gpus} * 1000);
+    EXPECT_GT(used(victim.req.tenant, model) - stopping, limit)
+        << ctx() << pr.job_id << " reclaimed though tenant " << victim.req.tenant << " holds "
+        << used(victim.req.tenant, model) - stopping << " milli of " << model << ", within "
+        << limit;
+    victim.preempted_for = kQuotaReclaim;
   }
 
   // The record and the scheduler agree on each tenant's GPU use.

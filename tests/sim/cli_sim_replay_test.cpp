@@ -178,3 +178,35 @@ TEST_F(CliSimReplayTest, QueuePolicyLasPreemptsAtALevelCrossingAndBadSettingsAre
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(CliSimReplayTest, TenantsConfigWindowsChangeTheQuotaAtTheirTimes) {
+  // Trace time 0 is 07:00 UTC; red's quota is 1 A100, 2 from 08:00 to 20:00.
+  write("tenants.yaml",
+        "tenants:\n"
+        "  - name: red\n"
+        "    quota: {A100: 1}\n"
+        "    quota_windows:\n"
+        "      - {days: daily, from: \"08:00\", to: \"20:00\", zone: UTC, quota: {A100: 2}}\n");
+  write("red.csv",
+        "id,tenant,submit_s,duration_s,gpus,gpu_model\n"
+        "a,red,0,7200,1,A100\nb,red,0,7200,1,A100\n");
+  std::string files = "--cluster " + path("cluster.csv") + " --trace " + path("red.csv");
+  Output out =
+      gpucloud::testing::run_gpucloud("sim replay " + files + " --json --tenants-config " +
+                                          path("tenants.yaml") + " --start 2026-03-02T07:00Z",
+                                      "2>/dev/null");
+  ASSERT_EQ(out.status, 0) << out.text;
+  auto j = nlohmann::json::parse(out.text);
+  ASSERT_GE(j["quota_changes"].size(), 2u) << j.dump(2);
+  EXPECT_EQ(j["quota_changes"][1]["t_s"], 3600.0);
+  EXPECT_EQ(j["quota_changes"][1]["quota"]["A100"], 2);
+  // b waited for the window: an hour.
+  EXPECT_DOUBLE_EQ(j["queueing_delay_s"]["max"].get<double>(), 3600);
+  Output bad = run(files + " --tenants-config " + path("tenants.yaml") + " --start tomorrow");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.text.find("--start: 'tomorrow' is not a UTC time"), std::string::npos) << bad.text;
+}
+
+}  // namespace
