@@ -176,14 +176,17 @@ net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
     free_gpus.add({{"model", model}, {"mode", "shared"}}, static_cast<double>(milli) / 1000);
   for (const auto& t : tenants) {
     weight.add({{"tenant", t.name}}, t.weight);
-    for (const auto& [model, gpus] : t.quota)
+    // The quota in force: a quota window's while it is open (docs/config.md).
+    auto in_force = quota_in_force_.find(t.name);
+    const auto& nominal = in_force != quota_in_force_.end() ? in_force->second : t.quota;
+    for (const auto& [model, gpus] : nominal)
       quota.add({{"tenant", t.name}, {"model", model}}, gpus);
     for (const auto& [model, gpus] : t.borrowing_limit)
       borrowing_limit.add({{"tenant", t.name}, {"model", model}}, gpus);
-    if (t.quota.empty() && t.borrowing_limit.empty()) continue;
+    if (nominal.empty() && t.borrowing_limit.empty()) continue;
     for (const auto& [model, milli] : used_milli[t.name]) {
-      auto q = t.quota.find(model);
-      int64_t over = milli - (q == t.quota.end() ? 0 : int64_t{q->second} * 1000);
+      auto q = nominal.find(model);
+      int64_t over = milli - (q == nominal.end() ? 0 : int64_t{q->second} * 1000);
       borrowed.add({{"tenant", t.name}, {"model", model}},
                    over > 0 ? static_cast<double>(over) / 1000 : 0);
     }
