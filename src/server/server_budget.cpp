@@ -111,7 +111,7 @@ void Server::admit_by_budget(Job& job) {
     check_budgets();
   }
   auto left = budget_left_.find(job.spec.tenant);
-  if (left == budget_left_.end() || job.spec.max_runtime_ms <= 0) return;
+  if (left == budget_left_.end()) return;
   BudgetScratch scratch;
   double worst = worst_case_usd(job, scratch);
   if (worst <= left->second + 1e-9) {

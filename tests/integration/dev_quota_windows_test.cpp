@@ -98,8 +98,11 @@ TEST(DevQuotaWindows, AWindowEndingReclaimsTheExcessLowestPriorityFirst) {
                std::string::npos;
   }));
   tenants = json::parse(cluster.cli({"tenants", "--json"}).out);
-  for (const auto& t : tenants)
-    if (t["name"] == "inference") EXPECT_EQ(t["quota_windows"].size(), 1u) << t.dump();
+  for (const auto& t : tenants) {
+    if (t["name"] == "inference") {
+      EXPECT_EQ(t["quota_windows"].size(), 1u) << t.dump();
+    }
+  }
   for (const auto& id : ids) cluster.cli({"cancel", id});
 }
 
