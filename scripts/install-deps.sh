@@ -13,6 +13,7 @@ packages=(
   clang libclang-rt-14-dev  # fuzz/: clang++ -fsanitize=fuzzer,address,undefined
   iproute2 procps
   python3  # tests: a checkpointing job (tests/integration/dev_interruptions_test.cpp)
+  libfaketime  # tests: a wall clock set to a chosen moment, e.g. a month end (dev_budget_test.cpp)
 )
 
 missing=()

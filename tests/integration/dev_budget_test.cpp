@@ -53,6 +53,34 @@ TEST(DevBudget, ATenantOverItsHardCapWaitsWithTheReasonUntilTheBudgetGrows) {
   EXPECT_EQ(cluster.wait_done(second, std::chrono::seconds(20))["state"], "succeeded");
 }
 
+TEST(DevBudget, AHeldTenantRunsAgainWhenTheMonthTurns) {
+  // The cluster's wall clock starts 25 s before the new year (libfaketime); a job that spent
+  // December's budget leaves the tenant's next job waiting until January starts.
+  TempDir dir;
+  std::string file = dir.path() + "/gpucloud.yaml";
+  std::ofstream(file) << config("{monthly_usd: 0.05}");
+  DevCluster cluster({"--sim-gpus", "8xA100-80GB", "--price-per-hour", "800", "--config", file},
+                     fake_wall_clock_env("2026-12-31 23:59:35"));
+  std::string first = cluster.submit({"--tenant", "vision", "--gpus", "1", "--", "sleep", "3"});
+  EXPECT_EQ(cluster.wait_done(first)["state"], "succeeded");
+  std::string second = cluster.submit({"--tenant", "vision", "--gpus", "1", "--", "true"});
+  ASSERT_TRUE(wait_until(
+      [&] { return cluster.job(second).value("pending_reason", "").find("budget exhausted") == 0; },
+      std::chrono::seconds(15)))
+      << cluster.job(second).dump();
+  std::string reason = cluster.job(second)["pending_reason"];
+  EXPECT_NE(reason.find(" of $0.05 this month, resets 2027-01-01"), std::string::npos) << reason;
+
+  json done = cluster.wait_done(second, std::chrono::seconds(40));
+  EXPECT_EQ(done["state"], "succeeded") << done.dump(2);
+  // It started in the new month, and December's spend stays December's.
+  EXPECT_EQ(done.value("started_at", "").substr(0, 10), "2027-01-01") << done.dump(2);
+  auto december = cluster.cli(
+      {"cost", "--by", "tenant", "--since", "2026-12-01", "--until", "2027-01-01", "--json"});
+  ASSERT_EQ(december.exit_code, 0) << december.err;
+  EXPECT_NE(december.out.find("vision"), std::string::npos) << december.out;
+}
+
 TEST(DevBudget, WithStopRunningARunningJobIsInterruptedAndWaits) {
   TempDir dir;
   std::string file = dir.path() + "/gpucloud.yaml";

@@ -105,6 +105,19 @@ CommandResult run_command(const std::vector<std::string>& argv_in,
   return result;
 }
 
+std::map<std::string, std::string> fake_wall_clock_env(const std::string& start) {
+  std::string library;
+  for (const char* dir : {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib"}) {
+    std::string path = std::string(dir) + "/faketime/libfaketime.so.1";
+    if (::access(path.c_str(), R_OK) == 0) library = path;
+  }
+  EXPECT_FALSE(library.empty()) << "libfaketime is missing: run scripts/install-deps.sh";
+  return {{"LD_PRELOAD", library},
+          {"FAKETIME", "@" + start},
+          {"FAKETIME_DONT_FAKE_MONOTONIC", "1"},
+          {"TZ", "UTC"}};
+}
+
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {

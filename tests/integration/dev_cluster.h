@@ -30,6 +30,12 @@ CommandResult run_command(const std::vector<std::string>& argv,
 bool wait_until(const std::function<bool()>& pred,
                 std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
+/// The environment that makes a process see the wall clock start at `start` ("YYYY-MM-DD
+/// hh:mm:ss", UTC) and run on from there, through libfaketime (Debian's libfaketime, installed by
+/// scripts/install-deps.sh). Steady clocks are left alone, so timers keep their real durations.
+/// Fails the calling test when the library is missing.
+std::map<std::string, std::string> fake_wall_clock_env(const std::string& start);
+
 /// A fresh temporary directory under `base`, removed by the destructor. It is 0711: jobs, which
 /// run as their tenant's user, pass through it to their own dirs.
 class TempDir {
