@@ -1,10 +1,9 @@
 // Quota windows on a real `gpucloud dev`: when a tenant's window ends, the server wakes at that
 // time, applies the smaller quota and reclaims exactly the excess GPUs, lowest priority first;
-// jobs that fit stay. The window is chosen from the wall clock (UTC) to end within ~25-85 s.
+// jobs that fit stay. The cluster's wall clock starts 25 s before the window ends.
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <ctime>
 #include <fstream>
 
 #include "dev_cluster.h"
@@ -24,11 +23,9 @@ std::string hhmm(int64_t minute_of_day) {
 
 TEST(DevQuotaWindows, AWindowEndingReclaimsTheExcessLowestPriorityFirst) {
   TempDir dir;
-  // The window (quota 4) ends at the first minute boundary at least 25 s away; outside it the
-  // quota is 2.
-  int64_t now_s = std::time(nullptr);
-  int64_t end_min = (now_s % 86400) / 60 + 1;
-  if (60 - now_s % 60 < 25) ++end_min;
+  // The window (quota 4) is 09:30-10:00 UTC and the cluster's clock starts at 09:59:35
+  // (libfaketime); outside the window the quota is 2.
+  int64_t end_min = 10 * 60;
   std::string config = dir.path() + "/gpucloud.yaml";
   std::ofstream(config) << "tenants:\n"
                            "  - name: inference\n"
@@ -37,7 +34,8 @@ TEST(DevQuotaWindows, AWindowEndingReclaimsTheExcessLowestPriorityFirst) {
                            "      - {days: daily, from: \""
                         << hhmm(end_min - 30) << "\", to: \"" << hhmm(end_min)
                         << "\", zone: UTC, quota: {A100: 4}}\n";
-  DevCluster cluster({"--sim-gpus", "8xA100-80GB", "--config", config});
+  DevCluster cluster({"--sim-gpus", "8xA100-80GB", "--config", config},
+                     fake_wall_clock_env("2026-12-02 09:59:35"));
   // Four 1-GPU jobs fill the window's quota: low, normal, high, high.
   std::vector<std::string> ids;
   for (const char* priority : {"low", "normal", "high", "high"})
@@ -61,7 +59,7 @@ TEST(DevQuotaWindows, AWindowEndingReclaimsTheExcessLowestPriorityFirst) {
             std::string::npos);
   // At the window's end: the low and the normal job are reclaimed, the high ones stay.
   ASSERT_TRUE(
-      wait_until([&] { return cluster.job(ids[1])["attempt"] == 2; }, std::chrono::seconds(120)))
+      wait_until([&] { return cluster.job(ids[1])["attempt"] == 2; }, std::chrono::seconds(60)))
       << cluster.job(ids[1]).dump();
   for (int i : {0, 1}) {
     json j = cluster.job(ids[i]);
