@@ -207,11 +207,24 @@ int run_cli(int argc, char** argv) {
       "verify", "check the audit log's hash chain; names the first edited or deleted entry");
   verify_cmd->add_flag("--json", audit.json, "print the result as JSON");
   verify_cmd->callback([&] { code = cmd_audit_verify(audit.json); });
+  EventsOptions events;
   auto* events_cmd = app.add_subcommand(
-      "events", "a job's events with their times: placements, starts, interruptions, exits");
-  events_cmd->add_option("job", id, "job id or a unique prefix")->required();
-  events_cmd->add_flag("--json", as_json, "print them as JSON");
-  events_cmd->callback([&] { code = cmd_events(id, as_json); });
+      "events",
+      "job and node events as they happen (-f), or one job's history: placements, starts, "
+      "interruptions, exits");
+  events_cmd->add_option("job", events.job, "a job id or a unique prefix: only its events");
+  events_cmd->add_flag("--follow,-f", events.follow,
+                       "keep printing events as they happen (until the job ends, or Ctrl-C)");
+  events_cmd->add_option("--job", events.job, "the same as the job argument");
+  events_cmd->add_option("--node", events.node, "only events about this node (or on it)");
+  events_cmd->add_option("--tenant", events.tenant, "only this tenant's job events");
+  events_cmd->add_option("--kind", events.kind, "only job or only node events")
+      ->check(CLI::IsMember({"job", "node"}));
+  events_cmd->add_option("--last", events.last, "how many recent events to show first")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  events_cmd->add_flag("--json", events.json, "JSON: an array, or with -f one object per line");
+  events_cmd->callback([&] { code = cmd_events(events); });
 
   bool follow = false;
   int rank = 0;

@@ -179,9 +179,19 @@ struct AuditOptions {
 int cmd_audit(const AuditOptions& options);
 /// `gpucloud audit verify`: checks the hash chain; exit 1 naming the first broken entry.
 int cmd_audit_verify(bool json);
-/// `gpucloud events JOB`: every step of the job (submitted, placed, running, interrupt,
-/// exited, requeued, ended, ...) with its time, oldest first.
-int cmd_events(const std::string& id, bool json);
+/// `gpucloud events [JOB] [-f] [--node N] [--tenant T] [--kind job|node] [--last N] [--json]`.
+struct EventsOptions {
+  std::string job;  // a job id or prefix: its whole history (stored with the job)
+  std::string node, tenant, kind;
+  bool follow = false;  // keep printing events as they happen
+  int last = 20;        // without a job: how many recent events of the feed to show first
+  bool json = false;    // a JSON array; with follow, one JSON object per line
+};
+/// Without -f and with a job: every step of the job (submitted, placed, running, interrupt,
+/// exited, requeued, ended, ...) with its time, oldest first. Otherwise the cluster's feed of
+/// job and node events (docs/api.md, "Events"); with -f it follows them as they happen, until
+/// the job ends (with a job) or Ctrl-C.
+int cmd_events(const EventsOptions& options);
 int cmd_logs(const std::string& id, bool follow, int rank);
 int cmd_cancel(const std::string& id);
 /// `gpucloud node interrupt NODE --in D [--reason TEXT]`: a spot notice (docs/interruptions.md).

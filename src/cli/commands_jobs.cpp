@@ -402,23 +402,6 @@ int cmd_show(const std::string& id, bool as_json) {
   return 0;
 }
 
-int cmd_events(const std::string& id, bool as_json) {
-  auto api = ApiClient::from_environment();
-  if (!api) return fail(api.error().message);
-  auto j = api->call("GET", "/v1/jobs/" + net::url_encode(id));
-  if (!j) return fail(j.error().message);
-  json events = j->contains("events") ? (*j)["events"] : json::array();
-  if (as_json) {
-    std::cout << events.dump(2) << "\n";
-    return 0;
-  }
-  Table t({"TIME", "EVENT", "DETAILS"});
-  for (const auto& e : events)
-    t.add({e.value("at", ""), e.value("type", ""), e.value("message", "")});
-  t.print(std::cout);
-  return 0;
-}
-
 int cmd_logs(const std::string& id, bool follow, int rank) {
   auto api = ApiClient::from_environment();
   if (!api) return fail(api.error().message);

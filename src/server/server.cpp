@@ -47,7 +47,9 @@ Server::Server(const ServerConfig& config, const Clock& clock, net::EventLoop& l
       clock_(clock),
       loop_(loop),
       logs_(layout_.logs()),
-      ids_(static_cast<uint64_t>(clock.now_ms()) ^ static_cast<uint64_t>(::getpid())) {}
+      ids_(static_cast<uint64_t>(clock.now_ms()) ^ static_cast<uint64_t>(::getpid())) {
+  feed_started_ = clock.now_ms();
+}
 
 Server::~Server() {
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the data dir
@@ -431,6 +433,10 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
   if (p == "/v1/audit/verify") {
     if (m != "GET") return method_not_allowed("GET");
     return verify_audit(who, std::move(respond));
+  }
+  if (p == "/v1/events") {
+    if (m != "GET") return method_not_allowed("GET");
+    return list_events(req, who, std::move(respond));
   }
   if (p == "/v1/tenants") {
     if (m != "GET") return method_not_allowed("GET");

@@ -22,6 +22,7 @@
 #include "server/auth.h"
 #include "server/background_work.h"
 #include "server/config.h"
+#include "server/event_feed.h"
 #include "server/log_store.h"
 #include "server/server_metrics.h"
 #include "store/state_store.h"
@@ -217,6 +218,18 @@ class Server {
   };
   std::map<std::string, RefusalWindow> refusals_;  // token name -> this minute's refusals
   mutable bool audit_written_ = false;
+
+  // Events feed (server_events.cpp)
+  /// Adds an event to a job's own list and to the cluster's feed (`gpucloud events -f`).
+  void record_job_event(Job& job, TimeMs at, std::string type, std::string message);
+  /// Adds a node change to the feed: type is what happened (joined, cordoned, down, ...).
+  void record_node_event(const std::string& node, std::string type, std::string message);
+  /// GET /v1/events: the feed after a seq (after, job, node, tenant, kind, limit, wait_ms),
+  /// held until a matching event or wait_ms; without after, the newest events.
+  void list_events(const net::HttpRequest& req, const Principal& who, net::Responder respond);
+  EventFeed feed_;
+  TimeMs feed_started_ = 0;  // tells followers that the server restarted (the feed began anew)
+  static constexpr size_t kMaxEventWaiters = 4096;
 
   // Budgets (server_budget.cpp)
   /// Every 2 s: each budgeted tenant's spend this month against its budget; raises the alert

@@ -273,6 +273,13 @@ net::HttpResponse Server::node_action(const std::string& node, const std::string
   spdlog::info("{}: node {} {}{}", who.name, rec->info.name, action,
                action == "drain" ? fmt::format(" ({} jobs interrupted)", interrupted) : "");
   node_changed(rec->id);  // the scheduler is told at its next pass
+  record_node_event(
+      rec->info.name,
+      action == "drain"      ? "draining"
+      : action == "uncordon" ? "uncordoned"
+                             : "cordoned",
+      fmt::format("by {}{}", who.name,
+                  action == "drain" ? fmt::format(" ({} jobs interrupted)", interrupted) : ""));
   return json_response(200, {{"id", rec->id},
                              {"name", rec->info.name},
                              {"cordoned", rec->cordoned},
@@ -298,6 +305,7 @@ net::HttpResponse Server::remove_node(store::NodeRecord& node, const Principal& 
   batch.removed_nodes.push_back(node.id);
   batch.audit.push_back({now, who.name, "node.remove", node.id, node.info.name});
   if (auto st = commit(batch); !st.ok()) return error_response(st.error());
+  record_node_event(node.info.name, "removed", "by " + who.name);
   std::string id = node.id, name = node.info.name;
   if (auto named = node_ids_by_name_.find(name); named != node_ids_by_name_.end()) {
     named->second.erase(id);
@@ -319,6 +327,8 @@ int Server::begin_spot_interruption(store::NodeRecord& node, TimeMs deadline,
   deadline = std::clamp<TimeMs>(deadline, now, now + kMaxSpotNoticeMs);
   int64_t in_ms = deadline - now;
   node.state = "interrupting";  // no new work from now on
+  record_node_event(node.info.name, "interrupting",
+                    fmt::format("spot notice: gone in {}: {}", format_duration_ms(in_ms), reason));
   batch.nodes.push_back(node);
   batch.audit.push_back({now, actor, "node.interrupt", node.id,
                          fmt::format("in {}: {}", format_duration_ms(in_ms), reason)});
@@ -342,6 +352,7 @@ int Server::begin_spot_interruption(store::NodeRecord& node, TimeMs deadline,
     auto it = nodes_.find(node_id);
     if (it == nodes_.end() || it->second.state != "interrupting") return;
     it->second.state = "gone";
+    record_node_event(it->second.info.name, "gone", "spot notice ended");
     store::WriteBatch gone;
     gone.nodes.push_back(it->second);
     gone.audit.push_back({clock_.now_ms(), "server", "node.gone", node_id, "spot notice ended"});

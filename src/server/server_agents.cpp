@@ -147,6 +147,8 @@ std::optional<net::HttpResponse> Server::register_node_now(
                          fmt::format("{} with {} GPUs ({})", record.info.name,
                                      record.info.gpus.size(), record.info.gpu_backend)});
   auth_.set_node_credential(record.credential_sha256, record.id, record.info.name);
+  record_node_event(record.info.name, existing ? "rejoined" : "joined",
+                    fmt::format("{} GPUs ({})", record.info.gpus.size(), record.info.gpu_backend));
   put_node(record);
   auto& rt = runtime_[record.id];
   if (rt.version == 0) rt.version = ++version_clock_;
@@ -208,6 +210,7 @@ void Server::poll(const net::HttpRequest& req, const Principal& who, net::Respon
              node.state != "left") {
     spdlog::info("node {} is reachable again (was {})", node.info.name, node.state);
     batch.audit.push_back({now, "server", "node.ready", node.id, "was " + node.state});
+    record_node_event(node.info.name, "ready", "reachable again (was " + node.state + ")");
     node.state = "ready";
     batch.nodes.push_back(node);
     node_changed(node.id);
@@ -304,8 +307,8 @@ void Server::apply_event(const std::string& node_id, const ReplicaEvent& ev,
       job.state = JobState::kRunning;
       job.started_at = ev.at ? ev.at : clock_.now_ms();
       job.pending_reason.clear();
-      add_job_event(job, job.started_at, "running",
-                    fmt::format("attempt {}: every replica has started", job.attempt));
+      record_job_event(job, job.started_at, "running",
+                       fmt::format("attempt {}: every replica has started", job.attempt));
       note_job_started(job);
     }
     batch.jobs.push_back(job);
@@ -333,8 +336,8 @@ void Server::apply_event(const std::string& node_id, const ReplicaEvent& ev,
         ev.checkpoint_at > 0 ? fmt::format("; last checkpoint {} bytes at {}", ev.checkpoint_bytes,
                                            format_time_iso(ev.checkpoint_at))
                              : "";
-    add_job_event(job, ev.at ? ev.at : clock_.now_ms(), "exited",
-                  fmt::format("rank {} on {}: {}{}", rank, replica.node_name, end, checkpoint));
+    record_job_event(job, ev.at ? ev.at : clock_.now_ms(), "exited",
+                     fmt::format("rank {} on {}: {}{}", rank, replica.node_name, end, checkpoint));
     if (job.started_at == 0) job.started_at = ev.at ? ev.at : clock_.now_ms();
     logs_.wake(ev.key);
     settle_attempt(job, batch);
@@ -348,6 +351,7 @@ void Server::leave_node(store::NodeRecord& node, const PollRequest& poll,
     spdlog::info("node {} is leaving: its agent is stopping", node.info.name);
     batch.audit.push_back({now, "server", "node.leave", node.id, "was " + node.state});
     node.state = "leaving";  // no new work from now on
+    record_node_event(node.info.name, "leaving", "its agent is stopping");
     batch.nodes.push_back(node);
     node_changed(node.id);
     // Its jobs are interrupted (the agent has sent them the notice itself when it could not
@@ -367,6 +371,7 @@ void Server::leave_node(store::NodeRecord& node, const PollRequest& poll,
     spdlog::info("node {} has left", node.info.name);
     batch.audit.push_back({now, "server", "node.left", node.id, ""});
     node.state = "left";
+    record_node_event(node.info.name, "left", "its agent has stopped and nothing runs there");
     batch.nodes.push_back(node);
     node_changed(node.id);
   }
@@ -501,6 +506,7 @@ void Server::check_node_liveness() {
     if ((node.state == "ready" || node.state == "leaving") &&
         silent > config_.unreachable_after_ms) {
       node.state = "unreachable";
+      record_node_event(node.info.name, "unreachable", fmt::format("no poll for {} ms", silent));
       sched_dirty_nodes_.insert(id);  // takes no new work (told at the next pass)
       spdlog::warn("node {} is unreachable (no poll for {} ms)", node.info.name, silent);
       batch.nodes.push_back(node);
@@ -508,6 +514,7 @@ void Server::check_node_liveness() {
     }
     if (node.state == "unreachable" && silent > config_.down_after_ms) {
       node.state = "down";
+      record_node_event(node.info.name, "down", "its attempts are lost");
       sched_dirty_nodes_.insert(id);
       spdlog::warn("node {} is down; its attempts are lost", node.info.name);
       batch.nodes.push_back(node);

@@ -50,7 +50,7 @@ void Server::observe_idleness(const std::string& node_id, store::WriteBatch& bat
     if (since == 0 && clock.warned) {
       clock.warned = false;
       spdlog::info("job {}: its GPUs are busy again; the idle warning is withdrawn", job->id);
-      add_job_event(*job, now, "idle-warning-withdrawn", "its GPUs are busy again");
+      record_job_event(*job, now, "idle-warning-withdrawn", "its GPUs are busy again");
       job->message = "its GPUs are busy again; the idle warning is withdrawn";
       batch.jobs.push_back(*job);
       withdraw_idle_warning(*job);
@@ -111,7 +111,7 @@ void Server::reclaim_idle_jobs() {
                       "window {}) and its GPUs are handed back",
                       idle_text, format_time_iso(stop_at), format_duration_ms(window_ms))};
       job.message = notice.message;
-      add_job_event(job, now, "idle-warning", notice.message);
+      record_job_event(job, now, "idle-warning", notice.message);
       spdlog::info("job {}: {}", job.id, notice.message);
       for (const auto& r : job.replicas) {
         if (r.state == ReplicaState::kExited) continue;

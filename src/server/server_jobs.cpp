@@ -38,7 +38,7 @@ net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principa
   job.spec = std::move(*spec);
   job.created_at = now;
   job.submitted_by = who.name;
-  add_job_event(job, now, "submitted",
+  record_job_event(job, now, "submitted",
                 fmt::format("by {} for tenant {}", who.name, job.spec.tenant));
   auto priority = file_config_.priority_value(job.spec.priority);
   if (!priority) return error_response(priority.error());
@@ -182,7 +182,7 @@ net::HttpResponse Server::cancel_job(const std::string& id_or_prefix, const Prin
     job.cancel_requested = true;
     job.message = fmt::format("cancel requested by {}; stopping (grace period {})", who.name,
                               format_duration_ms(job.spec.grace_period_ms));
-    add_job_event(job, clock_.now_ms(), "cancel-requested", job.message);
+    record_job_event(job, clock_.now_ms(), "cancel-requested", job.message);
     stop_replicas(job, interrupt_cause::kCancel, job.message);
     batch.jobs.push_back(job);
   }

@@ -250,7 +250,7 @@ void Server::run_scheduler() {
       for (const auto& g : r.gpus)
         gpus += fmt::format("{}{}:{}{}", gpus.empty() ? "" : " ", r.node_name, g.index,
                             g.milli < 1000 ? fmt::format("({}m)", g.milli) : "");
-    add_job_event(job, clock_.now_ms(), "placed",
+    record_job_event(job, clock_.now_ms(), "placed",
                   fmt::format("attempt {} on {}{}", job.attempt, where,
                               gpus.empty() ? "" : "; GPUs " + gpus));
     batch.jobs.push_back(job);
@@ -296,7 +296,7 @@ void Server::stop_replicas(Job& job, const std::string& cause, const std::string
   InterruptNotice notice{
       cause, deadline_ms > 0 ? deadline_ms : clock_.now_ms() + job.spec.grace_period_ms, why};
   if (!nodes.empty())
-    add_job_event(job, clock_.now_ms(), cause.empty() ? "stop" : "interrupt",
+    record_job_event(job, clock_.now_ms(), cause.empty() ? "stop" : "interrupt",
                   fmt::format("{}{}SIGTERM now, SIGKILL at {}", cause.empty() ? "" : cause + ": ",
                               why.empty() ? "" : why + "; ", format_time_iso(notice.deadline_ms)));
   for (const auto& node_id : nodes) {
@@ -387,7 +387,7 @@ void Server::settle_attempt(Job& job, store::WriteBatch& batch) {
     job.started_at = 0;
     job.exit_code.reset();
     job.pending_reason = "re-queued after " + why;
-    add_job_event(job, clock_.now_ms(), "requeued", job.message);
+    record_job_event(job, clock_.now_ms(), "requeued", job.message);
     batch.jobs.push_back(job);
     batch.audit.push_back({clock_.now_ms(), "server", "job.requeue", job.id, job.message});
     schedule_soon();
@@ -464,7 +464,7 @@ void Server::end_job(Job& job, JobState state, std::optional<int> exit_code, std
   job.finished_at = clock_.now_ms();
   job.pending_reason.clear();
   job.idle_since = 0;
-  add_job_event(job, job.finished_at, "ended",
+  record_job_event(job, job.finished_at, "ended",
                 std::string(to_string(state)) +
                     (exit_code ? fmt::format(" (exit code {})", *exit_code) : "") +
                     (job.message.empty() ? "" : ": " + job.message));
