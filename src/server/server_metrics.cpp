@@ -34,9 +34,10 @@ bool is_id_segment(const std::string& s) {
 }  // namespace
 
 std::string api_route_template(const std::string& path) {
-  static const char* const kExact[] = {"/healthz",           "/metrics",       "/v1/jobs",
-                                       "/v1/tenants",        "/v1/nodes",      "/v1/tokens",
-                                       "/v1/agent/register", "/v1/agent/poll", "/v1/sd/agents"};
+  static const char* const kExact[] = {
+      "/healthz",         "/metrics",           "/v1/jobs",       "/v1/tenants",   "/v1/nodes",
+      "/v1/tokens",       "/v1/agent/register", "/v1/agent/poll", "/v1/sd/agents", "/v1/audit",
+      "/v1/audit/verify", "/v1/cost",           "/v1/events"};
   for (const char* exact : kExact)
     if (path == exact) return exact;
   auto under = [&](const std::string& prefix, std::string& rest) {

@@ -13,6 +13,9 @@ TEST(ApiRouteTemplate, IdsBecomePlaceholdersAndUnknownPathsOther) {
   EXPECT_EQ(api_route_template("/v1/nodes/gpu-7/drain"), "/v1/nodes/{node}/drain");
   EXPECT_EQ(api_route_template("/v1/tokens/ci/revoke"), "/v1/tokens/{name}/revoke");
   EXPECT_EQ(api_route_template("/metrics"), "/metrics");
+  EXPECT_EQ(api_route_template("/v1/events"), "/v1/events");
+  EXPECT_EQ(api_route_template("/v1/audit/verify"), "/v1/audit/verify");
+  EXPECT_EQ(api_route_template("/v1/cost"), "/v1/cost");
   // Anything a client makes up stays one label value, whatever its length or content.
   EXPECT_EQ(api_route_template("/v1/jobs/x/../../etc/passwd"), "other");
   EXPECT_EQ(api_route_template("/v1/jobs/"), "other");
