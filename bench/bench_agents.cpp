@@ -6,6 +6,7 @@
 //
 //   bench_agents [--agents N] [--duration SECONDS] [--interval SECONDS] [--jobs N]
 //                [--running-jobs N] [--ramp-concurrency N] [--ramp-timeout SECONDS]
+//                [--scrape-every-ms MS]
 //
 // The measuring window (--duration) opens only when every agent has registered and completed
 // its first heartbeat; the ramp before it is reported apart (ramp_s, and CPU during it). At
@@ -13,6 +14,9 @@
 // With --running-jobs N, N CPU-only jobs are then submitted and the window opens once the
 // simulated agents have started all of them (each agent reports what it was given as running,
 // as a real agent does), so heartbeats are measured with that much work on the cluster.
+//
+// During the window the admin token scrapes the server's /metrics every --scrape-every-ms
+// (default 1000; 0 = never), as Prometheus would: metrics_scrape_* are its answer times.
 //
 // Beast is used directly here: a benchmark is one translation unit outside the product.
 // clang-format off
@@ -292,11 +296,57 @@ asio::awaitable<void> submit_running_jobs(tcp::endpoint ep, ssl::context& ctx, s
   }
 }
 
+// Scrapes the server's /metrics every `every` while the window is open, as Prometheus would,
+// on its own connection: how long each answer took and how large it was.
+struct Scrapes {
+  std::vector<double> ms;
+  size_t bytes = 0;
+  size_t series = 0;
+};
+
+asio::awaitable<void> scrape_metrics(tcp::endpoint ep, ssl::context& ctx, std::string token,
+                                     std::chrono::milliseconds every, const Stats& stats,
+                                     Scrapes& out) {
+  auto ex = co_await asio::this_coro::executor;
+  Stream s(ex, ctx);
+  beast::flat_buffer buf;
+  asio::steady_timer t(ex);
+  try {
+    co_await beast::get_lowest_layer(s).async_connect(ep, asio::use_awaitable);
+    co_await s.async_handshake(ssl::stream_base::client, asio::use_awaitable);
+    while (stats.measuring) {
+      http::request<http::string_body> req{http::verb::get, "/metrics", 11};
+      req.set(http::field::host, "127.0.0.1");
+      req.set(http::field::authorization, "Bearer " + token);
+      req.keep_alive(true);
+      auto started = Clock::now();
+      co_await http::async_write(s, req, asio::use_awaitable);
+      http::response_parser<http::string_body> parser;
+      parser.body_limit(256 << 20);
+      co_await http::async_read(s, buf, parser, asio::use_awaitable);
+      out.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - started).count());
+      const std::string& body = parser.get().body();
+      out.bytes = body.size();
+      out.series = 0;
+      for (size_t at = 0; at < body.size();) {
+        size_t end = body.find('\n', at);
+        if (end == std::string::npos) end = body.size();
+        if (end > at && body[at] != '#') ++out.series;
+        at = end + 1;
+      }
+      t.expires_after(every);
+      co_await t.async_wait(asio::use_awaitable);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "scrape: " << e.what() << "\n";
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int agents = 1000, duration_s = 30, interval_s = 5, jobs = 20, ramp_limit = 256,
-      ramp_timeout_s = 300, running_jobs = 0;
+      ramp_timeout_s = 300, running_jobs = 0, scrape_every_ms = 1000;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     int v = std::stoi(argv[i + 1]);
@@ -312,6 +362,8 @@ int main(int argc, char** argv) {
       ramp_limit = std::max(1, v);
     else if (a == "--ramp-timeout")
       ramp_timeout_s = v;
+    else if (a == "--scrape-every-ms")
+      scrape_every_ms = v;
     else if (a == "--running-jobs")
       running_jobs = std::max(0, v);
     else
@@ -325,11 +377,15 @@ int main(int argc, char** argv) {
   std::string dir =
       std::filesystem::temp_directory_path() / ("bench_agents." + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
-  pid_t server = spawn(
-      {GPUCLOUD_BINARY, "server", "--data-dir", dir + "/server", "--listen", "127.0.0.1:0",
-       "--poll-hold", std::to_string(interval_s) + "s", "--unreachable-after",
-       std::to_string(interval_s * 4) + "s", "--down-after", std::to_string(interval_s * 12) + "s"},
-      dir + "/server.log");
+  pid_t server =
+      spawn({GPUCLOUD_BINARY, "server", "--data-dir", dir + "/server", "--listen", "127.0.0.1:0",
+             "--poll-hold", std::to_string(interval_s) + "s",
+             // Every simulated agent connects from 127.0.0.1: the per-source cap (16 times this for
+             // an address that nodes poll from) must hold all of them.
+             "--max-connections-per-source", std::to_string(std::max(256, agents / 16 + 64)),
+             "--unreachable-after", std::to_string(interval_s * 4) + "s", "--down-after",
+             std::to_string(interval_s * 12) + "s"},
+            dir + "/server.log");
   std::string address;
   for (int i = 0; i < 200 && address.empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -355,8 +411,9 @@ int main(int argc, char** argv) {
   double ramp_s = 0, server_cpu0 = 0, self_cpu0 = 0, ramp_server_cpu = 0, ramp_self_cpu = 0;
   int ready_at_open = 0;
   double server_cpu = 0, self_cpu = 0;
-  int64_t rss = 0;
+  int64_t rss = 0, rss_before_scrapes = 0;
   int held = 0;
+  Scrapes scrapes;
   asio::steady_timer ramp_timeout(ioc, std::chrono::seconds(ramp_timeout_s));
   asio::steady_timer end_window(ioc, Clock::time_point::max());
   auto open_window = [&] {
@@ -373,6 +430,12 @@ int main(int argc, char** argv) {
     std::cerr << "ramp: " << stats.ready << " agents ready after " << ramp_s << " s; measuring "
               << duration_s << " s\n";
     stats.stop = now + std::chrono::seconds(duration_s);
+    rss_before_scrapes = rss_mib_of(server);
+    if (scrape_every_ms > 0)
+      asio::co_spawn(ioc,
+                     scrape_metrics(ep, ctx, admin, std::chrono::milliseconds(scrape_every_ms),
+                                    stats, scrapes),
+                     asio::detached);
     end_window.expires_at(stats.stop - std::chrono::milliseconds(200));
     end_window.async_wait([&](auto) {
       stats.measuring = false;
@@ -503,6 +566,14 @@ int main(int argc, char** argv) {
               {"heartbeat_p99_ms", percentile(stats.latencies_ms, 0.99)},
               {"server_cpu_pct", 100 * server_cpu / duration_s},
               {"server_rss_mib", rss},
+              {"server_rss_mib_at_window_open", rss_before_scrapes},
+              {"metrics_scrapes", scrapes.ms.size()},
+              {"metrics_scrape_p50_ms", percentile(scrapes.ms, 0.5)},
+              {"metrics_scrape_p99_ms", percentile(scrapes.ms, 0.99)},
+              {"metrics_scrape_max_ms",
+               scrapes.ms.empty() ? 0 : *std::max_element(scrapes.ms.begin(), scrapes.ms.end())},
+              {"metrics_bytes", scrapes.bytes},
+              {"metrics_series", scrapes.series},
               {"loadgen_cpu_pct", 100 * self_cpu / duration_s},
               {"open_files_limit", lim.rlim_cur},
               {"running_jobs", stats.started},

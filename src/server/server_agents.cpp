@@ -288,6 +288,18 @@ void Server::apply_event(const std::string& node_id, const ReplicaEvent& ev,
   int attempt = 0, rank = 0;
   if (!parse_canonical_key(ev.key, job_id, attempt, rank)) return;
   auto it = jobs_.find(job_id);
+  if (ev.type == "exited" && ev.interrupt_cause == interrupt_cause::kFenced &&
+      it != jobs_.end()) {
+    // The agent stopped it alone (fenced, docs/audit.md): recorded whatever the
+    // server had already decided about the attempt (its node may have been declared down).
+    auto node = nodes_.find(node_id);
+    batch.audit.push_back(
+        {clock_.now_ms(), "agent " + (node == nodes_.end() ? node_id : node->second.info.name),
+         "job.fence", job_id,
+         fmt::format("attempt {} rank {} stopped by its node, which had lost contact with the "
+                     "server",
+                     attempt, rank)});
+  }
   if (it == jobs_.end() || it->second.attempt != attempt) {
     spdlog::debug("ignoring event {} for {}: not the job's current attempt", ev.type, ev.key);
     return;

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
 
 #include "metrics/exposition.h"
 #include "metrics/gauge_set.h"
@@ -113,67 +116,100 @@ net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
   for (const char* state : kNodeStates) nodes.touch({{"state", state}});
   cordoned.touch({});
 
-  auto model_of = [&](const std::string& node_id, int index) -> std::string {
-    auto node = nodes_.find(node_id);
-    if (node != nodes_.end())
-      for (const auto& gpu : node->second.info.gpus)
-        if (gpu.index == index) return gpu.model;
-    return "unknown";
-  };
+  // One walk of the active jobs and one of the nodes, counting under keys that point into the
+  // server's own strings: label sets are built once per series, not once per job or node, so a
+  // scrape of 10,000 nodes and 20,000 jobs allocates little (bench/RESULTS.md, "/metrics").
+  using Key = std::string_view;
   // Sums in whole milli-GPUs, divided once: ten 100-milli shares make exactly 1 GPU.
-  std::map<std::string, std::map<std::string, int64_t>> used_milli;  // tenant -> model -> milli
-  std::map<prometheus::Labels, int64_t> held_milli;                  // model, tenant, mode
-  std::map<std::string, TimeMs> pending_since;  // tenant -> the oldest pending job's start
+  std::map<Key, std::map<Key, int64_t>> used_milli;          // tenant -> model -> milli
+  std::map<std::tuple<Key, Key, bool>, int64_t> held_milli;  // model, tenant, whole
+  std::map<std::pair<Key, bool>, int64_t> job_counts;        // tenant, running
+  std::map<Key, TimeMs> pending_since;  // tenant -> the oldest pending job's start
+  std::map<Key, int64_t> budget_held_jobs;
+  // Milli-GPUs in use on each node, by GPU index (only nodes with something on their GPUs).
+  std::unordered_map<Key, std::vector<std::pair<int, int64_t>>> used_on_node;
+  static const std::string kUnknownModel = "unknown";
   for (const auto& [id, job] : jobs_) {
     if (is_terminal(job.state)) continue;
+    Key tenant = job.spec.tenant;
     // A job whose latest attempt has not ended is placed (starting), no longer waiting.
     if (job.state == JobState::kPending &&
         (job.attempts.empty() || job.attempts.back().ended_at > 0)) {
       TimeMs since = job.attempts.empty() ? job.created_at : job.attempts.back().ended_at;
-      auto [it, added] = pending_since.emplace(job.spec.tenant, since);
+      auto [it, added] = pending_since.emplace(tenant, since);
       if (!added) it->second = std::min(it->second, since);
     }
-    jobs.add({{"state", job.state == JobState::kRunning ? "running" : "pending"},
-              {"tenant", job.spec.tenant}},
-             1);
+    if (job.state == JobState::kPending && job.replicas.empty() &&
+        (budget_held_.count(job.spec.tenant) || cost_held_.count(id)))
+      ++budget_held_jobs[tenant];
+    ++job_counts[{tenant, job.state == JobState::kRunning}];
     for (const auto& r : job.replicas) {
-      if (r.state == ReplicaState::kExited) continue;
+      if (r.state == ReplicaState::kExited || r.gpus.empty()) continue;
+      auto node = nodes_.find(r.node_id);
+      auto& used = used_on_node[node == nodes_.end() ? Key() : Key(node->first)];
       for (const auto& g : r.gpus) {
-        std::string model = model_of(r.node_id, g.index);
-        held_milli[{{"model", model},
-                    {"tenant", job.spec.tenant},
-                    {"mode", g.milli >= 1000 ? "whole" : "shared"}}] += g.milli;
-        used_milli[job.spec.tenant][model] += g.milli;
+        Key model = kUnknownModel;
+        if (node != nodes_.end())
+          for (const auto& gpu : node->second.info.gpus)
+            if (gpu.index == g.index) model = gpu.model;
+        held_milli[{model, tenant, g.milli >= 1000}] += g.milli;
+        used_milli[tenant][model] += g.milli;
+        auto slot = std::find_if(used.begin(), used.end(),
+                                 [&](const auto& u) { return u.first == g.index; });
+        if (slot == used.end())
+          used.emplace_back(g.index, g.milli);
+        else
+          slot->second += g.milli;
       }
     }
   }
+  auto str = [](Key k) { return std::string(k); };
+  for (const auto& [key, count] : job_counts)
+    jobs.add({{"state", key.second ? "running" : "pending"}, {"tenant", str(key.first)}},
+             static_cast<double>(count));
   for (const auto& [tenant, since] : pending_since)
-    oldest_pending.add({{"tenant", tenant}},
+    oldest_pending.add({{"tenant", str(tenant)}},
                        static_cast<double>(std::max<TimeMs>(0, clock_.now_ms() - since)) / 1000);
-  for (const auto& [labels, milli] : held_milli) {
-    allocated.add(labels, static_cast<double>(milli) / 1000);
-    allocated_milli.add({{"model", labels.at("model")}, {"tenant", labels.at("tenant")}},
+  for (const auto& [key, milli] : held_milli) {
+    auto [model, tenant, whole] = key;
+    allocated.add(
+        {{"model", str(model)}, {"tenant", str(tenant)}, {"mode", whole ? "whole" : "shared"}},
+        static_cast<double>(milli) / 1000);
+    allocated_milli.add({{"model", str(model)}, {"tenant", str(tenant)}},
                         static_cast<double>(milli));
   }
-  std::map<std::string, int64_t> free_shared_milli;  // model -> milli
-  for (const auto& n : node_states()) {
-    const auto& rec = nodes_.at(n.id);
-    nodes.add({{"state", rec.state}}, 1);
-    if (rec.cordoned) cordoned.add({}, 1);
+  std::map<Key, int64_t> node_counts, gpu_capacity, free_whole, free_shared_milli;
+  int64_t cordoned_count = 0;
+  for (const auto& [id, rec] : nodes_) {
+    ++node_counts[rec.state];
+    if (rec.cordoned) ++cordoned_count;
     if (rec.state != "ready") continue;
-    for (const auto& g : n.gpus) {
-      capacity.add({{"model", g.model}}, 1);
-      free_gpus.touch({{"model", g.model}, {"mode", "whole"}});
-      free_gpus.touch({{"model", g.model}, {"mode", "shared"}});
-      if (!n.schedulable) continue;
-      if (g.used_milli <= 0)
-        free_gpus.add({{"model", g.model}, {"mode", "whole"}}, 1);
-      else if (g.used_milli < 1000)
-        free_shared_milli[g.model] += 1000 - g.used_milli;
+    bool schedulable = !rec.cordoned;
+    auto used = used_on_node.find(Key(id));
+    for (const auto& g : rec.info.gpus) {
+      ++gpu_capacity[g.model];
+      free_whole[g.model] += 0;
+      free_shared_milli[g.model] += 0;
+      if (!schedulable) continue;
+      int64_t used_milli_here = 0;
+      if (used != used_on_node.end())
+        for (const auto& [index, milli] : used->second)
+          if (index == g.index) used_milli_here += milli;
+      if (used_milli_here <= 0)
+        ++free_whole[g.model];
+      else if (used_milli_here < 1000)
+        free_shared_milli[g.model] += 1000 - used_milli_here;
     }
   }
+  for (const auto& [state, count] : node_counts)
+    nodes.add({{"state", str(state)}}, static_cast<double>(count));
+  cordoned.add({}, static_cast<double>(cordoned_count));
+  for (const auto& [model, count] : gpu_capacity)
+    capacity.add({{"model", str(model)}}, static_cast<double>(count));
+  for (const auto& [model, count] : free_whole)
+    free_gpus.add({{"model", str(model)}, {"mode", "whole"}}, static_cast<double>(count));
   for (const auto& [model, milli] : free_shared_milli)
-    free_gpus.add({{"model", model}, {"mode", "shared"}}, static_cast<double>(milli) / 1000);
+    free_gpus.add({{"model", str(model)}, {"mode", "shared"}}, static_cast<double>(milli) / 1000);
   for (const auto& t : tenants) {
     weight.add({{"tenant", t.name}}, t.weight);
     // The quota in force: a quota window's while it is open (docs/config.md).
@@ -184,10 +220,10 @@ net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
     for (const auto& [model, gpus] : t.borrowing_limit)
       borrowing_limit.add({{"tenant", t.name}, {"model", model}}, gpus);
     if (nominal.empty() && t.borrowing_limit.empty()) continue;
-    for (const auto& [model, milli] : used_milli[t.name]) {
-      auto q = nominal.find(model);
+    for (const auto& [model, milli] : used_milli[Key(t.name)]) {
+      auto q = nominal.find(str(model));
       int64_t over = milli - (q == nominal.end() ? 0 : int64_t{q->second} * 1000);
-      borrowed.add({{"tenant", t.name}, {"model", model}},
+      borrowed.add({{"tenant", t.name}, {"model", str(model)}},
                    over > 0 ? static_cast<double>(over) / 1000 : 0);
     }
   }
@@ -198,10 +234,8 @@ net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
     month_spend.add({{"tenant", t.name}}, spent == budget_spent_.end() ? 0 : spent->second);
     budget_held.touch({{"tenant", t.name}});
   }
-  for (const auto& [id, job] : jobs_)
-    if (job.state == JobState::kPending && job.replicas.empty() &&
-        (budget_held_.count(job.spec.tenant) || cost_held_.count(id)))
-      budget_held.add({{"tenant", job.spec.tenant}}, 1);
+  for (const auto& [tenant, count] : budget_held_jobs)
+    budget_held.add({{"tenant", str(tenant)}}, static_cast<double>(count));
   if (http_) connections.add({}, static_cast<double>(http_->stats().open_connections));
   build.add({{"version", GPUCLOUD_VERSION}}, 1);
   if (tls_not_after_s_ > 0) cert_expiry.add({}, static_cast<double>(tls_not_after_s_));

@@ -165,6 +165,16 @@ TEST_F(NetnsClusterTest, LongNetworkCutFencesThenRequeuesOnlyAfterDown) {
   EXPECT_EQ(j.value("state", ""), "running");
   EXPECT_TRUE(alive(2));
   EXPECT_FALSE(alive(1));
+  // The agent's fence is in the audit log, with the node that decided it.
+  auto fences = cluster_->cli({"audit", "--action", "job.fence", "--json"});
+  ASSERT_EQ(fences.exit_code, 0) << fences.err;
+  json entries = json::parse(fences.out);
+  ASSERT_EQ(entries.size(), 1u) << fences.out;
+  EXPECT_EQ(entries[0]["object"], j["id"]) << fences.out;
+  EXPECT_EQ(entries[0]["actor"], "agent " + first) << fences.out;
+  EXPECT_NE(entries[0]["detail"].get<std::string>().find("attempt 1 rank 0 stopped by its node"),
+            std::string::npos)
+      << fences.out;
 }
 
 TEST_F(NetnsClusterTest, ServerKill9AndRestartLosesNothing) {
