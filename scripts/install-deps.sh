@@ -13,6 +13,9 @@ packages=(
   clang libclang-rt-14-dev  # fuzz/: clang++ -fsanitize=fuzzer,address,undefined
   iproute2 procps
   python3  # tests: a checkpointing job (tests/integration/dev_interruptions_test.cpp)
+  # Container jobs (docs/containers.md): podman with runc (crun refuses hybrid cgroups), and
+  # busybox-static, the root of the tests' image (tests/integration/container_image.cpp).
+  podman runc busybox-static
 )
 
 missing=()

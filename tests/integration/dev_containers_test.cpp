@@ -2,6 +2,8 @@
 // with `image:` in podman, driven through the real CLI and API.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -201,6 +203,65 @@ TEST(DevContainerRestart, AContainerOutlivesAKilledAgentAndIsReadoptedNotDuplica
   EXPECT_EQ(job["attempt"], 1);
   EXPECT_EQ(c.cli({"logs", id}).out, "started\ndone\n");
   EXPECT_EQ(containers_of(key), "");
+}
+
+// Skips the calling test without podman; fails it when the test image cannot be made.
+#define REQUIRE_TEST_IMAGE()                                                 \
+  do {                                                                       \
+    bool missing = false;                                                    \
+    std::string problem = ensure_test_image(&missing);                       \
+    if (missing) GTEST_SKIP() << "container tests need podman: " << problem; \
+    ASSERT_TRUE(problem.empty()) << problem;                                 \
+  } while (0)
+
+TEST(DevContainerInterruptions, TheNoticeReachesTheContainerAndTheNextAttemptResumes) {
+  REQUIRE_TEST_IMAGE();
+  DevCluster c({"--sim-gpus", "1xA100-80GB", "--sim-nodes", "2"});
+  std::string id =
+      c.submit({"--image", kTestImage, "--gpus", "1", "--", "sh", "-c",
+                "cd $GPUCLOUD_CHECKPOINT_DIR; if [ \"$GPUCLOUD_RESUMED\" = 1 ]; then echo "
+                "resumed-at-$(cat step)-$(cat notice);"
+                " exit 0; fi; echo 7 > step; echo > COMMITTED; echo ready;"
+                " while [ ! -e \"$GPUCLOUD_INTERRUPT\" ]; do sleep 0.1; done; echo seen > notice"});
+  ASSERT_TRUE(wait_until([&] {
+    return c.cli({"logs", id}).out.find("ready") != std::string::npos;
+  }));
+  std::string node = c.job(id)["replicas"][0]["node"];
+  ASSERT_EQ(c.cli({"node", "interrupt", node, "--in", "5s"}).exit_code, 0);
+  json job = c.wait_done(id);
+  EXPECT_EQ(job["state"], "succeeded") << job.dump();
+  EXPECT_EQ(job["attempt"], 2) << job.dump();
+  // The first attempt saw the notice file and checkpointed; the second resumed from it.
+  std::string logs = c.cli({"logs", id}).out;
+  EXPECT_NE(logs.find("resumed-at-7-seen"), std::string::npos) << logs;
+}
+
+TEST(DevContainerMounts, HostPathsOnlyUnderWhatTheNodeAllowsAndReadOnlyHolds) {
+  REQUIRE_TEST_IMAGE();
+  TempDir allowed;
+  std::filesystem::permissions(
+      allowed.path(), std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                          std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                          std::filesystem::perms::others_exec);
+  { std::ofstream(allowed.path() + "/input.txt") << "dataset\n"; }
+  std::filesystem::permissions(
+      allowed.path() + "/input.txt",
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+          std::filesystem::perms::others_read | std::filesystem::perms::group_read);
+  DevCluster c({"--sim-gpus", "1xA100-80GB", "--container-mount-allow", allowed.path()});
+  std::string ok = c.submit({"--image", kTestImage, "--mount", allowed.path() + ":/in:ro", "--",
+                             "sh", "-c", "cat /in/input.txt; echo x > /in/new || echo read-only"});
+  json job = c.wait_done(ok);
+  EXPECT_EQ(job["state"], "succeeded") << job.dump();
+  std::string logs = c.cli({"logs", ok}).out;
+  EXPECT_NE(logs.find("dataset"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("read-only"), std::string::npos) << logs;
+  std::string refused = c.submit({"--image", kTestImage, "--restart", "never", "--mount",
+                                  "/etc:/host-etc:ro", "--", "cat", "/host-etc/hostname"});
+  json r = c.wait_done(refused);
+  EXPECT_EQ(r["state"], "failed") << r.dump();
+  EXPECT_NE(r.dump().find("host path /etc is not under a path this node allows"), std::string::npos)
+      << r.dump();
 }
 
 }  // namespace
