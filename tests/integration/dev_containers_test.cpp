@@ -157,6 +157,25 @@ TEST_F(DevContainers, ACommandDeafToSigtermIsKilledAfterTheGraceAndRemoved) {
   EXPECT_EQ(containers_of(key), "");
 }
 
+TEST_F(DevContainers, AContainersCpuUseCountsAsItsSimulatedGpusLoad) {
+  auto& c = *cluster_;
+  // Simulated GPUs are as busy as their jobs' processes: those of a container are conmon's
+  // children, not the shim's, and are found through the container's cgroup.
+  std::string id = c.submit(
+      image_run({"--gpus", "1", "--grace", "1s", "--", "sh", "-c", "while :; do :; done"}));
+  ASSERT_TRUE(wait_until([&] { return c.job(id)["state"] == "running"; }));
+  int index = c.job(id)["replicas"][0]["gpus"][0]["index"];
+  auto busy = [&] {
+    json nodes = json::parse(c.cli({"nodes", "--json"}).out);
+    for (const auto& g : nodes[0]["gpus"])
+      if (g["index"] == index) return g.value("utilization_pct", 0) >= 50;
+    return false;
+  };
+  EXPECT_TRUE(wait_until(busy, std::chrono::seconds(30)));
+  c.cli({"cancel", id});
+  c.wait_done(id);
+}
+
 TEST_F(DevContainers, BadContainerSpecsAreRefusedWithTheReason) {
   auto& c = *cluster_;
   struct Case {

@@ -16,11 +16,15 @@
 // - The container's PID 1 is the job's command (no init): a command that neither handles nor
 //   is killed by SIGTERM (the kernel does not apply default actions to PID 1) ends at SIGKILL,
 //   after the grace period.
-// - stats() sees podman run, not the container: its memory and CPU use are not counted.
+// - stats() of a container reads the container's cgroup, found through `podman inspect` once
+//   the container runs (retried at most every few seconds); until then it is podman run's.
 // - A container job's environment values cannot contain line breaks (podman's --env-file).
 #pragma once
 
+#include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "exec/container/container_runtime.h"
 #include "exec/executor.h"
@@ -47,12 +51,24 @@ class ContainerExecutor final : public Executor {
   Status signal(const std::string& key, int signo) override;
   /// See Executor::stop.
   Status stop(const std::string& key, int64_t grace_ms) override;
-  /// See Executor::stats.
+  /// See Executor::stats. For a container: its cgroup's CPU seconds and memory.
   Result<ProcessStats> stats(const std::string& key) override;
 
  private:
-  std::unique_ptr<Executor> processes_;
+  // A container replica, for stats(): its name and the host pid of its first process.
+  struct Tracked {
+    std::string name;
+    int pid = 0;
+    std::chrono::steady_clock::time_point next_lookup{};
+  };
+  // Tracks ref's replica when its launch file says it is a container.
+  void track_if_container(const ProcessRef& ref);
+
   ContainerRuntime runtime_;
+  std::mutex mu_;
+  std::map<std::string, Tracked> containers_;  // by key, until the exit callback
+  // Last: destroyed first, so its monitor thread (which calls the exit callback) stops first.
+  std::unique_ptr<Executor> processes_;
 };
 
 }  // namespace gpucloud::exec
