@@ -123,6 +123,14 @@ TEST_F(DevContainers, AMissingImageIsTheRuntimesFailureNamingTheImage) {
   EXPECT_NE(reason.find("failed to start"), std::string::npos) << reason;
   EXPECT_NE(reason.find("localhost/gpucloud-no-such-image:1"), std::string::npos) << reason;
   EXPECT_NE(reason.find("podman exit 125"), std::string::npos) << reason;
+  // An entrypoint the image does not have: podman's 127, with its reason, not the job's code.
+  std::string no_entry = c.submit(
+      image_run({"--entrypoint", "/bin/no-such-entrypoint", "--restart", "never", "--", "x"}));
+  json e = c.wait_done(no_entry);
+  EXPECT_EQ(e["state"], "failed") << e.dump();
+  EXPECT_NE(e.dump().find("failed to start"), std::string::npos) << e.dump();
+  EXPECT_NE(e.dump().find("(podman exit 127)"), std::string::npos) << e.dump();
+  EXPECT_NE(e.dump().find("/bin/no-such-entrypoint"), std::string::npos) << e.dump();
   // The node stays healthy: the next container job runs.
   std::string next = c.submit(image_run({"--", "echo", "still-fine"}));
   EXPECT_EQ(c.wait_done(next)["state"], "succeeded");
@@ -267,7 +275,9 @@ TEST(DevContainerMounts, HostPathsOnlyUnderWhatTheNodeAllowsAndReadOnlyHolds) {
       allowed.path() + "/input.txt",
       std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
           std::filesystem::perms::others_read | std::filesystem::perms::group_read);
-  DevCluster c({"--sim-gpus", "1xA100-80GB", "--container-mount-allow", allowed.path()});
+  TempDir auth;
+  DevCluster c({"--sim-gpus", "1xA100-80GB", "--container-mount-allow", allowed.path(),
+                "--registry-auth-dir", auth.path()});
   std::string ok = c.submit({"--image", kTestImage, "--mount", allowed.path() + ":/in:ro", "--",
                              "sh", "-c", "cat /in/input.txt; echo x > /in/new || echo read-only"});
   json job = c.wait_done(ok);
@@ -281,6 +291,19 @@ TEST(DevContainerMounts, HostPathsOnlyUnderWhatTheNodeAllowsAndReadOnlyHolds) {
   EXPECT_EQ(r["state"], "failed") << r.dump();
   EXPECT_NE(r.dump().find("host path /etc is not under a path this node allows"), std::string::npos)
       << r.dump();
+  // Registry credentials by name: a name without its file on the node is a clear failure; with
+  // the file, podman is given it.
+  std::vector<std::string> authed = {"--image", kTestImage,  "--registry-auth",
+                                     "team",    "--restart", "never",
+                                     "--",      "echo",      "pulled"};
+  json missing = c.wait_done(c.submit(authed));
+  EXPECT_EQ(missing["state"], "failed") << missing.dump();
+  EXPECT_NE(missing.dump().find("registry_auth: " + auth.path() + "/team.json does not exist"),
+            std::string::npos)
+      << missing.dump();
+  { std::ofstream(auth.path() + "/team.json") << "{\"auths\": {}}\n"; }
+  json found = c.wait_done(c.submit(authed));
+  EXPECT_EQ(found["state"], "succeeded") << found.dump();
 }
 
 }  // namespace
