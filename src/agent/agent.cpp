@@ -1,6 +1,7 @@
 #include "agent/agent.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include "agent/checkpoints.h"
 #include "agent/gpu_metrics.h"
 #include "common/units.h"
+#include "exec/container/container_executor.h"
 #include "exec/process/crash_point.h"
 #include "metrics/token_file.h"
 #include "model/json_limits.h"
@@ -125,7 +127,14 @@ Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Cl
   agent->gpus_ = std::move(*backend);
   auto executor = exec::create_process_executor(config.executor);
   if (!executor) return executor.error();
-  agent->executor_ = std::move(*executor);
+  exec::ContainerRuntime runtime = exec::detect_container_runtime();
+  if (runtime.usable())
+    spdlog::info("agent: container jobs run with {} --runtime {} ({})", runtime.podman,
+                 runtime.runtime, runtime.reason);
+  else
+    spdlog::warn("agent: container jobs cannot run here: {}", runtime.reason);
+  agent->executor_ =
+      std::make_unique<exec::ContainerExecutor>(std::move(*executor), std::move(runtime));
   if (config.metrics_enabled && !config.metrics_token_file.empty()) {
     auto token = metrics::read_token_file(config.metrics_token_file, "--metrics-token-file");
     if (!token) return token.error();
@@ -142,6 +151,19 @@ Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Cl
   info.hostname = agent->machine_.hostname;
   info.gpus = std::move(*discovered);
   info.gpu_backend = agent->gpus_->kind();
+  {
+    std::vector<int> indexes;
+    for (const auto& g : info.gpus) indexes.push_back(g.index);
+    auto devices =
+        prepare_gpu_devices(info.gpu_backend == "simulated", config.data_dir + "/devices", indexes);
+    if (!devices) {
+      spdlog::warn("agent: container jobs get no GPU device nodes: {}", devices.error().message);
+    } else {
+      agent->gpu_devices_ = *devices;
+      if (Status cdi = write_cdi_spec(*devices, indexes, config.data_dir + "/cdi"); !cdi.ok())
+        spdlog::warn("agent: {}", cdi.error().message);
+    }
+  }
   info.driver_version = agent->gpus_->driver_version();
   info.cuda_version = agent->gpus_->cuda_version();
   info.labels = config.labels;
@@ -688,7 +710,9 @@ void Agent::start_replica(const Allocation& a) {
   spec.argv = a.command;
   spec.attempt_dir = config_.data_dir + "/attempts/" + a.key;
   std::string job_dir = exec::job_dir_of(spec.attempt_dir);
-  spec.workdir = a.workdir.empty() ? job_dir : a.workdir;
+  const bool container = !a.container.image.empty();
+  // A container's workdir is inside its image: its WORKDIR unless the job gives one.
+  spec.workdir = container ? a.workdir : a.workdir.empty() ? job_dir : a.workdir;
   spec.memory_limit_mib = a.memory_mib;
   std::string uuids;
   std::vector<int> numa;
@@ -699,7 +723,7 @@ void Agent::start_replica(const Allocation& a) {
   }
   spec.cpus = cpus_for_gpus(machine_, numa);
   spec.env = a.env;
-  if (!spec.env.count("PATH"))
+  if (!container && !spec.env.count("PATH"))  // a container has its image's PATH
     spec.env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
   auto user = set_job_user(a, spec);
   if (!user.ok()) {
@@ -738,6 +762,23 @@ void Agent::start_replica(const Allocation& a) {
   spec.env["GPUCLOUD_RESUMED"] = read_checkpoint(*checkpoints).committed_at > 0 ? "1" : "0";
   spec.env["GPUCLOUD_INTERRUPT"] = spec.attempt_dir + "/" + kInterruptFile;
   spec.env["CUDA_VISIBLE_DEVICES"] = uuids;
+  if (container) {
+    // A container sees only its GPUs' device nodes, which CUDA numbers from 0.
+    std::string ordinals;
+    for (size_t i = 0; i < a.gpus.size(); ++i) ordinals += (i == 0 ? "" : ",") + std::to_string(i);
+    spec.env["CUDA_VISIBLE_DEVICES"] = ordinals;
+    if (Status set = set_container(a, *checkpoints, spec); !set.ok()) {
+      spdlog::warn("agent {}: cannot start {}: {}", node_info_.name, a.key, set.error().message);
+      std::lock_guard lock(mu_);
+      auto& r = state_.replicas[a.key];
+      r.starting = false;
+      r.exited = true;
+      push_event(
+          {0, a.key, "exited", 1, 0, false, true, false, set.error().message, clock_.now_ms()});
+      save();
+      return;
+    }
+  }
   spec.env["NVIDIA_VISIBLE_DEVICES"] = uuids.empty() ? "void" : uuids;
   spec.env["GPUCLOUD_JOB_ID"] = a.job_id;
   spec.env["GPUCLOUD_ATTEMPT"] = std::to_string(a.attempt);
@@ -788,6 +829,56 @@ void Agent::start_replica(const Allocation& a) {
   spdlog::info("agent {}: started {} (GPUs {})", node_info_.name, a.key,
                uuids.empty() ? "none" : uuids);
   push_event({0, a.key, "started", 0, 0, false, false, false, "", r.started_at});
+}
+
+Status Agent::set_container(const Allocation& a, const std::string& checkpoints,
+                            exec::LaunchSpec& spec) {
+  const ContainerSpec& c = a.container;
+  exec::ContainerLaunch launch;
+  launch.image = c.image;
+  launch.entrypoint = c.entrypoint;
+  launch.shm_size_mib = c.shm_size_mib;
+  launch.pull = c.pull_policy == PullPolicy::kAlways  ? "always"
+                : c.pull_policy == PullPolicy::kNever ? "never"
+                                                      : "missing";
+  for (const auto& m : c.mounts) {
+    if (m.source[0] == '/') {
+      std::string source = fs::path(m.source).lexically_normal().string();
+      bool allowed = false;
+      for (const auto& prefix : config_.container_mount_allow) {
+        std::string p = fs::path(prefix).lexically_normal().string();
+        if (source == p ||
+            (source.rfind(p, 0) == 0 && (p.back() == '/' || source[p.size()] == '/')))
+          allowed = true;
+      }
+      if (!allowed)
+        return invalid(fmt::format(
+            "mounts: host path {} is not under a path this node allows jobs to mount ({}); "
+            "use a named volume, or ask the operator to add it to --container-mount-allow",
+            m.source,
+            config_.container_mount_allow.empty()
+                ? std::string("none")
+                : fmt::format("{}", fmt::join(config_.container_mount_allow, ", "))));
+    }
+    launch.mounts.push_back({m.source, m.target, m.read_only});
+  }
+  if (!c.registry_auth.empty()) {
+    if (config_.registry_auth_dir.empty())
+      return invalid("registry_auth: " + c.registry_auth +
+                     " names a credentials file, but this node has no --registry-auth-dir");
+    std::string file = config_.registry_auth_dir + "/" + c.registry_auth + ".json";
+    if (!fs::exists(file))
+      return invalid("registry_auth: " + file + " does not exist on node " + node_info_.name +
+                     "; put the registry's credentials there (podman login --authfile " + file +
+                     ")");
+    launch.auth_file = file;
+  }
+  std::vector<int> indexes;
+  for (const auto& g : a.gpus) indexes.push_back(g.index);
+  launch.devices = gpu_devices_.device_args(indexes);
+  launch.shared_paths.push_back(checkpoints);
+  spec.container = std::move(launch);
+  return {};
 }
 
 Result<bool> Agent::set_job_user(const Allocation& a, exec::LaunchSpec& spec) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "agent/agent_state.h"
+#include "agent/gpu_devices.h"
 #include "agent/job_users.h"
 #include "agent/machine.h"
 #include "agent/metrics_endpoint.h"
@@ -51,6 +52,11 @@ struct AgentConfig {
   // its attempts. A path every node of the cluster shares lets a job resume on another node.
   // "" = <data_dir>/checkpoints.
   std::string checkpoint_root;
+  // Container jobs (docs/containers.md): the directory of registry credentials files a job
+  // names with registry_auth (NAME.json; "" = none may be named), and the host paths under which
+  // jobs may mount host directories (empty = no host path; named volumes are always allowed).
+  std::string registry_auth_dir;
+  std::vector<std::string> container_mount_allow;
   // The node's hourly price in USD, reported to the server (docs/jobspec.md, "max_price");
   // -1 = unknown.
   double price_per_hour = -1;
@@ -114,6 +120,9 @@ class Agent {
   void start_replica(const Allocation& alloc);
   /// Sets the job's user in spec (and HOME, USER, LOGNAME unless the job gives them); false,
   /// with the reason, when no user can be given to it.
+  /// Fills spec.container from a container allocation: its mounts (host paths only under
+  /// container_mount_allow), credentials file, GPU device nodes and checkpoint dir; says why not.
+  Status set_container(const Allocation& a, const std::string& checkpoints, exec::LaunchSpec& spec);
   Result<bool> set_job_user(const Allocation& a, exec::LaunchSpec& spec);
   void starter();  // a worker of the start queue
   void on_exit(const exec::ExitInfo& info);
@@ -155,6 +164,7 @@ class Agent {
   NodeInfo node_info_;
   std::unique_ptr<gpu::GpuBackend> gpus_;
   std::unique_ptr<exec::Executor> executor_;
+  GpuDevices gpu_devices_;  // the device nodes container jobs get
   std::unique_ptr<net::HttpClient> client_;
   std::string state_path_;
   bool switch_users_ = false;  // running as root: jobs run as their tenant's user

@@ -123,6 +123,14 @@ int run_cli(int argc, char** argv) {
   dev_cmd->add_option("--catalog", dev.catalog_file,
                       "instance price catalog CSV (docs/cost.md), e.g. "
                       "deploy/catalog/gpu-prices.csv; nodes are priced by their labels");
+  dev_cmd->add_option("--registry-auth-dir", dev.registry_auth_dir,
+                      "directory of registry credentials files (NAME.json) that container "
+                      "jobs name with registry_auth (docs/containers.md)");
+  dev_cmd
+      ->add_option("--container-mount-allow", dev.container_mount_allow,
+                   "a host path under which container jobs may mount host directories; "
+                   "repeatable (default: none, only named volumes)")
+      ->allow_extra_args(false);
   dev_cmd->add_option("--labels", dev.labels,
                       "labels of every dev node, e.g. cloud=aws,instance-type=p4d.24xlarge,"
                       "region=us-east-1");
@@ -163,6 +171,22 @@ int run_cli(int argc, char** argv) {
                       "the most the job may cost over all its attempts, in USD (e.g. 250): it "
                       "is stopped before passing it; with --max-runtime it only runs where "
                       "that run time cannot pass it");
+  run_cmd->add_option("--image", run.image,
+                      "run in this container image (podman on the node); the command is "
+                      "optional then: the image's CMD");
+  run_cmd
+      ->add_option("--mount", run.mounts,
+                   "SRC:DST[:ro], repeatable: a host path or volume name mounted at DST")
+      ->allow_extra_args(false);
+  run_cmd->add_option("--shm-size", run.shm_size, "the container's /dev/shm size, e.g. 1GiB");
+  run_cmd->add_option("--pull-policy", run.pull_policy,
+                      "if-not-present (default) | always | never");
+  run_cmd
+      ->add_option("--entrypoint", run.entrypoint,
+                   "replaces the image's ENTRYPOINT; repeat for each of its arguments")
+      ->allow_extra_args(false);
+  run_cmd->add_option("--registry-auth", run.registry_auth,
+                      "NAME of a credentials file on the node (<registry-auth-dir>/NAME.json)");
   run_cmd->add_flag("--wait", run.wait,
                     "wait for the end; exit with the job's exit code (75 when lost)");
   run_cmd->add_flag("--dry-run", run.dry_run,
@@ -343,6 +367,14 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   agent_cmd->add_option("--poll-hold", agent.poll_hold, "longest the server may hold a poll")
       ->capture_default_str();
+  agent_cmd->add_option("--registry-auth-dir", agent.registry_auth_dir,
+                        "directory of registry credentials files (NAME.json) that container "
+                        "jobs name with registry_auth (docs/containers.md)");
+  agent_cmd
+      ->add_option("--container-mount-allow", agent.container_mount_allow,
+                   "a host path under which container jobs may mount host directories; "
+                   "repeatable (default: none, only named volumes)")
+      ->allow_extra_args(false);
   agent_cmd->add_option("--checkpoint-root", agent.checkpoint_root,
                         "absolute path of the jobs' checkpoint directories (default "
                         "<data-dir>/checkpoints); a path all nodes share lets jobs resume on "

@@ -120,6 +120,8 @@ int cmd_agent(const AgentOptions& o) {
           o.fence_after));
     ac.fence_after_ms = *fence;
   }
+  ac.registry_auth_dir = o.registry_auth_dir;
+  ac.container_mount_allow = o.container_mount_allow;
   if (!o.checkpoint_root.empty()) {
     if (o.checkpoint_root.front() != '/')
       return usage(

@@ -201,6 +201,8 @@ int cmd_dev(const DevOptions& o) {
     ac.name = fmt::format("dev-{}", i);
     ac.data_dir = fmt::format("{}/{}", nodes_dir, ac.name);
     ac.checkpoint_root = nodes_dir + "/checkpoints";  // shared: a job resumes on any dev node
+    ac.registry_auth_dir = o.registry_auth_dir;
+    ac.container_mount_allow = o.container_mount_allow;
     ac.job_uid_range = *uid_range;
     ac.gpu.kind = o.sim_gpus.empty() ? "auto" : "simulated";
     ac.gpu.sim_spec = o.sim_gpus;

@@ -24,6 +24,9 @@ struct RunOptions {
   std::string max_price;  // USD per GPU-hour; "" = no limit
   std::string max_cost;   // USD over all attempts; "" = no limit
   std::vector<std::string> env, selector, command;
+  // Container jobs (docs/containers.md): the image and its options; mounts are SRC:DST[:ro].
+  std::string image, shm_size, pull_policy, registry_auth;
+  std::vector<std::string> mounts, entrypoint;
   bool wait = false;
   bool dry_run = false;  // print where it would run now and its cost per hour; submit nothing
 };
@@ -50,6 +53,9 @@ struct DevOptions {
   bool metrics_public = false;
   std::string catalog_file;  // --catalog (docs/cost.md); "" = none
   std::string labels;        // --labels K=V,... on every dev node
+  // Container jobs (docs/containers.md), for every dev node.
+  std::string registry_auth_dir;
+  std::vector<std::string> container_mount_allow;
 };
 
 /// `gpucloud server`: the control plane alone (docs/config.md).
@@ -92,6 +98,9 @@ struct AgentOptions {
   std::string metrics_listen = "0.0.0.0:9400";  // docs/metrics.md, "Agent metrics"
   bool no_metrics = false;
   std::string metrics_token_file;
+  // Container jobs (docs/containers.md).
+  std::string registry_auth_dir;
+  std::vector<std::string> container_mount_allow;
 };
 
 /// `gpucloud sim fgd`: the FGD allocation experiment (shared/fgd-experiment.md).

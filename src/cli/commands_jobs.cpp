@@ -124,7 +124,8 @@ int print_dry_run(const json& answer) {
 }
 
 int submit_spec(json spec, bool wait, bool dry_run = false) {
-  if (!spec.contains("workdir")) spec["workdir"] = current_dir();
+  // A container's workdir is a path inside its image (its WORKDIR unless given).
+  if (!spec.contains("workdir") && !spec.contains("image")) spec["workdir"] = current_dir();
   if (auto checked = job_spec_from_json(spec); !checked) {
     std::cerr << "error: " << checked.error().message << "\n";
     return kExitUsage;
@@ -186,12 +187,12 @@ Result<double> parse_usd(const char* flag, const std::string& text, double max,
 
 int cmd_run(const RunOptions& o) {
   json spec = json::object();
-  if (o.command.empty()) {
+  if (o.command.empty() && o.image.empty()) {
     std::cerr << "error: command: nothing to run; put it after --, e.g. gpucloud run --gpus 1 -- "
                  "python train.py\n";
     return kExitUsage;
   }
-  spec["command"] = o.command;
+  if (!o.command.empty()) spec["command"] = o.command;
   auto set = [&](const char* field, const std::string& value, bool numeric) {
     if (!value.empty()) spec[field] = numeric ? number_or_string(value) : json(value);
   };
@@ -222,6 +223,20 @@ int cmd_run(const RunOptions& o) {
                           "USD for the whole job (e.g. 250)");
     if (!cost) return std::cerr << "error: " << cost.error().message << "\n", kExitUsage;
     spec["max_cost"] = *cost;
+  }
+  set("image", o.image, false);
+  set("shm_size", o.shm_size, false);
+  set("pull_policy", o.pull_policy, false);
+  set("registry_auth", o.registry_auth, false);
+  if (!o.entrypoint.empty()) spec["entrypoint"] = o.entrypoint;
+  if (!o.mounts.empty()) {
+    json mounts = json::array();
+    for (const auto& text : o.mounts) {
+      auto m = parse_mount_flag(text);
+      if (!m) return std::cerr << "error: " << m.error().message << "\n", kExitUsage;
+      mounts.push_back({{"source", m->source}, {"target", m->target}, {"read_only", m->read_only}});
+    }
+    spec["mounts"] = mounts;
   }
   if (!o.restart.empty()) spec["restart"] = {{"policy", o.restart}};
   auto env = parse_pairs(o.env, "--env");

@@ -5,12 +5,37 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
 
 namespace gpucloud::exec {
+
+/// A mount of a container job: a host path (absolute) or a named volume, at target.
+struct ContainerMountSpec {
+  std::string source;
+  std::string target;
+  bool read_only = false;
+};
+
+/// What makes a replica run in a container (docs/containers.md). Its argv is the command run in
+/// the image (empty: the image's CMD), its workdir a path inside it ("" = the image's WORKDIR).
+struct ContainerLaunch {
+  std::string image;
+  std::vector<std::string> entrypoint;  // empty = the image's
+  std::vector<ContainerMountSpec> mounts;
+  int64_t shm_size_mib = 0;               // 0 = podman's default
+  std::string pull = "missing";           // podman --pull: always, missing or never
+  std::string auth_file;                  // a registry credentials file on this node; "" = none
+  std::vector<std::string> devices;       // "HOST_NODE:CONTAINER_NODE", e.g. the job's GPUs
+  std::vector<std::string> shared_paths;  // host paths mounted at the same path (checkpoints)
+  // Set by the container executor: the job's environment, which podman reads from a file of
+  // the attempt dir (never from its argv, which every user can read, nor from its own
+  // environment, which steers podman itself).
+  std::map<std::string, std::string> env_file;
+};
 
 /// Everything needed to start one replica of one attempt.
 struct LaunchSpec {
@@ -27,6 +52,14 @@ struct LaunchSpec {
   // Switching needs the executor to run as root.
   int64_t uid = -1;
   int64_t gid = -1;
+  // A container job (for the container executor, which turns it into a `podman run`).
+  std::optional<ContainerLaunch> container;
+  // Set by the container executor: argv is `podman run` of this container, run as the
+  // executor's own user while uid/gid own the job's directories; the shim reports podman's own
+  // failures as failed starts and removes the container when podman run is killed.
+  std::string container_name;
+  std::string container_image;
+  std::string podman;  // the podman binary, for that removal
 };
 
 /// The directory a job owns inside its attempt dir: GPUCLOUD_ATTEMPT_DIR, its default workdir

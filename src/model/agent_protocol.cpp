@@ -43,6 +43,7 @@ json allocation_to_json(const Allocation& a) {
     j["gid"] = a.gid;
   }
   if (a.allow_root) j["allow_root"] = true;
+  container_spec_to_json(a.container, j);
   return j;
 }
 
@@ -77,6 +78,13 @@ Result<Allocation> allocation_from_json(const json& j) {
     a.uid = j.value("uid", int64_t{-1});
     a.gid = j.value("gid", a.uid);
     a.allow_root = j.value("allow_root", false);
+    for (const auto& [key, value] : j.items()) {
+      if (!is_container_field(key)) continue;
+      Status read = read_container_field(key, value, a.container);
+      if (!read.ok()) return invalid("malformed allocation: " + read.error().message);
+    }
+    if (Status valid = validate_container_spec(a.container); !valid.ok())
+      return invalid("malformed allocation: " + valid.error().message);
     if (a.uid < -1 || a.uid > 0xfffffffeLL || a.gid < -1 || a.gid > 0xfffffffeLL)
       return invalid("malformed allocation: uid/gid " + std::to_string(a.uid) + "/" +
                      std::to_string(a.gid) + " out of range 0..4294967294");

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "model/container_spec.h"
 #include "model/interruption.h"
 #include "model/job.h"
 
@@ -44,6 +45,8 @@ struct Allocation {
   int64_t uid = -1;
   int64_t gid = -1;
   bool allow_root = false;
+  // The job's image and its options (docs/containers.md); no image = a host process.
+  ContainerSpec container;
 };
 
 /// The rendezvous port of a job: deterministic in its id, within 20000..39999.

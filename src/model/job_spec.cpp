@@ -375,12 +375,14 @@ Result<JobSpec> job_spec_from_json(const json& j) {
       auto s = read_string(v, key);
       if (!s) return s.error();
       spec.workdir = *s;
+    } else if (is_container_field(key)) {
+      GPUCLOUD_TRY(read_container_field(key, v, spec.container));
     } else {
       return invalid(fmt::format(
           "{}: unknown field; a job spec has name, command, replicas, gpus, gpu_model, gpu_milli, "
           "gpu_memory, cpus, memory, tenant, priority, capacity_class, max_price, max_cost, "
           "node_selector, max_runtime, expected_runtime, restart, grace_period, idle_timeout, env, "
-          "workdir (see "
+          "workdir, image, entrypoint, mounts, shm_size, pull_policy, registry_auth (see "
           "docs/jobspec.md)",
           key.size() > 64 ? key.substr(0, 64) + "..." : key));
     }
@@ -419,7 +421,9 @@ Status validate_name(const std::string& field, const std::string& value, size_t 
 }  // namespace
 
 Status validate_job_spec(JobSpec& spec) {
-  if (spec.command.empty() || spec.command[0].empty())
+  // A container job may leave its command out: the image's CMD runs.
+  if (spec.container.image.empty() ? spec.command.empty() || spec.command[0].empty()
+                                   : !spec.command.empty() && spec.command[0].empty())
     return field_error(
         "command",
         "is empty; give the program and its arguments, e.g. gpucloud run -- python train.py");
@@ -434,7 +438,12 @@ Status validate_job_spec(JobSpec& spec) {
                        fmt::format("is {} bytes; the maximum is {}; put long inputs in a file",
                                    command_bytes, JobSpecLimits::kMaxCommandBytes));
   if (spec.name.empty()) {
-    std::string base = spec.command[0].substr(spec.command[0].find_last_of('/') + 1);
+    // From the command's program, else the image's name without registry, tag or digest.
+    const std::string& image = spec.container.image;
+    std::string base = !spec.command.empty()
+                           ? spec.command[0].substr(spec.command[0].find_last_of('/') + 1)
+                           : image.substr(image.find_last_of('/') + 1);
+    if (spec.command.empty()) base = base.substr(0, base.find_first_of(":@"));
     for (char c : base)
       if (valid_name_char(c) && spec.name.size() < 63) spec.name += c;
     if (spec.name.empty()) spec.name = "job";
@@ -525,7 +534,7 @@ Status validate_job_spec(JobSpec& spec) {
   if (!spec.workdir.empty() && spec.workdir[0] != '/')
     return field_error("workdir", fmt::format("'{}' is not an absolute path", spec.workdir));
   if (spec.workdir.size() > 4096) return field_error("workdir", "is longer than 4096 characters");
-  return {};
+  return validate_container_spec(spec.container);
 }
 
 json job_spec_to_json(const JobSpec& spec) {
@@ -556,6 +565,7 @@ json job_spec_to_json(const JobSpec& spec) {
     j["idle_timeout"] = format_duration_ms(spec.idle_timeout_ms);
   j["env"] = spec.env;
   j["workdir"] = spec.workdir;
+  container_spec_to_json(spec.container, j);
   return j;
 }
 

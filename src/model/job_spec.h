@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "model/container_spec.h"
 
 namespace gpucloud {
 
@@ -57,6 +58,8 @@ struct JobSpec {
   int64_t idle_timeout_ms = 0;
   std::map<std::string, std::string> env;
   std::string workdir;  // absolute; the client fills in its own working directory
+  // The image to run in and its options (docs/containers.md); no image = a host process.
+  ContainerSpec container;
 
   /// GPUs per replica counting a share as one GPU.
   int gpus_per_replica() const { return gpu_milli > 0 ? 1 : gpus; }

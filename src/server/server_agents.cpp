@@ -464,6 +464,7 @@ std::vector<Allocation> Server::desired_for(const std::string& node_id) {
       a.command = job.spec.command;
       a.env = job.spec.env;
       a.workdir = job.spec.workdir;
+      a.container = job.spec.container;
       a.gpus = r.gpus;
       a.cpu_milli = r.cpu_milli;
       a.memory_mib = r.memory_mib;

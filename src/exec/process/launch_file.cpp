@@ -29,6 +29,12 @@ std::string launch_file_to_json(const LaunchFile& launch) {
     j["gid"] = launch.gid;
   }
   j["claims"] = launch.claims;
+  if (!launch.container_name.empty()) {
+    j["container_name"] = launch.container_name;
+    j["container_image"] = launch.container_image;
+    j["podman"] = launch.podman;
+    j["container_env"] = launch.container_env;
+  }
   return j.dump(2) + "\n";
 }
 
@@ -47,6 +53,10 @@ Result<LaunchFile> launch_file_from_json(const std::string& text) {
     if (launch.uid > 0xfffffffeLL || launch.gid > 0xfffffffeLL)
       return invalid("launch.json: uid/gid out of range");
     launch.claims = j.value("claims", false);
+    launch.container_name = j.value("container_name", "");
+    launch.container_image = j.value("container_image", "");
+    launch.podman = j.value("podman", "");
+    launch.container_env = j.value("container_env", std::map<std::string, std::string>{});
     if (launch.argv.empty()) return invalid("launch.json: argv is empty");
     return launch;
   } catch (const json::exception& e) {

@@ -41,7 +41,15 @@ struct LaunchFile {
   // The shim of this attempt claims it before running the command (claim.h). Written true;
   // false in the launch files of executors from before claims, whose shims never claim.
   bool claims = true;
+  // A container job (LaunchSpec::container_name): its name, image and podman binary; "" = none.
+  std::string container_name;
+  std::string container_image;
+  std::string podman;
+  std::map<std::string, std::string> container_env;  // written to DIR/container.env by the shim
 };
+
+/// The environment file of a container job, written by its shim (0600) for podman --env-file.
+inline constexpr const char* kContainerEnvFile = "container.env";
 
 /// Serialises a LaunchFile as JSON.
 std::string launch_file_to_json(const LaunchFile& launch);

@@ -208,6 +208,14 @@ Result<ProcessRef> ProcessExecutor::start(const LaunchSpec& spec) {
 
   LaunchFile launch{spec.key,  spec.argv,  spec.env, spec.workdir,
                     spec.cpus, ref.cgroup, spec.uid, spec.uid < 0 ? -1 : spec.gid};
+  if (!spec.container_name.empty()) {
+    // podman runs as the executor's user; the container itself as spec.uid (its --user).
+    launch.uid = launch.gid = -1;
+    launch.container_name = spec.container_name;
+    launch.container_image = spec.container_image;
+    launch.podman = spec.podman;
+    if (spec.container) launch.container_env = spec.container->env_file;
+  }
   Status written =
       write_file_in_place(ref.attempt_dir + "/" + kLaunchFile, launch_file_to_json(launch));
   if (!written.ok()) {

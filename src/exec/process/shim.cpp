@@ -18,6 +18,7 @@
 #include "exec/process/job_child.h"
 #include "exec/process/launch_file.h"
 #include "exec/process/proc.h"
+#include "exec/process/shim_container.h"
 
 namespace gpucloud::exec {
 namespace {
@@ -123,7 +124,7 @@ int wait_for(pid_t pid) {
 }
 
 // Records the pid, tells the agent the job is running, waits for its end and records it.
-int supervise(const std::string& dir, pid_t pid) {
+int supervise(const std::string& dir, pid_t pid, const LaunchFile& launch) {
   g_job_pgid = pid;
   // In place: the agent reads it only after signal_ready() below, or long after (re-adoption).
   Status pid_written = write_file_in_place(dir + "/" + kPidFile, std::to_string(pid) + "\n");
@@ -139,7 +140,9 @@ int supervise(const std::string& dir, pid_t pid) {
     info.message = errno_message("the shim could not wait for the job");
     return record_exit(dir, info);
   }
-  return record_exit(dir, exit_from_status(status));
+  ExitInfo info = exit_from_status(status);
+  if (!launch.container_name.empty()) finish_container(launch, dir, info);
+  return record_exit(dir, info);
 }
 
 // Claims the attempt for this shim before its command runs (claim.h): the command then runs at
@@ -193,6 +196,10 @@ int run_shim(const std::string& attempt_dir) {
   if (int rc = claim_attempt(dir); rc >= 0) return rc;
   crash_point("shim.claimed");
 
+  if (!launch->container_name.empty()) {
+    if (auto problem = write_container_env(*launch, dir))
+      return record_failed_start(dir, 1, *problem);
+  }
   limit_open_files_for_job();  // the job inherits it, on either path below
   pid_t pid = 0;
   if (job.cgroup_procs.empty() && job.uid < 0) {
@@ -203,7 +210,7 @@ int run_shim(const std::string& attempt_dir) {
     if (auto* failed = std::get_if<StartFailure>(&spawned))
       return record_failed_start(dir, failed->code, failed->message);
     pid = std::get<pid_t>(spawned);
-    return supervise(dir, pid);
+    return supervise(dir, pid, *launch);
   }
 
   int pipe_fds[2];
@@ -232,7 +239,7 @@ int run_shim(const std::string& attempt_dir) {
     return record_failed_start(dir, code, message);
   }
 
-  return supervise(dir, pid);
+  return supervise(dir, pid, *launch);
 }
 
 }  // namespace gpucloud::exec
