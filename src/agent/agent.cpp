@@ -860,13 +860,17 @@ Status Agent::set_container(const Allocation& a, const std::string& checkpoints,
                 ? std::string("none")
                 : fmt::format("{}", fmt::join(config_.container_mount_allow, ", "))));
     }
-    launch.mounts.push_back({m.source, m.target, m.read_only});
+    // A named volume belongs to the job's tenant: podman's volume names are global on the
+    // node, so another tenant's job naming the same volume gets its own.
+    std::string source = m.source[0] == '/' ? m.source : "gpucloud." + a.tenant + "." + m.source;
+    launch.mounts.push_back({source, m.target, m.read_only});
   }
   if (!c.registry_auth.empty()) {
     if (config_.registry_auth_dir.empty())
       return invalid("registry_auth: " + c.registry_auth +
                      " names a credentials file, but this node has no --registry-auth-dir");
-    std::string file = config_.registry_auth_dir + "/" + c.registry_auth + ".json";
+    // Credentials belong to a tenant: a job may name only its own tenant's files.
+    std::string file = config_.registry_auth_dir + "/" + a.tenant + "/" + c.registry_auth + ".json";
     if (!fs::exists(file))
       return invalid("registry_auth: " + file + " does not exist on node " + node_info_.name +
                      "; put the registry's credentials there (podman login --authfile " + file +

@@ -124,7 +124,7 @@ int run_cli(int argc, char** argv) {
                       "instance price catalog CSV (docs/cost.md), e.g. "
                       "deploy/catalog/gpu-prices.csv; nodes are priced by their labels");
   dev_cmd->add_option("--registry-auth-dir", dev.registry_auth_dir,
-                      "directory of registry credentials files (NAME.json) that container "
+                      "directory of registry credentials files (TENANT/NAME.json) that container "
                       "jobs name with registry_auth (docs/containers.md)");
   dev_cmd
       ->add_option("--container-mount-allow", dev.container_mount_allow,
@@ -185,8 +185,9 @@ int run_cli(int argc, char** argv) {
       ->add_option("--entrypoint", run.entrypoint,
                    "replaces the image's ENTRYPOINT; repeat for each of its arguments")
       ->allow_extra_args(false);
-  run_cmd->add_option("--registry-auth", run.registry_auth,
-                      "NAME of a credentials file on the node (<registry-auth-dir>/NAME.json)");
+  run_cmd->add_option(
+      "--registry-auth", run.registry_auth,
+      "NAME of a credentials file on the node (<registry-auth-dir>/<tenant>/NAME.json)");
   run_cmd->add_flag("--wait", run.wait,
                     "wait for the end; exit with the job's exit code (75 when lost)");
   run_cmd->add_flag("--dry-run", run.dry_run,
@@ -368,7 +369,7 @@ int run_cli(int argc, char** argv) {
   agent_cmd->add_option("--poll-hold", agent.poll_hold, "longest the server may hold a poll")
       ->capture_default_str();
   agent_cmd->add_option("--registry-auth-dir", agent.registry_auth_dir,
-                        "directory of registry credentials files (NAME.json) that container "
+                        "directory of registry credentials files (TENANT/NAME.json) that container "
                         "jobs name with registry_auth (docs/containers.md)");
   agent_cmd
       ->add_option("--container-mount-allow", agent.container_mount_allow,

@@ -298,12 +298,38 @@ TEST(DevContainerMounts, HostPathsOnlyUnderWhatTheNodeAllowsAndReadOnlyHolds) {
                                      "--",      "echo",      "pulled"};
   json missing = c.wait_done(c.submit(authed));
   EXPECT_EQ(missing["state"], "failed") << missing.dump();
-  EXPECT_NE(missing.dump().find("registry_auth: " + auth.path() + "/team.json does not exist"),
-            std::string::npos)
+  EXPECT_NE(
+      missing.dump().find("registry_auth: " + auth.path() + "/default/team.json does not exist"),
+      std::string::npos)
       << missing.dump();
-  { std::ofstream(auth.path() + "/team.json") << "{\"auths\": {}}\n"; }
+  // Another tenant's file of that name is not this tenant's.
+  std::filesystem::create_directories(auth.path() + "/other");
+  { std::ofstream(auth.path() + "/other/team.json") << "{\"auths\": {}}\n"; }
+  EXPECT_EQ(c.wait_done(c.submit(authed))["state"], "failed");
+  std::filesystem::create_directories(auth.path() + "/default");
+  { std::ofstream(auth.path() + "/default/team.json") << "{\"auths\": {}}\n"; }
   json found = c.wait_done(c.submit(authed));
   EXPECT_EQ(found["state"], "succeeded") << found.dump();
+}
+
+TEST(DevContainerMounts, ANamedVolumeBelongsToTheJobsTenant) {
+  REQUIRE_TEST_IMAGE();
+  TempDir dir;
+  std::string config = dir.path() + "/gpucloud.yaml";
+  std::ofstream(config) << "tenants:\n  - {name: vision}\n  - {name: nlp}\n";
+  DevCluster c({"--sim-gpus", "1xA100-80GB", "--config", config});
+  auto volume_job = [&](const std::string& tenant, const std::string& script) {
+    std::string id = c.submit({"--tenant", tenant, "--image", kTestImage, "--mount",
+                               "scratch:/scratch", "--", "sh", "-c", script});
+    EXPECT_EQ(c.wait_done(id)["state"], "succeeded") << c.job(id).dump();
+    return c.cli({"logs", id}).out;
+  };
+  volume_job("vision", "echo vision-data > /scratch/f");
+  // The same tenant finds its data again; another tenant naming the same volume does not.
+  EXPECT_EQ(volume_job("vision", "cat /scratch/f"), "vision-data\n");
+  EXPECT_EQ(volume_job("nlp", "cat /scratch/f 2>/dev/null || echo empty"), "empty\n");
+  run_command(
+      {kPodman, "volume", "rm", "--force", "gpucloud.vision.scratch", "gpucloud.nlp.scratch"});
 }
 
 }  // namespace
