@@ -779,6 +779,12 @@ void Agent::start_replica(const Allocation& a) {
       return;
     }
   }
+  if (!container) {
+    // Its GPUs' device nodes only (docs/security.md, "GPU devices"): /dev/nvidiaN is minor N.
+    std::vector<int> minors;
+    for (const auto& g : a.gpus) minors.push_back(g.index);
+    spec.gpu_device_minors = std::move(minors);
+  }
   spec.env["NVIDIA_VISIBLE_DEVICES"] = uuids.empty() ? "void" : uuids;
   spec.env["GPUCLOUD_JOB_ID"] = a.job_id;
   spec.env["GPUCLOUD_ATTEMPT"] = std::to_string(a.attempt);

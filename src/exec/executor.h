@@ -60,6 +60,12 @@ struct LaunchSpec {
   std::string container_name;
   std::string container_image;
   std::string podman;  // the podman binary, for that removal
+  // GPU device isolation (docs/security.md, "GPU devices"): when set, the job may open, of the
+  // NVIDIA driver's device nodes (char major 195), only these minors and the control nodes
+  // (nvidiactl, nvidia-modeset); any other GPU's node is denied (EPERM), whatever its path.
+  // Enforced with a cgroup v1 devices cgroup; on a host with cgroup v2 only, the executor warns
+  // once that it is not enforced. Not used for containers (podman passes exactly their nodes).
+  std::optional<std::vector<int>> gpu_device_minors;
 };
 
 /// The directory a job owns inside its attempt dir: GPUCLOUD_ATTEMPT_DIR, its default workdir

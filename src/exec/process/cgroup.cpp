@@ -110,6 +110,49 @@ std::optional<MemoryCgroupRoot> find_memory_cgroup_root(const std::string& mount
   return v1;
 }
 
+std::optional<std::string> find_devices_cgroup_root(const std::string& mounts_path) {
+  std::ifstream in(mounts_path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string device, mountpoint, type, options;
+    if (!(fields >> device >> mountpoint >> type >> options)) continue;
+    if (type == "cgroup" && has_word(options, "devices", ',')) return mountpoint;
+  }
+  return std::nullopt;
+}
+
+Result<std::string> create_gpu_devices_cgroup(const std::string& root, const std::string& parent,
+                                              const std::string& key,
+                                              const std::vector<int>& minors) {
+  if (::access(root.c_str(), W_OK) != 0)
+    return Error{ErrorCode::kPermissionDenied, root + " is not writable"};
+  std::string dir = root;
+  for (const auto& part : std::filesystem::path(parent)) {
+    if (part.empty() || part == "/" || part == ".") continue;
+    dir += "/" + part.string();
+    GPUCLOUD_TRY(make_cgroup_dir(dir));
+  }
+  std::string cgroup = dir + "/" + cgroup_name_for_key(key);
+  GPUCLOUD_TRY(make_cgroup_dir(cgroup));
+  auto rule = [](int minor) {
+    return "c " + std::to_string(kNvidiaDeviceMajor) + ":" +
+           (minor < 0 ? std::string("*") : std::to_string(minor)) + " rwm";
+  };
+  Status denied = write_control(cgroup + "/devices.deny", rule(-1));
+  std::vector<int> allowed = minors;
+  allowed.insert(allowed.end(), std::begin(kNvidiaControlMinors), std::end(kNvidiaControlMinors));
+  for (int minor : allowed) {
+    if (!denied.ok()) break;
+    denied = write_control(cgroup + "/devices.allow", rule(minor));
+  }
+  if (!denied.ok()) {
+    ::rmdir(cgroup.c_str());
+    return denied.error();
+  }
+  return cgroup;
+}
+
 std::string cgroup_name_for_key(const std::string& key) {
   std::string name;
   for (char c : key) {

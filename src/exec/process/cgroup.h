@@ -34,6 +34,24 @@ std::string cgroup_name_for_key(const std::string& key);
 Result<std::string> create_memory_cgroup(const MemoryCgroupRoot& root, const std::string& parent,
                                          const std::string& key, int64_t limit_mib);
 
+/// The NVIDIA driver's character device major number (/dev/nvidiaN is 195:N).
+inline constexpr int kNvidiaDeviceMajor = 195;
+/// Minors of the NVIDIA driver's control nodes, which every GPU job needs: nvidiactl and
+/// nvidia-modeset.
+inline constexpr int kNvidiaControlMinors[] = {255, 254};
+
+/// Where the cgroup v1 devices controller is mounted (proc(5) mount table), or nullopt.
+std::optional<std::string> find_devices_cgroup_root(
+    const std::string& mounts_path = "/proc/self/mounts");
+
+/// Creates `<root>/<parent>/<cgroup_name_for_key(key)>` in the v1 devices hierarchy, where of
+/// the NVIDIA driver's devices only `minors` and the control nodes may be opened (others get
+/// EPERM); every other device stays as the parent allows. Returns its absolute path.
+/// kPermissionDenied when the hierarchy is not writable.
+Result<std::string> create_gpu_devices_cgroup(const std::string& root, const std::string& parent,
+                                              const std::string& key,
+                                              const std::vector<int>& minors);
+
 /// Memory charged to the cgroup (memory.current or memory.usage_in_bytes), in bytes.
 Result<int64_t> cgroup_memory_bytes(const std::string& cgroup);
 

@@ -319,6 +319,8 @@ PreparedJob prepare_job(const LaunchFile& launch, const std::string& attempt_dir
   }
   job.workdir = launch.workdir;
   if (!launch.cgroup.empty()) job.cgroup_procs = launch.cgroup + "/cgroup.procs";
+  if (!launch.devices_cgroup.empty())
+    job.devices_cgroup_procs = launch.devices_cgroup + "/cgroup.procs";
   job.output_log = attempt_dir + "/" + kOutputLog;
   job.cpus = launch.cpus;
   job.uid = launch.uid;
@@ -351,11 +353,13 @@ void exec_job(const PreparedJob& job, int error_fd) {
   reset_signals();
   if (::setsid() < 0) fail(error_fd, 1, reason("cannot start a new session"));
 
-  if (!job.cgroup_procs.empty()) {
-    int fd = ::open(job.cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC);
+  for (const auto& [procs, what] :
+       {std::pair{&job.cgroup_procs, "memory"}, std::pair{&job.devices_cgroup_procs, "devices"}}) {
+    if (procs->empty()) continue;
+    int fd = ::open(procs->c_str(), O_WRONLY | O_CLOEXEC);
     std::string pid = std::to_string(::getpid());
     if (fd < 0 || ::write(fd, pid.data(), pid.size()) != static_cast<ssize_t>(pid.size())) {
-      fail(error_fd, 1, reason("cannot join the job's memory cgroup " + job.cgroup_procs));
+      fail(error_fd, 1, reason(std::string("cannot join the job's ") + what + " cgroup " + *procs));
     }
     ::close(fd);
   }

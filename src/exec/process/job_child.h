@@ -22,7 +22,8 @@ struct PreparedJob {
   std::vector<std::string> candidates;  // paths to try for argv[0], in PATH order
   std::string search_path;              // the PATH searched, for messages
   std::string workdir;
-  std::string cgroup_procs;  // "<cgroup>/cgroup.procs", "" for none
+  std::string cgroup_procs;          // "<cgroup>/cgroup.procs", "" for none
+  std::string devices_cgroup_procs;  // the devices cgroup's cgroup.procs, "" for none
   std::string output_log;
   std::vector<int> cpus;
   // The user to switch to (LaunchFile::uid); -1 = stay the shim's user (no isolation).

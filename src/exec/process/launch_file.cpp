@@ -24,6 +24,7 @@ std::string launch_file_to_json(const LaunchFile& launch) {
   j["workdir"] = launch.workdir;
   j["cpus"] = launch.cpus;
   j["cgroup"] = launch.cgroup;
+  if (!launch.devices_cgroup.empty()) j["devices_cgroup"] = launch.devices_cgroup;
   if (launch.uid >= 0) {
     j["uid"] = launch.uid;
     j["gid"] = launch.gid;
@@ -48,6 +49,7 @@ Result<LaunchFile> launch_file_from_json(const std::string& text) {
     launch.workdir = j.value("workdir", "");
     launch.cpus = j.value("cpus", std::vector<int>{});
     launch.cgroup = j.value("cgroup", "");
+    launch.devices_cgroup = j.value("devices_cgroup", "");
     launch.uid = j.value("uid", int64_t{-1});
     launch.gid = j.value("gid", launch.uid);
     if (launch.uid > 0xfffffffeLL || launch.gid > 0xfffffffeLL)

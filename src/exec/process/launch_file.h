@@ -35,8 +35,9 @@ struct LaunchFile {
   std::map<std::string, std::string> env;
   std::string workdir;
   std::vector<int> cpus;
-  std::string cgroup;  // absolute path of the cgroup directory to join, "" for none
-  int64_t uid = -1;    // the user to run as; -1 = the shim's own (LaunchSpec::uid)
+  std::string cgroup;          // absolute path of the cgroup directory to join, "" for none
+  std::string devices_cgroup;  // the devices cgroup (v1) to join as well, "" for none
+  int64_t uid = -1;            // the user to run as; -1 = the shim's own (LaunchSpec::uid)
   int64_t gid = -1;
   // The shim of this attempt claims it before running the command (claim.h). Written true;
   // false in the launch files of executors from before claims, whose shims never claim.

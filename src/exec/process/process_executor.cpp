@@ -160,6 +160,7 @@ ProcessExecutor::ProcessExecutor(ProcessExecutorConfig config,
                                  std::unique_ptr<PidWatcher> watcher)
     : config_(std::move(config)),
       cgroup_root_(std::move(cgroup_root)),
+      devices_root_(find_devices_cgroup_root()),
       watcher_(std::move(watcher)) {}
 
 // Stops the monitor thread before any member goes: its callbacks use watcher_ and entries_.
@@ -205,9 +206,15 @@ Result<ProcessRef> ProcessExecutor::start(const LaunchSpec& spec) {
   auto cgroup = make_cgroup(spec);
   if (!cgroup.ok()) return release(cgroup.error());
   ref.cgroup = *cgroup;
+  auto devices = make_devices_cgroup(spec);
+  if (!devices.ok()) {
+    remove_cgroup(ref.cgroup);
+    return release(devices.error());
+  }
 
   LaunchFile launch{spec.key,  spec.argv,  spec.env, spec.workdir,
                     spec.cpus, ref.cgroup, spec.uid, spec.uid < 0 ? -1 : spec.gid};
+  launch.devices_cgroup = *devices;
   if (!spec.container_name.empty()) {
     // podman runs as the executor's user; the container itself as spec.uid (its --user).
     launch.uid = launch.gid = -1;
@@ -220,6 +227,7 @@ Result<ProcessRef> ProcessExecutor::start(const LaunchSpec& spec) {
       write_file_in_place(ref.attempt_dir + "/" + kLaunchFile, launch_file_to_json(launch));
   if (!written.ok()) {
     remove_cgroup(ref.cgroup);
+    remove_cgroup(*devices);
     return release(written.error());
   }
 
@@ -227,6 +235,7 @@ Result<ProcessRef> ProcessExecutor::start(const LaunchSpec& spec) {
   auto shim = spawn_shim(config_.shim_binary, ref.attempt_dir);
   if (!shim.ok()) {
     remove_cgroup(ref.cgroup);
+    remove_cgroup(*devices);
     return release(shim.error());
   }
   crash_point("exec.shim_spawned");
@@ -274,6 +283,36 @@ Result<std::string> ProcessExecutor::make_cgroup(const LaunchSpec& spec) {
                  spec.memory_limit_mib, cgroup.error().message);
   }
   return std::string();
+}
+
+Result<std::string> ProcessExecutor::make_devices_cgroup(const LaunchSpec& spec) {
+  if (!spec.gpu_device_minors) return std::string();
+  if (!devices_root_) {
+    if (!warned_no_devices_cgroup_.exchange(true))
+      spdlog::warn(
+          "no cgroup v1 devices controller: a job's GPU device nodes are not confined "
+          "to its own GPUs (cgroup v2 needs a BPF device program, not implemented yet)");
+    return std::string();
+  }
+  auto cgroup = create_gpu_devices_cgroup(*devices_root_, config_.cgroup_parent, spec.key,
+                                          *spec.gpu_device_minors);
+  if (cgroup.ok()) return *cgroup;
+  if (cgroup.error().code == ErrorCode::kPermissionDenied) {
+    // An executor that may not write cgroups runs jobs as its own user, who may open every
+    // device anyway: nothing to confine them from.
+    if (!warned_no_devices_cgroup_.exchange(true))
+      spdlog::warn("GPU device nodes are not confined to each job's GPUs: {}",
+                   cgroup.error().message);
+    return std::string();
+  }
+  // Running the job unconfined would let it open every GPU of the node: it does not start.
+  return Error{cgroup.error().code,
+               "cannot confine the job to its GPU devices: " + cgroup.error().message};
+}
+
+std::string ProcessExecutor::devices_cgroup_of(const std::string& key) const {
+  if (!devices_root_) return "";
+  return *devices_root_ + "/" + config_.cgroup_parent + "/" + cgroup_name_for_key(key);
 }
 
 Status ProcessExecutor::watch(const ProcessRef& ref) {
@@ -411,6 +450,7 @@ Result<RecoveredStart> ProcessExecutor::recover_start(const std::string& key,
     out.never_started = true;
   }
   if (!cgroup.empty()) remove_cgroup(cgroup);
+  remove_cgroup(devices_cgroup_of(key));
   return out;
 }
 
@@ -429,6 +469,8 @@ void ProcessExecutor::finish(const ProcessRef& ref, ExitInfo info) {
     }
     remove_cgroup_later(ref.cgroup, kCgroupRemoveTries);
   }
+  if (std::string devices = devices_cgroup_of(ref.key); !devices.empty())
+    remove_cgroup_later(devices, kCgroupRemoveTries);
   std::function<void(const ExitInfo&)> callback;
   {
     std::lock_guard lock(mu_);

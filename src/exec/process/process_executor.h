@@ -99,6 +99,11 @@ class ProcessExecutor final : public Executor {
                   std::unique_ptr<PidWatcher> watcher);
 
   Result<std::string> make_cgroup(const LaunchSpec& spec);
+  /// The job's devices cgroup when it confines GPU devices (LaunchSpec::gpu_device_minors), ""
+  /// when the host has no v1 devices controller (warned once), or an error.
+  Result<std::string> make_devices_cgroup(const LaunchSpec& spec);
+  /// Where a job's devices cgroup is, whether or not it was made ("" without a controller).
+  std::string devices_cgroup_of(const std::string& key) const;
   Status watch(const ProcessRef& ref);
   void on_shim_exit(const std::string& key);
   void report_unwatched(const ProcessRef& ref);
@@ -111,6 +116,8 @@ class ProcessExecutor final : public Executor {
   ProcessExecutorConfig config_;
   std::optional<MemoryCgroupRoot> cgroup_root_;
   std::atomic<bool> warned_no_cgroup_{false};
+  std::optional<std::string> devices_root_;  // the v1 devices controller's mount point
+  std::atomic<bool> warned_no_devices_cgroup_{false};
 
   std::mutex mu_;
   std::map<std::string, ProcessRef> entries_;  // started or adopted, not yet reported

@@ -202,7 +202,7 @@ int run_shim(const std::string& attempt_dir) {
   }
   limit_open_files_for_job();  // the job inherits it, on either path below
   pid_t pid = 0;
-  if (job.cgroup_procs.empty() && job.uid < 0) {
+  if (job.cgroup_procs.empty() && job.devices_cgroup_procs.empty() && job.uid < 0) {
     // The common case: posix_spawn, which does not copy the shim's address space. A job with
     // a memory cgroup takes the fork path below, where the child joins the cgroup before exec,
     // so not one page of it is charged elsewhere; so does a job with a user to switch to.
