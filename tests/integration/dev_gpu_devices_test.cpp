@@ -57,7 +57,7 @@ class DevGpuDevices : public ::testing::Test {
         out[line.substr(0, colon)] = line.substr(colon + 2);
     return out;
   }
-  TempDir nodes_;
+  TempDir nodes_{"/var/tmp"};  // not under /tmp: a job gets its own /tmp
 };
 
 TEST_F(DevGpuDevices, AProcessJobOpensOnlyItsOwnGpusNodesAndTheControlNode) {

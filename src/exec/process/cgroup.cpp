@@ -135,16 +135,21 @@ Result<std::string> create_gpu_devices_cgroup(const std::string& root, const std
   }
   std::string cgroup = dir + "/" + cgroup_name_for_key(key);
   GPUCLOUD_TRY(make_cgroup_dir(cgroup));
-  auto rule = [](int minor) {
-    return "c " + std::to_string(kNvidiaDeviceMajor) + ":" +
-           (minor < 0 ? std::string("*") : std::to_string(minor)) + " rwm";
-  };
-  Status denied = write_control(cgroup + "/devices.deny", rule(-1));
+  // With the default "allow all", v1 cannot punch holes in a deny rule (an allow only removes
+  // an identical deny). So: deny all, then allow block devices, every character major but the
+  // NVIDIA driver's (dynamic majors end at 511), and the driver's minors the job may use.
+  Status denied = write_control(cgroup + "/devices.deny", "a");
+  std::vector<std::string> rules = {"b *:* rwm"};
+  for (int major = 0; major <= kLastCharMajor; ++major)
+    if (major != kNvidiaDeviceMajor) rules.push_back("c " + std::to_string(major) + ":* rwm");
   std::vector<int> allowed = minors;
   allowed.insert(allowed.end(), std::begin(kNvidiaControlMinors), std::end(kNvidiaControlMinors));
-  for (int minor : allowed) {
+  for (int minor : allowed)
+    rules.push_back("c " + std::to_string(kNvidiaDeviceMajor) + ":" + std::to_string(minor) +
+                    " rwm");
+  for (const auto& rule : rules) {
     if (!denied.ok()) break;
-    denied = write_control(cgroup + "/devices.allow", rule(minor));
+    denied = write_control(cgroup + "/devices.allow", rule);
   }
   if (!denied.ok()) {
     ::rmdir(cgroup.c_str());

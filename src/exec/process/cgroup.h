@@ -39,6 +39,8 @@ inline constexpr int kNvidiaDeviceMajor = 195;
 /// Minors of the NVIDIA driver's control nodes, which every GPU job needs: nvidiactl and
 /// nvidia-modeset.
 inline constexpr int kNvidiaControlMinors[] = {255, 254};
+/// The highest character major Linux hands out (dynamic majors are 234-254 and 384-511).
+inline constexpr int kLastCharMajor = 511;
 
 /// Where the cgroup v1 devices controller is mounted (proc(5) mount table), or nullopt.
 std::optional<std::string> find_devices_cgroup_root(

@@ -36,7 +36,6 @@ struct LaunchFile {
   std::string workdir;
   std::vector<int> cpus;
   std::string cgroup;          // absolute path of the cgroup directory to join, "" for none
-  std::string devices_cgroup;  // the devices cgroup (v1) to join as well, "" for none
   int64_t uid = -1;            // the user to run as; -1 = the shim's own (LaunchSpec::uid)
   int64_t gid = -1;
   // The shim of this attempt claims it before running the command (claim.h). Written true;
@@ -47,6 +46,7 @@ struct LaunchFile {
   std::string container_image;
   std::string podman;
   std::map<std::string, std::string> container_env;  // written to DIR/container.env by the shim
+  std::string devices_cgroup;  // the devices cgroup (v1) to join as well, "" for none
 };
 
 /// The environment file of a container job, written by its shim (0600) for podman --env-file.
