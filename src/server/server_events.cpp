@@ -117,9 +117,12 @@ void Server::list_events(const net::HttpRequest& req, const Principal& who,
     answer(hold->respond);
   };
   auto arm = std::make_shared<std::function<void()>>();
-  *arm = [this, hold, finish, arm, filter, after = *after]() mutable {
+  auto scanned = std::make_shared<int64_t>(*after);  // events up to here did not match
+  *arm = [this, hold, finish, arm, filter, scanned]() mutable {
     if (hold->done) return;
-    if (!feed_.read_after(after, filter, 1).events.empty()) return finish();
+    FeedPage page = feed_.read_after(*scanned, filter, 1);
+    if (!page.events.empty()) return finish();
+    *scanned = page.next;
     std::weak_ptr<std::function<void()>> again = arm;
     hold->waiter = feed_.on_next_publish([again] {
       if (auto fn = again.lock(); fn && *fn) (*fn)();

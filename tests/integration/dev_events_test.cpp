@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "dev_cluster.h"
 #include "net/crypto.h"
@@ -155,6 +156,30 @@ TEST_F(DevEvents, APollWithNothingNewWaitsAndBadQueriesAreRefusedWithTheReason) 
   EXPECT_EQ(api_call(cluster_->address(), "POST", "/v1/events", "{}", token).status, 405);
   EXPECT_EQ(api_call(cluster_->address(), "GET", "/v1/events?job=ffff", "", token).status, 404);
   EXPECT_EQ(api_call(cluster_->address(), "GET", "/v1/events", "", "").status, 401);
+}
+
+TEST_F(DevEvents, AHeldPollForOneJobIgnoresOtherJobsEventsAndAnswersOnItsOwn) {
+  std::string token = cluster_->token();
+  std::string slow = cluster_->submit({"--tenant", "vision", "--gpus", "1", "--", "sleep", "2"});
+  ASSERT_TRUE(wait_until([&] { return cluster_->job(slow)["state"] == "running"; }));
+  ApiAnswer head =
+      api_call(cluster_->address(), "GET", "/v1/events?limit=1&job=" + slow, "", token);
+  ASSERT_EQ(head.status, 200);
+  ApiAnswer held;
+  std::thread poll([&] {
+    held = api_call(cluster_->address(), "GET",
+                    "/v1/events?job=" + slow +
+                        "&wait_ms=20000&after=" + std::to_string(head.body["next"].get<int64_t>()),
+                    "", token);
+  });
+  // Another job's whole lifecycle happens while the poll is held.
+  std::string other = cluster_->submit({"--tenant", "nlp", "--gpus", "1", "--", "true"});
+  cluster_->wait_done(other);
+  poll.join();
+  ASSERT_EQ(held.status, 200);
+  ASSERT_FALSE(held.body["events"].empty()) << held.body.dump();
+  for (const auto& e : held.body["events"]) EXPECT_EQ(e["job"], slow) << held.body.dump();
+  EXPECT_EQ(held.body["events"][0]["type"], "exited") << held.body.dump();
 }
 
 }  // namespace
