@@ -260,6 +260,22 @@ int run_cli(int argc, char** argv) {
   logs_cmd->callback([&] { code = cmd_logs(id, follow, rank); });
 
   std::string checkpoint_dir;
+  DoctorCliOptions doctor;
+  auto* doctor_cmd = app.add_subcommand(
+      "doctor",
+      "check that this machine can run jobs: driver, GPUs, cgroups, podman, CDI, "
+      "limits, disk; exit 1 when a check fails (docs/doctor.md)");
+  doctor_cmd->add_option("--data-dir", doctor.data_dir, "the agent's data dir")
+      ->capture_default_str();
+  doctor_cmd->add_option("--image", doctor.image,
+                         "also check that this node's driver runs this image's CUDA version");
+  doctor_cmd->add_option("--min-driver", doctor.min_driver,
+                         "the oldest NVIDIA driver accepted (default 470.57.02)");
+  doctor_cmd->add_option("--nvml-library", doctor.nvml_library,
+                         "the NVML library to load (default libnvidia-ml.so.1)");
+  doctor_cmd->add_flag("--json", doctor.json, "print the checks as JSON");
+  doctor_cmd->callback([&] { code = cmd_doctor(doctor); });
+
   auto* checkpoint_cmd = app.add_subcommand(
       "checkpoint",
       "inside a job: mark the files in $GPUCLOUD_CHECKPOINT_DIR as a complete checkpoint");

@@ -224,6 +224,16 @@ int cmd_sim_gen(const SimGenOptions& o);
 int cmd_sim_replay(const SimReplayOptions& o);
 int cmd_sim_variant(const SimVariantOptions& o);
 
+/// `gpucloud doctor`: checks this machine (agent/doctor.h); exit 1 when a check fails.
+struct DoctorCliOptions {
+  std::string data_dir = ".gpucloud-agent";  // the agent's, for its disk and CDI spec
+  std::string image;                         // also check this image's CUDA version
+  std::string min_driver;                    // default 470.57.02
+  std::string nvml_library;                  // default libnvidia-ml.so.1
+  bool json = false;
+};
+int cmd_doctor(const DoctorCliOptions& options);
+
 /// Prints "error: message" to stderr and returns kExitError.
 int fail(const std::string& message);
 /// Prints "error: message" to stderr and returns kExitAuth for a refused token, else
