@@ -726,17 +726,7 @@ void Agent::start_replica(const Allocation& a) {
   if (!container && !spec.env.count("PATH"))  // a container has its image's PATH
     spec.env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
   auto user = set_job_user(a, spec);
-  if (!user.ok()) {
-    spdlog::warn("agent {}: cannot start {}: {}", node_info_.name, a.key, user.error().message);
-    std::lock_guard lock(mu_);
-    auto& r = state_.replicas[a.key];
-    r.starting = false;
-    r.exited = true;
-    push_event(
-        {0, a.key, "exited", 1, 0, false, true, false, user.error().message, clock_.now_ms()});
-    save();
-    return;
-  }
+  if (!user.ok()) return refuse_start(a.key, user.error().message);
   if (!*user) {
     if (const passwd* pw = ::getpwuid(::getuid())) {
       if (!spec.env.count("HOME")) spec.env["HOME"] = pw->pw_dir;
@@ -746,18 +736,8 @@ void Agent::start_replica(const Allocation& a) {
   // The job's checkpoint directory, kept across its attempts (docs/interruptions.md).
   auto checkpoints = ensure_checkpoint_dir(checkpoint_root(), a.job_id, *user ? spec.uid : -1,
                                            *user ? spec.gid : -1);
-  if (!checkpoints.ok()) {
-    spdlog::warn("agent {}: cannot start {}: {}", node_info_.name, a.key,
-                 checkpoints.error().message);
-    std::lock_guard lock(mu_);
-    auto& r = state_.replicas[a.key];
-    r.starting = false;
-    r.exited = true;
-    push_event({0, a.key, "exited", 1, 0, false, true, false,
-                "checkpoint directory: " + checkpoints.error().message, clock_.now_ms()});
-    save();
-    return;
-  }
+  if (!checkpoints.ok())
+    return refuse_start(a.key, "checkpoint directory: " + checkpoints.error().message);
   spec.env["GPUCLOUD_CHECKPOINT_DIR"] = *checkpoints;
   spec.env["GPUCLOUD_RESUMED"] = read_checkpoint(*checkpoints).committed_at > 0 ? "1" : "0";
   spec.env["GPUCLOUD_INTERRUPT"] = spec.attempt_dir + "/" + kInterruptFile;
@@ -767,17 +747,8 @@ void Agent::start_replica(const Allocation& a) {
     std::string ordinals;
     for (size_t i = 0; i < a.gpus.size(); ++i) ordinals += (i == 0 ? "" : ",") + std::to_string(i);
     spec.env["CUDA_VISIBLE_DEVICES"] = ordinals;
-    if (Status set = set_container(a, *checkpoints, spec); !set.ok()) {
-      spdlog::warn("agent {}: cannot start {}: {}", node_info_.name, a.key, set.error().message);
-      std::lock_guard lock(mu_);
-      auto& r = state_.replicas[a.key];
-      r.starting = false;
-      r.exited = true;
-      push_event(
-          {0, a.key, "exited", 1, 0, false, true, false, set.error().message, clock_.now_ms()});
-      save();
-      return;
-    }
+    if (Status set = set_container(a, *checkpoints, spec); !set.ok())
+      return refuse_start(a.key, set.error().message);
   }
   if (!container) {
     // Its GPUs' device nodes only (docs/security.md, "GPU devices"): /dev/nvidiaN is minor N.
@@ -835,6 +806,16 @@ void Agent::start_replica(const Allocation& a) {
   spdlog::info("agent {}: started {} (GPUs {})", node_info_.name, a.key,
                uuids.empty() ? "none" : uuids);
   push_event({0, a.key, "started", 0, 0, false, false, false, "", r.started_at});
+}
+
+void Agent::refuse_start(const std::string& key, const std::string& message) {
+  spdlog::warn("agent {}: cannot start {}: {}", node_info_.name, key, message);
+  std::lock_guard lock(mu_);
+  auto& r = state_.replicas[key];
+  r.starting = false;
+  r.exited = true;
+  push_event({0, key, "exited", 1, 0, false, true, false, message, clock_.now_ms()});
+  save();
 }
 
 Status Agent::set_container(const Allocation& a, const std::string& checkpoints,

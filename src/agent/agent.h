@@ -118,6 +118,9 @@ class Agent {
   PollRequest build_poll();
   void apply_response(const PollResponse& response);
   void start_replica(const Allocation& alloc);
+  /// Ends a replica that cannot be started (no user, no checkpoint dir, a bad container spec):
+  /// logs why and reports it exited as a failed start with that message.
+  void refuse_start(const std::string& key, const std::string& message);
   /// Sets the job's user in spec (and HOME, USER, LOGNAME unless the job gives them); false,
   /// with the reason, when no user can be given to it.
   /// Fills spec.container from a container allocation: its mounts (host paths only under
