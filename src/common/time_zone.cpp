@@ -96,6 +96,7 @@ bool TimeZone::parse_rule(const std::string& s, Rule& rule) {
   int64_t posix_std = 0;
   if (!parse_hms(s, i, posix_std)) return false;
   rule.std_offset = -posix_std;  // POSIX offsets are west of UTC
+  if (rule.std_offset < -kMaxOffsetS || rule.std_offset > kMaxOffsetS) return false;
   rule.has_dst = false;
   if (i == s.size()) return rule.valid = true;
   if (!skip_abbreviation(s, i)) return false;
@@ -105,6 +106,7 @@ bool TimeZone::parse_rule(const std::string& s, Rule& rule) {
     if (!parse_hms(s, i, posix_dst)) return false;
     rule.dst_offset = -posix_dst;
   }
+  if (rule.dst_offset < -kMaxOffsetS || rule.dst_offset > kMaxOffsetS) return false;
   auto change = [&](Change& c) {
     if (i >= s.size() || s[i] != ',') return false;
     ++i;

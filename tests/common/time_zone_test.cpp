@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 
 namespace gpucloud {
 namespace {
@@ -68,6 +70,23 @@ TEST(TimeZone, DamagedFilesAreRefused) {
   auto z = TimeZone::parse("X", huge_counts);
   ASSERT_FALSE(z);
   EXPECT_NE(z.error().message.find("not valid TZif"), std::string::npos);
+}
+
+TEST(TimeZone, AFootersOffsetBeyondTwentySixHoursIsIgnored) {
+  std::ifstream in("/usr/share/zoneinfo/UTC", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GE(bytes.size(), 6u);
+  ASSERT_EQ(bytes.substr(bytes.size() - 6), "\nUTC0\n");
+  std::string body = bytes.substr(0, bytes.size() - 6);
+  auto far = TimeZone::parse("X", body + "\n<X>-25\n");
+  ASSERT_TRUE(far) << far.error().message;
+  EXPECT_EQ((*far)->offset_s(2'000'000'000), 25 * 3600);
+  // A footer rule beyond that is ignored: the zone keeps its last transition's offset.
+  for (const char* footer : {"\n<X>-30\n", "\n<X>0<Y>-100,M3.5.0,M10.5.0\n"}) {
+    auto zone = TimeZone::parse("X", body + footer);
+    ASSERT_TRUE(zone) << footer;
+    EXPECT_EQ((*zone)->offset_s(2'000'000'000), 0) << footer;
+  }
 }
 
 }  // namespace
