@@ -8,6 +8,7 @@
 #include <string>
 
 #include "store/state_store.h"
+#include "store_test_files.h"
 
 namespace gpucloud::store {
 namespace {
@@ -15,11 +16,7 @@ namespace {
 class AuditChain : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/gpucloud-audit-test-XXXXXX";
-    const char* made = mkdtemp(tmpl);
-    ASSERT_NE(made, nullptr);
-    dir_ = made;
-    path_ = dir_ + "/state.db";
+    path_ = dir_.file("state.db");
     auto store = open_sqlite_store(path_);
     ASSERT_TRUE(store.ok()) << store.error().message;
     store_ = std::move(*store);
@@ -33,27 +30,17 @@ class AuditChain : public ::testing::Test {
       ASSERT_TRUE(store_->commit(b).ok());
     }
   }
-  void TearDown() override {
-    store_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  void TearDown() override { store_.reset(); }
   // Tampers through a connection of its own, as someone with the file would.
-  void tamper(const std::string& sql) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-    char* err = nullptr;
-    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
-    sqlite3_free(err);
-    sqlite3_close(db);
-  }
+  void tamper(const std::string& sql) { test_files::raw_sql(path_, sql); }
   AuditVerification verify(const std::optional<AuditHead>& head = std::nullopt) {
     auto v = store_->verify_audit(head);
     EXPECT_TRUE(v.ok()) << v.error().message;
     return v.ok() ? *v : AuditVerification{};
   }
 
-  std::string dir_, path_;
+  test_files::TempDir dir_;
+  std::string path_;
   std::unique_ptr<StateStore> store_;
 };
 

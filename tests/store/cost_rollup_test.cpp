@@ -12,38 +12,15 @@
 #include <string>
 
 #include "store/state_store.h"
+#include "store_test_files.h"
 
 namespace gpucloud::store {
 namespace {
 
 constexpr TimeMs kHour = 3'600'000, kDay = 24 * kHour, kT0 = 1'780'000'000'000 / kDay * kDay;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/gpucloud-rollup-test-XXXXXX";
-    const char* made = mkdtemp(tmpl);
-    EXPECT_NE(made, nullptr);
-    path_ = made ? made : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-void raw_sql(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
-  sqlite3_free(err);
-  sqlite3_close(db);
-}
+using test_files::raw_sql;
+using test_files::TempDir;
 
 std::unique_ptr<StateStore> open(const std::string& path) {
   auto store = open_sqlite_store(path);
