@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/yaml_json.h"
+#include "replay_test_helpers.h"
 #include "sim/replay.h"
 
 namespace gpucloud::sim {
@@ -14,25 +15,8 @@ namespace {
 
 using namespace std::chrono;
 
-Trace trace(const std::string& rows) {
-  auto t = CsvTable::parse(
-      "id,tenant,submit_s,duration_s,max_runtime_s,gpus,gpu_milli,gpu_model,priority,"
-      "capacity_class\n" +
-          rows,
-      "t.csv");
-  EXPECT_TRUE(t.ok());
-  auto tr = load_canonical_trace(*t);
-  EXPECT_TRUE(tr.ok()) << tr.error().message;
-  return *tr;
-}
-
-const JobOutcome& job(const ReplayResult& r, const std::string& id) {
-  for (const JobOutcome& j : r.jobs)
-    if (j.id == id) return j;
-  static JobOutcome none;
-  ADD_FAILURE() << "no job " << id;
-  return none;
-}
+using test_helpers::job;
+using test_helpers::trace;
 
 TEST(ReplayQuotaWindows, TheQuotaChangesAtTheWindowTimesAndTheExcessIsReclaimed) {
   SimCluster cluster;
