@@ -8,40 +8,19 @@
 #include <fstream>
 
 #include "dev_cluster.h"
-#include "net/crypto.h"
+#include "member_cluster.h"
 
 namespace gpucloud::testing {
 namespace {
 
 using nlohmann::json;
 
-const std::string kAlice = "alice-token-0123456789";
-
-class DevAudit : public ::testing::Test {
+class DevAudit : public MemberCluster {
  protected:
-  void SetUp() override {
-    config_ = dir_.path() + "/gpucloud.yaml";
-    std::ofstream(config_) << "tenants:\n  - {name: vision}\n  - {name: nlp}\n"
-                              "tokens:\n  - {name: alice, role: member, tenants: [vision], "
-                              "sha256: " +
-                                  net::sha256_hex(kAlice) + "}\n";
-    cluster_ = std::make_unique<DevCluster>(
-        std::vector<std::string>{"--sim-gpus", "2xA100-80GB", "--config", config_});
-  }
-  CommandResult as(const std::string& token, const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {GPUCLOUD_BINARY};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run_command(argv, {{"GPUCLOUD_ADDR", cluster_->address()}, {"GPUCLOUD_TOKEN", token}},
-                       cluster_->work_dir());
-  }
   json entries(const CommandResult& r) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.exit_code == 0 ? json::parse(r.out) : json::array();
   }
-
-  TempDir dir_;
-  std::string config_;
-  std::unique_ptr<DevCluster> cluster_;
 };
 
 TEST_F(DevAudit, RequestsAndDecisionsAreRecordedAndAMemberSeesOnlyItsTenants) {

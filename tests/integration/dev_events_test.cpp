@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "dev_cluster.h"
-#include "net/crypto.h"
+#include "member_cluster.h"
 #include "prometheus_harness.h"
 
 namespace gpucloud::testing {
@@ -16,19 +16,8 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kAlice = "alice-token-0123456789";
-
-class DevEvents : public ::testing::Test {
+class DevEvents : public MemberCluster {
  protected:
-  void SetUp() override {
-    config_ = dir_.path() + "/gpucloud.yaml";
-    std::ofstream(config_) << "tenants:\n  - {name: vision}\n  - {name: nlp}\n"
-                              "tokens:\n  - {name: alice, role: member, tenants: [vision], "
-                              "sha256: " +
-                                  net::sha256_hex(kAlice) + "}\n";
-    cluster_ = std::make_unique<DevCluster>(
-        std::vector<std::string>{"--sim-gpus", "2xA100-80GB", "--config", config_});
-  }
   /// `gpucloud events ARGS` running in the background as the holder of token, its output in
   /// a file.
   std::unique_ptr<ChildProcess> follow(const std::string& token,
@@ -54,10 +43,6 @@ class DevEvents : public ::testing::Test {
       if (e.value("job", "") == job) out.push_back(e["type"]);
     return out;
   }
-
-  TempDir dir_;
-  std::string config_;
-  std::unique_ptr<DevCluster> cluster_;
 };
 
 TEST_F(DevEvents, FollowersSeeJobAndNodeEventsAsTheyHappenAndAMemberOnlyItsTenants) {
