@@ -83,24 +83,7 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-struct Api {
-  std::unique_ptr<gpucloud::net::HttpClient> http;
-  std::string token;
-  json call(const std::string& method, const std::string& target, const std::string& body = "") {
-    auto r = http->request(method, target, body, {{"Authorization", "Bearer " + token}}, 60'000);
-    if (!r || r->status >= 300) {
-      std::cerr << method << " " << target << " failed: " << (r ? r->body : r.error().message)
-                << "\n";
-      std::exit(1);
-    }
-    return json::parse(r->body);
-  }
-  std::string logs(const std::string& id) {
-    auto r = http->request("GET", "/v1/jobs/" + id + "/logs", "",
-                           {{"Authorization", "Bearer " + token}}, 60'000);
-    return r ? r->body : "";
-  }
-};
+using Api = gpucloud::bench::DevApi;
 
 // Submit -> the uptime the job printed, in ms.
 double job_latency(Api& api, const json& spec) {
@@ -111,7 +94,7 @@ double job_latency(Api& api, const json& spec) {
     std::string state = api.call("GET", "/v1/jobs/" + id)["state"];
     if (state != "pending" && state != "running") break;
   }
-  std::string out = api.logs(id);
+  std::string out = api.raw("/v1/jobs/" + id + "/logs");
   if (out.empty()) return -1;
   return (std::stod(out) - t0) * 1000;
 }
@@ -131,7 +114,7 @@ int main(int argc, char** argv) {
   }
   auto dev = gpucloud::bench::start_dev(binary);
   if (dev.pid < 0) return std::cerr << "cannot start " << binary << "\n", 1;
-  Api api{std::move(gpucloud::net::HttpClient::create(dev.address()).value()), dev.admin_token()};
+  Api api = Api::of(dev);
   while (api.call("GET", "/v1/nodes")["nodes"].empty())
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));

@@ -69,23 +69,7 @@ std::pair<double, double> cpu_seconds(pid_t pid) {
           (std::stod(f[13]) + std::stod(f[14])) / tick};
 }
 
-struct Api {
-  std::unique_ptr<gpucloud::net::HttpClient> http;
-  std::string token;
-  json call(const std::string& method, const std::string& target, const std::string& body = "") {
-    auto r = http->request(method, target, body, {{"Authorization", "Bearer " + token}}, 60'000);
-    if (!r || r->status >= 300) {
-      std::cerr << "request " << method << " " << target
-                << " failed: " << (r ? r->body : r.error().message) << "\n";
-      std::exit(1);
-    }
-    return r->body.empty() || r->body[0] != '{' ? json(r->body) : json::parse(r->body);
-  }
-  std::string raw(const std::string& target) {
-    auto r = http->request("GET", target, "", {{"Authorization", "Bearer " + token}}, 60'000);
-    return r ? r->body : "";
-  }
-};
+using Api = gpucloud::bench::DevApi;
 
 }  // namespace
 
@@ -104,8 +88,7 @@ int main(int argc, char** argv) {
   }
   pid_t dev = dev_process.pid;
   std::string dir = dev_process.dir, data = dev_process.data;
-  Api api{std::move(gpucloud::net::HttpClient::create(dev_process.address()).value()),
-          dev_process.admin_token()};
+  Api api = Api::of(dev_process);
   while (api.call("GET", "/v1/nodes")["nodes"].empty())
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));

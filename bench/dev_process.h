@@ -10,9 +10,14 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "net/http_client.h"
 
 extern char** environ;
 
@@ -62,5 +67,32 @@ inline DevProcess start_dev(const std::string& binary) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return dev;
 }
+
+/// The dev server's API with the admin token, for benchmarks: a failed call ends the program.
+struct DevApi {
+  std::unique_ptr<net::HttpClient> http;
+  std::string token;
+  /// A request whose answer must be 2xx; its JSON body (a non-JSON body as a JSON string).
+  nlohmann::json call(const std::string& method, const std::string& target,
+                      const std::string& body = "") {
+    auto r = http->request(method, target, body, {{"Authorization", "Bearer " + token}}, 60'000);
+    if (!r || r->status >= 300) {
+      std::cerr << "request " << method << " " << target
+                << " failed: " << (r ? r->body : r.error().message) << "\n";
+      std::exit(1);
+    }
+    return r->body.empty() || r->body[0] != '{' ? nlohmann::json(r->body)
+                                                : nlohmann::json::parse(r->body);
+  }
+  /// GET target's body as it is ("" when the request failed).
+  std::string raw(const std::string& target) {
+    auto r = http->request("GET", target, "", {{"Authorization", "Bearer " + token}}, 60'000);
+    return r ? r->body : "";
+  }
+  /// Connects to a started dev process with its admin token.
+  static DevApi of(const DevProcess& dev) {
+    return {std::move(net::HttpClient::create(dev.address()).value()), dev.admin_token()};
+  }
+};
 
 }  // namespace gpucloud::bench
