@@ -31,10 +31,11 @@
 // - Every job starts with a soft limit of 1024 open files (kJobOpenFilesSoftLimit, systemd's
 //   default for services; select() fails above it) and the agent's hard limit, up to which it
 //   may raise its own: not the raised soft limit of the server it may run within.
-// - No network, PID or device isolation, and no filesystem isolation beyond file permissions
-//   and /tmp: a job sees the host's files (as its user may), network, processes and every GPU
-//   device node. GPU isolation is by CUDA_VISIBLE_DEVICES only (set by
-//   the caller in LaunchSpec::env), which a job can ignore.
+// - No network or PID isolation, and no filesystem isolation beyond file permissions and /tmp:
+//   a job sees the host's files (as its user may), network and processes. Of the GPUs' device
+//   nodes it may open only its own (LaunchSpec::gpu_device_minors), through a cgroup v1 devices
+//   cgroup; on cgroup v2-only hosts, or where cgroups are not writable, it sees every GPU's node
+//   and only CUDA_VISIBLE_DEVICES (which a job can ignore) selects its GPUs.
 // - The memory limit is enforced only where a memory cgroup (v2, else v1) is writable; elsewhere
 //   a warning is logged once and jobs run without a limit. CPU pinning is sched_setaffinity,
 //   which a job can undo.
