@@ -4,7 +4,7 @@
 // interleaved. The job prints /proc/uptime (the host's boot clock, also inside a container),
 // compared with CLOCK_BOOTTIME at the submit: 10 ms resolution.
 // Usage: bench_container_start [--samples N] [--binary PATH]
-// Makes the test image (localhost/gpucloud-test-busybox:1, docs/containers.md) when missing.
+// Makes the test image (localhost/gpucloud-test-busybox:2, docs/containers.md) when missing.
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,7 +29,7 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 constexpr const char* kPodman = "/usr/bin/podman";
-constexpr const char* kImage = "localhost/gpucloud-test-busybox:1";
+constexpr const char* kImage = "localhost/gpucloud-test-busybox:2";
 
 double boot_seconds() {
   timespec ts{};
@@ -68,7 +68,7 @@ bool ensure_image() {
   fs::create_directories(root + "/bin");
   fs::create_directories(root + "/tmp");
   fs::copy_file("/bin/busybox", root + "/bin/busybox");
-  for (const char* applet : {"sh", "ls", "cat", "echo", "sleep", "id", "env"})
+  for (const char* applet : {"sh", "ls", "cat", "echo", "sleep", "id", "env", "true"})
     fs::create_symlink("busybox", root + "/bin/" + applet);
   bool ok = run({"/usr/bin/tar", "-C", root, "-cf", dir + "/root.tar", "."}).first == 0 &&
             run({kPodman, "import", dir + "/root.tar", kImage}).first == 0;

@@ -14,9 +14,10 @@ packages=(
   iproute2 procps
   python3  # tests: a checkpointing job (tests/integration/dev_interruptions_test.cpp)
   libfaketime  # tests: a wall clock set to a chosen moment, e.g. a month end (dev_budget_test.cpp)
-  # Container jobs (docs/containers.md): podman with runc (crun refuses hybrid cgroups), and
-  # busybox-static, the root of the tests' image (tests/integration/container_image.cpp).
-  podman runc busybox-static
+  # Container jobs (docs/containers.md): podman with runc (crun refuses hybrid cgroups),
+  # catatonit as the containers' init (it passes SIGTERM on to the job), and busybox-static,
+  # the root of the tests' image (tests/integration/container_image.cpp).
+  podman runc catatonit busybox-static
 )
 
 missing=()

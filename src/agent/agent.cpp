@@ -16,7 +16,9 @@
 #include <set>
 
 #include "agent/checkpoints.h"
+#include "agent/doctor.h"
 #include "agent/gpu_metrics.h"
+#include "agent/mig_devices.h"
 #include "common/units.h"
 #include "exec/container/container_executor.h"
 #include "exec/process/crash_point.h"
@@ -129,8 +131,11 @@ Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Cl
   if (!executor) return executor.error();
   exec::ContainerRuntime runtime = exec::detect_container_runtime();
   if (runtime.usable())
-    spdlog::info("agent: container jobs run with {} --runtime {} ({})", runtime.podman,
-                 runtime.runtime, runtime.reason);
+    spdlog::info("agent: container jobs run with {} --runtime {} ({}), init {}", runtime.podman,
+                 runtime.runtime, runtime.reason,
+                 runtime.init.empty() ? "none: a command that is PID 1 ignores SIGTERM unless it "
+                                        "handles it (apt-get install catatonit)"
+                                      : runtime.init);
   else
     spdlog::warn("agent: container jobs cannot run here: {}", runtime.reason);
   agent->executor_ =
@@ -149,11 +154,13 @@ Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Cl
   NodeInfo& info = agent->node_info_;
   info.name = config.name.empty() ? agent->machine_.hostname : config.name;
   info.hostname = agent->machine_.hostname;
-  info.gpus = std::move(*discovered);
+  // A GPU in MIG mode is offered as its MIG devices (docs/containers.md, "MIG").
+  info.gpus = offered_devices(*discovered);
+  agent->physical_gpus_ = *discovered;
   info.gpu_backend = agent->gpus_->kind();
   {
-    std::vector<int> indexes;
-    for (const auto& g : info.gpus) indexes.push_back(g.index);
+    std::vector<int> indexes;  // of the physical GPUs, whose device nodes jobs get
+    for (const auto& g : *discovered) indexes.push_back(g.index);
     auto devices =
         prepare_gpu_devices(info.gpu_backend == "simulated", config.data_dir + "/devices", indexes);
     if (!devices) {
@@ -184,8 +191,21 @@ Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Cl
           "capacity-class=spot; this one is not",
           info.name);
   }
+  std::string mps_error;
+  if (config.mps) {
+    auto mps = start_mps_daemons(config.mps_control, config.data_dir + "/mps", info.gpus);
+    if (mps) {
+      agent->mps_ = std::move(*mps);
+      info.gpu_sharing = "mps";
+      spdlog::info("agent {}: GPU shares run under CUDA MPS ({} control daemons)", info.name,
+                   agent->mps_.size());
+    } else {
+      mps_error = mps.error().message;
+    }
+  }
+  agent->run_start_doctor(mps_error);
   if (info.gpu_backend == "simulated") {
-    int64_t n = std::max<int64_t>(1, static_cast<int64_t>(info.gpus.size()));
+    int64_t n = std::max<int64_t>(1, static_cast<int64_t>(discovered->size()));
     info.cpu_milli = config.sim_cpu_milli_per_gpu * n;
     info.memory_mib = config.sim_memory_mib_per_gpu * n;
   } else {
@@ -193,6 +213,40 @@ Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Cl
     info.memory_mib = agent->machine_.memory_mib;
   }
   return agent;
+}
+
+void Agent::run_start_doctor(const std::string& mps_error) {
+  DoctorOptions options;
+  options.data_dir = config_.data_dir;
+  options.min_driver = config_.doctor_min_driver;
+  options.min_free_disk_mib = config_.doctor_min_free_disk_mib;
+  options.backend = gpus_.get();
+  std::vector<DoctorCheck> checks = run_doctor(options);
+  if (!mps_error.empty())
+    checks.push_back({"mps", "fail", mps_error,
+                      "install the NVIDIA driver's nvidia-cuda-mps-control (or give its path with "
+                      "--mps-control), or start the agent without --mps"});
+  else if (config_.mps)
+    checks.push_back(
+        {"mps", "ok", fmt::format("{} control daemon(s) serve GPU shares", mps_.size()), ""});
+  node_info_.doctor.clear();
+  for (auto& c : checks) {
+    if (c.status == "fail")
+      spdlog::error(
+          "agent {}: doctor: {} failed: {}; fix: {}. The server gives this node no jobs "
+          "until an agent start passes (docs/doctor.md)",
+          node_info_.name, c.name, c.why, c.fix);
+    else if (c.status == "warn")
+      spdlog::warn("agent {}: doctor: {}: {}; {}", node_info_.name, c.name, c.why, c.fix);
+    node_info_.doctor.push_back(
+        {std::move(c.name), std::move(c.status), std::move(c.why), std::move(c.fix)});
+  }
+}
+
+int Agent::physical_gpu(int index) const {
+  for (const auto& g : node_info_.gpus)
+    if (g.index == index) return physical_index(g);
+  return index;
 }
 
 Status Agent::start() {
@@ -276,7 +330,8 @@ void Agent::stop() {
 }
 
 Status Agent::register_node(bool with_credential) {
-  json body = {{"node", node_info_to_json(node_info_)}};
+  // sent_at_ms: the server checks this node's clock against its own (docs/doctor.md).
+  json body = {{"node", node_info_to_json(node_info_)}, {"sent_at_ms", clock_.now_ms()}};
   std::string bearer = config_.join_token;
   {
     std::lock_guard lock(mu_);
@@ -646,11 +701,14 @@ std::string Agent::render_metrics(metrics::Format format) {
     for (const auto& [key, r] : state_.replicas) {
       if (r.exited) continue;
       for (const auto& g : r.allocation.gpus)
-        holders.push_back({g.index, r.allocation.job_id, r.allocation.tenant});
+        holders.push_back({physical_gpu(g.index), r.allocation.job_id, r.allocation.tenant});
     }
   }
+  // Readings are of physical GPUs, MIG or not.
+  NodeInfo physical = node_info_;
+  physical.gpus = physical_gpus_;
   return metrics::render(
-      gpu_metric_families(node_info_, readings ? *readings : std::vector<gpu::GpuTelemetry>{},
+      gpu_metric_families(physical, readings ? *readings : std::vector<gpu::GpuTelemetry>{},
                           holders),
       format);
 }
@@ -681,7 +739,7 @@ std::map<int, int> Agent::process_load_by_gpu(TimeMs now) {
     if (wall_s <= 0) continue;
     double pct = std::clamp(100 * (stats->cpu_seconds - cpu_before) / wall_s, 0.0, 100.0);
     for (const auto& g : b.gpus) {
-      int& gpu_load = load[g.index];
+      int& gpu_load = load[physical_gpu(g.index)];
       gpu_load = std::min(100, gpu_load + static_cast<int>(std::lround(pct * g.milli / 1000)));
     }
   }
@@ -743,18 +801,29 @@ void Agent::start_replica(const Allocation& a) {
   spec.env["GPUCLOUD_INTERRUPT"] = spec.attempt_dir + "/" + kInterruptFile;
   spec.env["CUDA_VISIBLE_DEVICES"] = uuids;
   if (container) {
-    // A container sees only its GPUs' device nodes, which CUDA numbers from 0.
+    // A container sees only its GPUs' device nodes, which CUDA numbers from 0. MIG devices are
+    // named by their uuids: the parent GPU's node reaches all of its MIG devices.
     std::string ordinals;
-    for (size_t i = 0; i < a.gpus.size(); ++i) ordinals += (i == 0 ? "" : ",") + std::to_string(i);
-    spec.env["CUDA_VISIBLE_DEVICES"] = ordinals;
+    bool mig = false;
+    for (size_t i = 0; i < a.gpus.size(); ++i) {
+      ordinals += (i == 0 ? "" : ",") + std::to_string(i);
+      mig |= physical_gpu(a.gpus[i].index) != a.gpus[i].index;
+    }
+    spec.env["CUDA_VISIBLE_DEVICES"] = mig ? uuids : ordinals;
     if (Status set = set_container(a, *checkpoints, spec); !set.ok())
       return refuse_start(a.key, set.error().message);
   }
   if (!container) {
-    // Its GPUs' device nodes only (docs/security.md, "GPU devices"): /dev/nvidiaN is minor N.
-    std::vector<int> minors;
-    for (const auto& g : a.gpus) minors.push_back(g.index);
-    spec.gpu_device_minors = std::move(minors);
+    // Its GPUs' device nodes only (docs/security.md, "GPU devices"): /dev/nvidiaN is minor N,
+    // and a MIG device is reached through its GPU's node.
+    std::set<int> minors;
+    for (const auto& g : a.gpus) minors.insert(physical_gpu(g.index));
+    spec.gpu_device_minors = std::vector<int>(minors.begin(), minors.end());
+    // A share on an MPS GPU runs as an MPS client with its limits (docs/containers.md).
+    if (a.gpus.size() == 1 && a.gpus.front().milli < 1000)
+      if (auto mps = mps_.find(physical_gpu(a.gpus.front().index)); mps != mps_.end())
+        for (auto& [k, v] : mps_client_env(mps->second, a.gpus.front().milli, a.gpu_memory_mib))
+          spec.env[k] = v;
   }
   spec.env["NVIDIA_VISIBLE_DEVICES"] = uuids.empty() ? "void" : uuids;
   spec.env["GPUCLOUD_JOB_ID"] = a.job_id;
@@ -864,9 +933,9 @@ Status Agent::set_container(const Allocation& a, const std::string& checkpoints,
                      ")");
     launch.auth_file = file;
   }
-  std::vector<int> indexes;
-  for (const auto& g : a.gpus) indexes.push_back(g.index);
-  launch.devices = gpu_devices_.device_args(indexes);
+  std::set<int> physical;
+  for (const auto& g : a.gpus) physical.insert(physical_gpu(g.index));
+  launch.devices = gpu_devices_.device_args({physical.begin(), physical.end()});
   launch.shared_paths.push_back(checkpoints);
   spec.container = std::move(launch);
   return {};

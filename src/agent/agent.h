@@ -21,6 +21,7 @@
 #include "agent/job_users.h"
 #include "agent/machine.h"
 #include "agent/metrics_endpoint.h"
+#include "agent/mps.h"
 #include "agent/spot_notice.h"
 #include "common/clock.h"
 #include "exec/executor.h"
@@ -78,6 +79,15 @@ struct AgentConfig {
   std::string metrics_host = "0.0.0.0";
   int metrics_port = 9400;
   std::string metrics_token_file;  // "" = no token needed (bind to an address only scrapers reach)
+  // CUDA MPS for GPU shares (docs/containers.md, "Fractional GPUs"): the agent starts and owns
+  // one MPS control daemon per GPU (`mps_control -d`) and gives each share's process its
+  // limits. Off: shares are best-effort, and the node says so.
+  bool mps = false;
+  std::string mps_control = "nvidia-cuda-mps-control";
+  // `gpucloud doctor` at start (docs/doctor.md): the verdicts go to the server with the node;
+  // a failed check keeps jobs off it until an agent start passes.
+  std::string doctor_min_driver = "470.57.02";
+  int64_t doctor_min_free_disk_mib = 1024;
   // Called (from the agent's thread) when the agent cannot go on, e.g. its join token was
   // refused; the poll loop has ended then.
   std::function<void(const Error&)> on_fatal;
@@ -167,7 +177,13 @@ class Agent {
   NodeInfo node_info_;
   std::unique_ptr<gpu::GpuBackend> gpus_;
   std::unique_ptr<exec::Executor> executor_;
-  GpuDevices gpu_devices_;  // the device nodes container jobs get
+  GpuDevices gpu_devices_;          // the device nodes container jobs get
+  std::map<int, MpsGpu> mps_;       // each GPU's MPS daemon (GPU index -> its dirs); empty: no MPS
+  std::vector<Gpu> physical_gpus_;  // as discovered; node_info_.gpus has MIG devices instead
+  /// The physical GPU behind a device this node offers (itself, or a MIG device's parent).
+  int physical_gpu(int index) const;
+  /// Runs the doctor (docs/doctor.md) into node_info_.doctor and logs what is not ok.
+  void run_start_doctor(const std::string& mps_error);
   std::unique_ptr<net::HttpClient> client_;
   std::string state_path_;
   bool switch_users_ = false;  // running as root: jobs run as their tenant's user

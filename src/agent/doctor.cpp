@@ -6,12 +6,15 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
 #include "agent/spot_notice.h"
+#include "common/clock.h"
 #include "exec/container/container_runtime.h"
+#include "exec/container/podman_args.h"
 #include "exec/process/cgroup.h"
 #include "gpu/gpu_backend.h"
 
@@ -56,21 +59,86 @@ struct DriverFound {
   std::string version;  // "" without a driver
 };
 
-DriverFound check_gpus(const DoctorOptions& o, std::vector<DoctorCheck>& out) {
-  gpu::GpuBackendConfig config;
-  config.kind = "nvml";
-  config.nvml_library = o.nvml_library;
-  auto backend = gpu::create_gpu_backend(config);
-  if (!backend) {
-    out.push_back(warn("gpu driver",
-                       "NVML cannot be loaded (" + backend.error().message +
-                           "): this node can offer simulated GPUs only",
-                       "install the NVIDIA driver (" + o.min_driver + " or newer) and reboot"));
-    return {};
+// XID errors, uncorrectable ECC errors, pages and rows waiting for a reboot or reset, failed
+// row remapping and persistence mode, each GPU's worst first; one ok line when all is well.
+void check_gpu_health(gpu::GpuBackend& b, std::vector<DoctorCheck>& out) {
+  if (b.kind() == "simulated") return;
+  size_t before = out.size();
+  if (auto readings = b.telemetry(); readings) {
+    for (const auto& t : *readings)
+      if (t.xid_count > 0)
+        out.push_back(warn("gpu health",
+                           fmt::format("GPU {} reported {} XID error(s), the last XID {}", t.index,
+                                       t.xid_count, t.last_xid),
+                           "look the XID up in NVIDIA's XID catalogue; drain the node "
+                           "(`gpucloud node drain`) if it repeats"));
   }
-  auto& b = **backend;
+  auto health = b.health();
+  if (!health) {
+    out.push_back(warn("gpu health", "cannot read the GPUs' health: " + health.error().message,
+                       "check `nvidia-smi -q`"));
+    return;
+  }
+  int persistence_off = 0;
+  for (const auto& h : *health) {
+    if (h.ecc_uncorrected_volatile > 0)
+      out.push_back(fail("gpu health",
+                         fmt::format("GPU {} has {} uncorrectable ECC error(s) since the driver "
+                                     "loaded: its memory cannot be trusted",
+                                     h.index, h.ecc_uncorrected_volatile),
+                         fmt::format("drain the node, then reset the GPU (nvidia-smi -r -i {}) or "
+                                     "reboot; replace it if the errors return",
+                                     h.index)));
+    if (h.remapped_rows_failure == 1)
+      out.push_back(fail("gpu health", fmt::format("GPU {} failed to remap a memory row", h.index),
+                         "the GPU needs service: drain the node and have it replaced"));
+    if (h.remapped_rows_pending == 1)
+      out.push_back(
+          warn("gpu health", fmt::format("GPU {} has memory rows waiting to be remapped", h.index),
+               fmt::format("reset the GPU (nvidia-smi -r -i {}) when it is idle", h.index)));
+    if (h.retired_pages_pending == 1)
+      out.push_back(warn("gpu health",
+                         fmt::format("GPU {} has memory pages waiting to be retired", h.index),
+                         "reboot the node when it is idle (`gpucloud node drain` first)"));
+    persistence_off += h.persistence_mode == 0 ? 1 : 0;
+  }
+  if (persistence_off > 0)
+    out.push_back(warn("gpu health",
+                       fmt::format("persistence mode is off on {} GPU(s): the driver is set up "
+                                   "again for every job, which slows each start",
+                                   persistence_off),
+                       "run nvidia-persistenced (or nvidia-smi -pm 1)"));
+  if (out.size() == before)
+    out.push_back(
+        ok("gpu health", fmt::format("{} GPU(s): no XID, uncorrectable ECC, page retirement or row "
+                                     "remapping problem reported",
+                                     health->size())));
+}
+
+DriverFound check_gpus(const DoctorOptions& o, std::vector<DoctorCheck>& out) {
+  std::unique_ptr<gpu::GpuBackend> loaded;
+  if (!o.backend) {
+    gpu::GpuBackendConfig config;
+    config.kind = "nvml";
+    config.nvml_library = o.nvml_library;
+    auto backend = gpu::create_gpu_backend(config);
+    if (!backend) {
+      out.push_back(warn("gpu driver",
+                         "NVML cannot be loaded (" + backend.error().message +
+                             "): this node can offer simulated GPUs only",
+                         "install the NVIDIA driver (" + o.min_driver + " or newer) and reboot"));
+      return {};
+    }
+    loaded = std::move(*backend);
+  }
+  gpu::GpuBackend& b = o.backend ? *o.backend : *loaded;
   std::string driver = b.driver_version();
-  if (compare_versions(driver, o.min_driver) < 0)
+  if (b.kind() == "simulated")
+    out.push_back(ok("gpu driver", "simulated GPUs: no driver is needed"));
+  else if (driver.empty())
+    out.push_back(fail("gpu driver", "NVML loaded but reports no driver version",
+                       "check `nvidia-smi`; reinstall the NVIDIA driver"));
+  else if (compare_versions(driver, o.min_driver) < 0)
     out.push_back(fail("gpu driver",
                        fmt::format("driver {} is older than {}", driver, o.min_driver),
                        "upgrade the NVIDIA driver to " + o.min_driver + " or newer"));
@@ -85,26 +153,20 @@ DriverFound check_gpus(const DoctorOptions& o, std::vector<DoctorCheck>& out) {
   }
   std::map<std::string, int> models;
   std::set<int> numa;
-  int nvlinks = 0;
+  int nvlinks = 0, mig = 0;
   for (const auto& g : *gpus) {
     ++models[g.model];
     numa.insert(g.numa_node);
     nvlinks += static_cast<int>(g.nvlink_peers.size());
+    mig += static_cast<int>(g.mig.size());
   }
   std::string what;
   for (const auto& [model, n] : models)
     what += fmt::format("{}{}x{}", what.empty() ? "" : ", ", n, model);
-  out.push_back(ok("gpus", fmt::format("{}; {} NUMA node(s); {} NVLink peer links", what,
-                                       numa.size(), nvlinks / 2)));
-  if (auto readings = b.telemetry(); readings) {
-    for (const auto& t : *readings)
-      if (t.xid_count > 0)
-        out.push_back(warn("gpu health",
-                           fmt::format("GPU {} reported {} XID error(s), the last XID {}", t.index,
-                                       t.xid_count, t.last_xid),
-                           "look the XID up in NVIDIA's XID catalogue; drain the node "
-                           "(`gpucloud node drain`) if it repeats"));
-  }
+  out.push_back(
+      ok("gpus", fmt::format("{}; {} NUMA node(s); {} NVLink peer links{}", what, numa.size(),
+                             nvlinks / 2, mig ? fmt::format("; {} MIG device(s)", mig) : "")));
+  check_gpu_health(b, out);
   return {driver};
 }
 
@@ -135,8 +197,9 @@ void check_containers(std::vector<DoctorCheck>& out) {
     out.push_back(warn("containers", "container jobs cannot run here: " + runtime.reason,
                        "apt-get install podman runc"));
   else
-    out.push_back(ok("containers",
-                     runtime.podman + " with " + runtime.runtime + " (" + runtime.reason + ")"));
+    out.push_back(
+        ok("containers", runtime.podman + " with " + runtime.runtime + " (" + runtime.reason +
+                             "); init: " + (runtime.init.empty() ? "none" : runtime.init)));
 }
 
 void check_cdi(const DoctorOptions& o, std::vector<DoctorCheck>& out) {
@@ -208,13 +271,14 @@ void check_disk(const DoctorOptions& o, std::vector<DoctorCheck>& out) {
     out.push_back(ok("disk", why));
 }
 
-void check_image(const DoctorOptions& o, const DriverFound& driver, std::vector<DoctorCheck>& out) {
-  if (o.image.empty()) return;
+// Whether the image is on the node.
+bool check_image(const DoctorOptions& o, const DriverFound& driver, std::vector<DoctorCheck>& out) {
+  if (o.image.empty()) return false;
   auto runtime = exec::detect_container_runtime();
   if (runtime.podman.empty()) {
     out.push_back(fail("image", "podman is not installed: cannot read " + o.image,
                        "apt-get install podman runc"));
-    return;
+    return false;
   }
   auto inspected = run_bounded({runtime.podman, "image", "inspect", o.image}, {}, 30'000, 4 << 20);
   json info =
@@ -222,7 +286,7 @@ void check_image(const DoctorOptions& o, const DriverFound& driver, std::vector<
   if (!info.is_array() || info.empty()) {
     out.push_back(fail("image", o.image + " is not on this node",
                        "pull it first (podman pull " + o.image + ") or check its name"));
-    return;
+    return false;
   }
   // nvidia/cuda images set CUDA_VERSION in their environment and a com.nvidia.cuda.version label.
   std::string cuda;
@@ -237,7 +301,7 @@ void check_image(const DoctorOptions& o, const DriverFound& driver, std::vector<
   if (cuda.empty()) {
     out.push_back(ok("image", o.image + " declares no CUDA version (CUDA_VERSION or the label "
                                         "com.nvidia.cuda.version): nothing to check"));
-    return;
+    return true;
   }
   auto needed = min_driver_for_cuda(major_minor(cuda));
   if (!needed) {
@@ -258,6 +322,36 @@ void check_image(const DoctorOptions& o, const DriverFound& driver, std::vector<
     out.push_back(ok("image", fmt::format("{} needs CUDA {} (driver {}+): driver {} runs it",
                                           o.image, cuda, *needed, driver.version)));
   }
+  return true;
+}
+
+// Starts a throw-away container of the image (`true` as its entrypoint, no network) with the
+// runtime the agent would use: podman, the runtime and the image work together on this node.
+void check_container_start(const DoctorOptions& o, std::vector<DoctorCheck>& out) {
+  auto runtime = exec::detect_container_runtime();
+  if (!runtime.usable()) return;  // the containers check says why
+  int64_t started = monotonic_ms();
+  std::vector<std::string> argv = {runtime.podman, "run",  "--rm",   "--runtime", runtime.runtime,
+                                   "--network",    "none", "--pull", "never"};
+  for (auto& arg : exec::podman_ulimit_args()) argv.push_back(std::move(arg));
+  argv.insert(argv.end(), {"--entrypoint", "true", o.image});
+  auto run = run_bounded(argv, {}, 60'000, 64 * 1024);
+  int64_t took = monotonic_ms() - started;
+  if (run && run->exit_code == 0)
+    out.push_back(ok("container start",
+                     fmt::format("started and ended a container of {} in {} ms", o.image, took)));
+  else if (run && run->exit_code == 127)
+    out.push_back(warn("container start",
+                       o.image + " has no `true` program, so the doctor could not start it",
+                       "check with an image that has one"));
+  else
+    out.push_back(
+        fail("container start",
+             fmt::format("podman run of {} with {} {}", o.image, runtime.runtime,
+                         !run             ? "could not be started: " + run.error().message
+                         : run->timed_out ? std::string("did not end within 60 s")
+                                          : fmt::format("exited with code {}", run->exit_code)),
+             "run the same podman command by hand to see its error"));
 }
 
 }  // namespace
@@ -288,7 +382,7 @@ std::vector<DoctorCheck> run_doctor(const DoctorOptions& options) {
   check_cdi(options, out);
   check_limits(out);
   check_disk(options, out);
-  check_image(options, driver, out);
+  if (check_image(options, driver, out)) check_container_start(options, out);
   return out;
 }
 

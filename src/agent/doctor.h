@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+namespace gpucloud::gpu {
+class GpuBackend;
+}
+
 namespace gpucloud::agent {
 
 /// One check's verdict.
@@ -24,6 +28,9 @@ struct DoctorOptions {
   std::string min_driver = "470.57.02";            // the oldest driver accepted
   std::string image;                               // also check this image's CUDA version
   int64_t min_free_disk_mib = 1024;                // warn below, fail below a tenth of it
+  // The agent's own GPU backend (the doctor it runs at start); null: load NVML from
+  // nvml_library. A simulated backend passes the GPU checks with what it simulates.
+  gpu::GpuBackend* backend = nullptr;
 };
 
 /// The oldest Linux driver that runs a CUDA version ("12.2" -> "535.54.03"), from NVIDIA's
@@ -35,6 +42,7 @@ int compare_versions(const std::string& a, const std::string& b);
 
 /// Runs every check, in order: GPU driver and GPUs, cgroups, container runtime, CDI spec,
 /// open-file and process limits, disk space of the data dir, and the image when given.
+/// Never throws; a check that cannot look says so in its verdict.
 std::vector<DoctorCheck> run_doctor(const DoctorOptions& options);
 
 }  // namespace gpucloud::agent

@@ -115,6 +115,7 @@ int run_cli(int argc, char** argv) {
   add_queue_policy_flags(dev_cmd, dev.queue);
   add_connection_limits(dev_cmd, dev.max_connections, dev.max_connections_per_source);
   add_spot_flags(dev_cmd, dev.spot, true);
+  add_node_flags(dev_cmd, dev.node);
   dev_cmd
       ->add_option("--spot-nodes", dev.spot_nodes,
                    "label the last N nodes capacity-class=spot (the others are on-demand)")
@@ -397,6 +398,7 @@ int run_cli(int argc, char** argv) {
                         "<data-dir>/checkpoints); a path all nodes share lets jobs resume on "
                         "any node (docs/interruptions.md)");
   add_spot_flags(agent_cmd, agent.spot, false);
+  add_node_flags(agent_cmd, agent.node);
   agent_cmd
       ->add_option("--metrics-listen", agent.metrics_listen,
                    "where to serve the node's GPU metrics (GET /metrics, dcgm-exporter names)")

@@ -107,6 +107,7 @@ int cmd_agent(const AgentOptions& o) {
   if (!labels) return usage(labels.error().message);
   ac.labels = *labels;
   if (auto st = apply_spot_flags(o.spot, 0, 1, ac); !st.ok()) return usage(st.error().message);
+  if (auto st = apply_node_flags(o.node, ac); !st.ok()) return usage(st.error().message);
   auto hold = parse_duration_ms(o.poll_hold);
   if (!hold || *hold < 100 || *hold > 60'000)
     return usage(fmt::format("--poll-hold '{}' must be a duration within 100ms..60s", o.poll_hold));

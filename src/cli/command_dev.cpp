@@ -141,6 +141,8 @@ int cmd_dev(const DevOptions& o) {
     for (int i = 0; i < o.sim_nodes; ++i)
       if (auto st = apply_spot_flags(o.spot, i, o.sim_nodes, check); !st.ok())
         return std::cerr << "error: " << st.error().message << "\n", kExitUsage;
+    if (auto st = apply_node_flags(o.node, check); !st.ok())
+      return std::cerr << "error: " << st.error().message << "\n", kExitUsage;
   }
 
   // Signals are taken by one thread with sigwait, so no other thread is interrupted by them.
@@ -212,6 +214,7 @@ int cmd_dev(const DevOptions& o) {
     ac.labels = *dev_labels;
     if (i >= o.sim_nodes - o.spot_nodes) ac.labels["capacity-class"] = "spot";
     (void)apply_spot_flags(o.spot, i, o.sim_nodes, ac);  // checked above
+    (void)apply_node_flags(o.node, ac);
     // Each node's GPU metrics on a free loopback port, behind the server's metrics token.
     ac.metrics_enabled = true;
     ac.metrics_host = "127.0.0.1";

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/node_flags.h"
 #include "cli/queue_flags.h"
 #include "cli/spot_flags.h"
 #include "common/result.h"
@@ -56,6 +57,7 @@ struct DevOptions {
   // Container jobs (docs/containers.md), for every dev node.
   std::string registry_auth_dir;
   std::vector<std::string> container_mount_allow;
+  NodeFlags node;  // --mps, --min-driver, ... for every dev node
 };
 
 /// `gpucloud server`: the control plane alone (docs/config.md).
@@ -101,6 +103,7 @@ struct AgentOptions {
   // Container jobs (docs/containers.md).
   std::string registry_auth_dir;
   std::vector<std::string> container_mount_allow;
+  NodeFlags node;  // --mps, --min-driver, ...
 };
 
 /// `gpucloud sim fgd`: the FGD allocation experiment (shared/fgd-experiment.md).

@@ -403,11 +403,16 @@ int cmd_show(const std::string& id, bool as_json) {
   }
   for (const auto& r : (*j)["replicas"]) {
     std::string gpus;
+    // A share says how it is enforced: by MPS, or not at all (best-effort).
+    std::string sharing = r.value("gpu_sharing", "best-effort");
     for (const auto& g : r["gpus"])
       gpus += (gpus.empty() ? "" : ", ") +
-              fmt::format(
-                  "{}{}", g.value("uuid", ""),
-                  g.value("milli", 1000) < 1000 ? fmt::format(" ({}m)", g.value("milli", 0)) : "");
+              fmt::format("{}{}", g.value("uuid", ""),
+                          g.value("milli", 1000) < 1000
+                              ? fmt::format(" ({}m, {})", g.value("milli", 0),
+                                            sharing == "mps" ? "enforced by MPS"
+                                                             : "best-effort: not enforced")
+                              : "");
     line(fmt::format("replica {}:", r.value("rank", 0)).c_str(),
          fmt::format("{} [{}] {}{}", r.value("node", ""), r.value("state", ""),
                      gpus.empty() ? "no GPUs" : gpus,
@@ -480,15 +485,18 @@ int cmd_nodes(bool as_json) {
     std::cout << nodes.dump(2) << "\n";
     return 0;
   }
-  Table t({"NAME", "STATE", "GPUS", "FREE", "CPUS", "MEMORY", "PRICE/GPU-H", "BACKEND"});
+  Table t({"NAME", "STATE", "GPUS", "FREE", "CPUS", "MEMORY", "PRICE/GPU-H", "BACKEND", "SHARES",
+           "DOCTOR"});
+  std::vector<std::string> unhealthy;  // why nodes take no jobs, printed under the table
   for (const auto& n : nodes) {
     std::map<std::string, int> models;
     int free = 0, total = 0;
     for (const auto& g : n["gpus"]) {
-      models[g.value("model", "") +
-             (g.value("memory_mib", 0)
-                  ? "-" + std::to_string((g.value("memory_mib", 0) + 512) / 1024) + "GB"
-                  : "")]++;
+      std::string model = g.value("model", "");
+      // "A100-80GB"; a MIG device's model names its profile ("A100/3g.40gb") instead.
+      bool sized = g.value("memory_mib", 0) > 0 && model.find('/') == std::string::npos;
+      models[model +
+             (sized ? "-" + std::to_string((g.value("memory_mib", 0) + 512) / 1024) + "GB" : "")]++;
       free += g.value("used_milli", 0) == 0 ? 1 : 0;
       ++total;
     }
@@ -507,9 +515,16 @@ int cmd_nodes(bool as_json) {
          n.contains("price_per_gpu_hour")
              ? fmt::format("${:.2f}", n["price_per_gpu_hour"].get<double>())
              : "-",
-         n.value("gpu_backend", "")});
+         n.value("gpu_backend", ""), n.value("gpu_sharing", "best-effort"),
+         n.value("doctor_status", "-")});
+    if (n.contains("unschedulable_reason"))
+      unhealthy.push_back(
+          fmt::format("{}: no jobs: {}", n.value("name", ""), n.value("unschedulable_reason", "")));
   }
   t.print(std::cout);
+  for (const auto& line : unhealthy) std::cout << "\n" << line;
+  if (!unhealthy.empty())
+    std::cout << "\nOnce fixed, restart the node's agent: its doctor runs again at start.\n";
   return 0;
 }
 

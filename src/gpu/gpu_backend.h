@@ -26,6 +26,17 @@ struct GpuTelemetry {
   int64_t xid_count = 0;
 };
 
+/// One GPU's health as its driver reports it (the doctor's `gpu health`, docs/doctor.md). A
+/// reading the GPU or driver does not support is -1.
+struct GpuHealth {
+  int index = 0;
+  int persistence_mode = -1;              // 1 on, 0 off
+  int64_t ecc_uncorrected_volatile = -1;  // uncorrectable ECC errors since the driver loaded
+  int retired_pages_pending = -1;         // 1: retired pages wait for a reboot
+  int remapped_rows_pending = -1;         // 1: remapped rows wait for a GPU reset
+  int remapped_rows_failure = -1;         // 1: a row could not be remapped (needs service)
+};
+
 /// Discovery and telemetry for the GPUs of one machine.
 class GpuBackend {
  public:
@@ -36,6 +47,9 @@ class GpuBackend {
   virtual Result<std::vector<Gpu>> discover() = 0;
   /// Current utilisation, memory, temperature, power, SM clock and XID errors of each GPU.
   virtual Result<std::vector<GpuTelemetry>> telemetry() = 0;
+  /// Persistence mode, ECC errors, retired pages and row remapping of each GPU; none for GPUs
+  /// without a driver (simulated).
+  virtual Result<std::vector<GpuHealth>> health() { return std::vector<GpuHealth>{}; }
   /// Driver version ("550.54.15"), or "" when there is no driver (simulated).
   virtual std::string driver_version() const = 0;
   /// CUDA driver API version ("12.4"), or "".

@@ -38,6 +38,7 @@ json allocation_to_json(const Allocation& a) {
             {"master_addr", a.master_addr},
             {"master_port", a.master_port}};
   if (!a.tenant.empty()) j["tenant"] = a.tenant;
+  if (a.gpu_memory_mib > 0) j["gpu_memory_mib"] = a.gpu_memory_mib;
   if (a.uid >= 0) {
     j["uid"] = a.uid;
     j["gid"] = a.gid;
@@ -70,6 +71,7 @@ Result<Allocation> allocation_from_json(const json& j) {
                         static_cast<int>(json_whole_at(g, "milli", 0, 1000))});
     a.cpu_milli = json_whole_at(j, "cpu_milli", 0, kJsonInt64Max);
     a.memory_mib = json_whole_at(j, "memory_mib", 0, kJsonInt64Max);
+    a.gpu_memory_mib = json_whole_or(j, "gpu_memory_mib", 0, 0, kJsonInt64Max);
     a.grace_ms = json_whole_at(j, "grace_ms", 0, kJsonInt64Max);
     a.max_runtime_ms = json_whole_at(j, "max_runtime_ms", 0, kJsonInt64Max);
     a.master_addr = j.value("master_addr", "");

@@ -30,6 +30,8 @@ struct Allocation {
   std::map<std::string, std::string> env;  // the job's env; the agent adds the platform's
   std::string workdir;
   std::vector<GpuShare> gpus;
+  // The GPU memory a share asked for (its gpu_memory; 0 = none given): with MPS, its limit.
+  int64_t gpu_memory_mib = 0;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   int64_t grace_ms = 30'000;

@@ -26,6 +26,18 @@ struct Gpu {
   int numa_node = 0;              // -1 when unknown
   std::vector<int> nvlink_peers;  // indices of GPUs on the same node linked to this one by NVLink
   std::vector<MigDevice> mig;     // empty unless MIG mode is on
+  // For a MIG device offered as a schedulable device (docs/containers.md, "MIG"): the index of
+  // the physical GPU it is carved out of; -1 for a physical GPU. Its model then reads
+  // "A100-80GB/1g.10gb" and its uuid "MIG-...".
+  int mig_parent = -1;
+};
+
+/// One verdict of `gpucloud doctor` as the agent reports it (docs/doctor.md).
+struct NodeCheck {
+  std::string name;    // e.g. "gpu driver"
+  std::string status;  // ok | warn | fail
+  std::string why;
+  std::string fix;
 };
 
 /// What an agent reports about its machine when it registers.
@@ -46,6 +58,27 @@ struct NodeInfo {
   // Where the agent serves GET /metrics: "HOST:PORT", or ":PORT" on the node's address; "" =
   // none (docs/metrics.md, "Agent metrics").
   std::string metrics_address;
+  // The agent's `gpucloud doctor` at its start (docs/doctor.md); empty: not run (an older
+  // agent). A node with a failed check is given no jobs.
+  std::vector<NodeCheck> doctor;
+  // How GPU shares (gpu_milli, gpu_memory) are enforced here: "mps" when the agent runs a CUDA
+  // MPS control daemon per GPU, else "best-effort" (shares are not fenced from each other).
+  std::string gpu_sharing = "best-effort";
+
+  /// The first failed doctor check, or nullptr.
+  const NodeCheck* failed_check() const {
+    for (const auto& c : doctor)
+      if (c.status == "fail") return &c;
+    return nullptr;
+  }
+  /// The doctor's overall verdict: "fail" if a check failed, else "warn" if one warned, else
+  /// "ok"; "" when it was not run.
+  std::string doctor_status() const {
+    std::string worst = doctor.empty() ? "" : "ok";
+    for (const auto& c : doctor)
+      if (c.status == "fail" || (c.status == "warn" && worst == "ok")) worst = c.status;
+    return worst;
+  }
 };
 
 }  // namespace gpucloud

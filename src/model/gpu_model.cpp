@@ -44,7 +44,9 @@ std::string canonical_gpu_model(std::string_view name) {
 }
 
 bool gpu_model_matches(std::string_view constraint, std::string_view model, int64_t memory_mib) {
-  if (constraint.empty()) return true;
+  // A MIG device ("A100-80GB/1g.10gb") is matched only by a constraint that names its profile.
+  size_t slash = model.find('/');
+  if (constraint.empty()) return slash == std::string_view::npos;
   // Case-insensitive, without allocating: the scheduler asks this for every GPU it considers.
   auto same = [](char a, char b) {  // ASCII case folding: model names are ASCII
     auto fold = [](char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c; };
@@ -64,6 +66,19 @@ bool gpu_model_matches(std::string_view constraint, std::string_view model, int6
     start = bar + 1;
     if (alt.empty()) continue;
     if (equal_ci(alt, model)) return true;
+    size_t alt_slash = alt.find('/');
+    if ((alt_slash == std::string_view::npos) != (slash == std::string_view::npos)) continue;
+    if (alt_slash != std::string_view::npos) {
+      // "A100-80GB/1g.10gb" matches "A100/1g.10gb": the profile implies the GPU's memory.
+      std::string_view alt_parent = alt.substr(0, alt_slash), parent = model.substr(0, slash);
+      if (!equal_ci(alt.substr(alt_slash + 1), model.substr(slash + 1))) continue;
+      if (equal_ci(alt_parent, parent)) return true;
+      if (alt_parent.size() > parent.size() + 3 && alt_parent[parent.size()] == '-' &&
+          equal_ci(alt_parent.substr(0, parent.size()), parent) && same(alt_parent.back(), 'B') &&
+          same(alt_parent[alt_parent.size() - 2], 'G'))
+        return true;
+      continue;
+    }
     // MODEL-NGB
     if (alt.size() > model.size() + 3 && equal_ci(alt.substr(0, model.size()), model) &&
         alt[model.size()] == '-' && same(alt[alt.size() - 2], 'G') && same(alt.back(), 'B')) {

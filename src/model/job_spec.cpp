@@ -472,10 +472,11 @@ Status validate_job_spec(JobSpec& spec) {
     return field_error(spec.gpu_model.empty() ? "gpu_memory" : "gpu_model",
                        "is set but the job asks for no GPU; add gpus");
   for (char c : spec.gpu_model)
-    if (!valid_name_char(c) && c != '|')
-      return field_error(
-          "gpu_model",
-          fmt::format("'{}' is not a list of models like A100|H100 or A100-80GB", spec.gpu_model));
+    if (!valid_name_char(c) && c != '|' && c != '/')
+      return field_error("gpu_model",
+                         fmt::format("'{}' is not a list of models like A100|H100, A100-80GB or "
+                                     "A100-80GB/1g.10gb (a MIG device)",
+                                     spec.gpu_model));
   if (spec.gpu_model.size() > 256) return field_error("gpu_model", "is longer than 256 characters");
   if (spec.cpu_milli <= 0 || spec.cpu_milli > JobSpecLimits::kMaxCpuMilli)
     return field_error("cpus", fmt::format("{} is outside (0, {}]", spec.cpu_milli / 1000.0,

@@ -16,15 +16,17 @@ json gpu_to_json(const Gpu& g) {
   json mig = json::array();
   for (const auto& m : g.mig)
     mig.push_back({{"uuid", m.uuid}, {"profile", m.profile}, {"memory_mib", m.memory_mib}});
-  return {{"index", g.index},
-          {"uuid", g.uuid},
-          {"name", g.name},
-          {"model", g.model},
-          {"memory_mib", g.memory_mib},
-          {"pci_bus_id", g.pci_bus_id},
-          {"numa_node", g.numa_node},
-          {"nvlink_peers", g.nvlink_peers},
-          {"mig", mig}};
+  json j = {{"index", g.index},
+            {"uuid", g.uuid},
+            {"name", g.name},
+            {"model", g.model},
+            {"memory_mib", g.memory_mib},
+            {"pci_bus_id", g.pci_bus_id},
+            {"numa_node", g.numa_node},
+            {"nvlink_peers", g.nvlink_peers},
+            {"mig", mig}};
+  if (g.mig_parent >= 0) j["mig_parent"] = g.mig_parent;
+  return j;
 }
 
 json node_info_to_json(const NodeInfo& n) {
@@ -42,7 +44,16 @@ json node_info_to_json(const NodeInfo& n) {
             {"address", n.address}};
   if (n.price_per_hour >= 0) j["price_per_hour"] = n.price_per_hour;
   if (!n.metrics_address.empty()) j["metrics_address"] = n.metrics_address;
+  j["gpu_sharing"] = n.gpu_sharing;
+  if (!n.doctor.empty()) j["doctor"] = node_checks_to_json(n.doctor);
   return j;
+}
+
+json node_checks_to_json(const std::vector<NodeCheck>& checks) {
+  json out = json::array();
+  for (const auto& c : checks)
+    out.push_back({{"check", c.name}, {"status", c.status}, {"why", c.why}, {"fix", c.fix}});
+  return out;
 }
 
 Status check_metrics_address(const std::string& address) {
@@ -87,6 +98,25 @@ Result<NodeInfo> node_info_from_json(const json& j) {
                                    json_excerpt(p), kMaxNodePricePerHour));
       n.price_per_hour = p.get<double>();
     }
+    n.gpu_sharing = j.value("gpu_sharing", "best-effort");
+    if (n.gpu_sharing != "best-effort" && n.gpu_sharing != "mps")
+      return invalid(fmt::format("node gpu_sharing {} must be best-effort or mps",
+                                 json_excerpt(j.at("gpu_sharing"))));
+    if (j.contains("doctor")) {
+      const auto& checks = j.at("doctor");
+      if (!checks.is_array() || checks.size() > 64)
+        return invalid("node doctor must be an array of at most 64 checks");
+      for (const auto& c : checks) {
+        NodeCheck check{c.at("check").get<std::string>(), c.at("status").get<std::string>(),
+                        c.value("why", ""), c.value("fix", "")};
+        if (check.status != "ok" && check.status != "warn" && check.status != "fail")
+          return invalid(fmt::format("doctor check status {} must be ok, warn or fail",
+                                     json_excerpt(c.at("status"))));
+        if (check.name.size() > 64 || check.why.size() > 1024 || check.fix.size() > 1024)
+          return invalid("a doctor check's name is at most 64 characters, why and fix 1024");
+        n.doctor.push_back(std::move(check));
+      }
+    }
     std::set<int> indices;
     const auto& gpus = j.at("gpus");
     if (gpus.size() > 64)
@@ -114,6 +144,7 @@ Result<NodeInfo> node_info_from_json(const json& j) {
           g.mig.push_back({m.at("uuid").get<std::string>(), m.value("profile", ""),
                            json_whole_or(m, "memory_mib", 0, 0, kJsonInt64Max)});
       }
+      g.mig_parent = static_cast<int>(json_whole_or(gj, "mig_parent", -1, -1, 1023));
       n.gpus.push_back(std::move(g));
     }
     return n;

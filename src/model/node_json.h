@@ -10,6 +10,8 @@ namespace gpucloud {
 
 nlohmann::json gpu_to_json(const Gpu& gpu);
 nlohmann::json node_info_to_json(const NodeInfo& node);
+/// The doctor's verdicts as [{"check", "status", "why", "fix"}, ...] (docs/doctor.md).
+nlohmann::json node_checks_to_json(const std::vector<NodeCheck>& checks);
 /// Reads and validates a node description sent by an agent (bounded sizes, unique GPU indices).
 Result<NodeInfo> node_info_from_json(const nlohmann::json& j);
 /// Checks an agent's metrics address: "HOST:PORT" or ":PORT", port 1..65535, a host without

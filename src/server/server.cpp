@@ -463,6 +463,13 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
         if (!job) return respond(error_response(job.error()));
         nlohmann::json doc = job_to_json(*job);
         doc["cost"] = job_cost_json(*job);
+        // How a GPU share is enforced where it runs (docs/containers.md, "Fractional GPUs").
+        for (size_t i = 0; i < job->replicas.size() && i < doc["replicas"].size(); ++i) {
+          const auto& r = job->replicas[i];
+          auto node = nodes_.find(r.node_id);
+          if (r.gpus.size() == 1 && r.gpus.front().milli < 1000 && node != nodes_.end())
+            doc["replicas"][i]["gpu_sharing"] = node->second.info.gpu_sharing;
+        }
         return respond(json_response(200, doc));
       }
       if (m == "DELETE") return respond(cancel_job(id, who));

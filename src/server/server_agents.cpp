@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/units.h"
 #include "model/node_json.h"
 #include "net/crypto.h"
 #include "server/http_util.h"
@@ -36,6 +37,20 @@ bool parse_key(const std::string& key, std::string& job_id, int& attempt, int& r
   } catch (...) {
     return false;
   }
+}
+
+// The doctor's "clock" check, done here: the time the agent sent its registration at against
+// the server's when it arrived (docs/doctor.md). Off by more than 2 s, event times and the
+// cost of short attempts drift; by more than 5 minutes, TLS and token lifetimes break.
+NodeCheck clock_check(TimeMs agent_sent_at, TimeMs server_now) {
+  int64_t skew = agent_sent_at - server_now;  // the request's travel time makes it a little less
+  int64_t off = skew < 0 ? -skew : skew;
+  std::string how = fmt::format("the node's clock is {} {} the server's", format_duration_ms(off),
+                                skew > 0 ? "ahead of" : "behind");
+  const char* fix = "keep both clocks synchronised: run chrony or systemd-timesyncd on the node";
+  if (off > 5 * 60'000) return {"clock", "fail", how, fix};
+  if (off > 2'000) return {"clock", "warn", how, fix};
+  return {"clock", "ok", "within 2 s of the server's", ""};
 }
 
 }  // namespace
@@ -73,6 +88,14 @@ std::optional<net::HttpResponse> Server::register_node_now(
   if (who.role == "node" && node_id != who.node_id)
     return refuse(ErrorCode::kPermissionDenied,
                   "a node credential may only re-register its own node");
+  if (body->contains("sent_at_ms")) {
+    const json& sent = body->at("sent_at_ms");
+    if (!sent.is_number_integer() || sent.get<int64_t>() < 0)
+      return error_response(
+          invalid("register: sent_at_ms must be the agent's wall clock in whole ms since 1970"));
+    std::erase_if(info->doctor, [](const NodeCheck& c) { return c.name == "clock"; });
+    info->doctor.push_back(clock_check(sent.get<int64_t>(), now));
+  }
   if (info->address.empty()) {  // the address the agent's connection came from
     info->address = req.remote_address;
     if (info->address.rfind("::ffff:", 0) == 0) info->address = info->address.substr(7);
@@ -149,6 +172,14 @@ std::optional<net::HttpResponse> Server::register_node_now(
   auth_.set_node_credential(record.credential_sha256, record.id, record.info.name);
   record_node_event(record.info.name, existing ? "rejoined" : "joined",
                     fmt::format("{} GPUs ({})", record.info.gpus.size(), record.info.gpu_backend));
+  if (const NodeCheck* failed = record.info.failed_check()) {
+    // Its doctor failed at the agent's start: the node takes no jobs (node_state) until an
+    // agent start passes.
+    spdlog::warn("node {}: doctor: {} failed: {}; it is given no jobs", record.info.name,
+                 failed->name, failed->why);
+    record_node_event(record.info.name, "unhealthy",
+                      fmt::format("doctor: {} failed: {}", failed->name, failed->why));
+  }
   put_node(record);
   auto& rt = runtime_[record.id];
   if (rt.version == 0) rt.version = ++version_clock_;
@@ -288,8 +319,7 @@ void Server::apply_event(const std::string& node_id, const ReplicaEvent& ev,
   int attempt = 0, rank = 0;
   if (!parse_canonical_key(ev.key, job_id, attempt, rank)) return;
   auto it = jobs_.find(job_id);
-  if (ev.type == "exited" && ev.interrupt_cause == interrupt_cause::kFenced &&
-      it != jobs_.end()) {
+  if (ev.type == "exited" && ev.interrupt_cause == interrupt_cause::kFenced && it != jobs_.end()) {
     // The agent stopped it alone (fenced, docs/audit.md): recorded whatever the
     // server had already decided about the attempt (its node may have been declared down).
     auto node = nodes_.find(node_id);
@@ -466,6 +496,8 @@ std::vector<Allocation> Server::desired_for(const std::string& node_id) {
       a.workdir = job.spec.workdir;
       a.container = job.spec.container;
       a.gpus = r.gpus;
+      if (!r.gpus.empty() && r.gpus.front().milli < 1000)
+        a.gpu_memory_mib = job.spec.gpu_memory_mib;
       a.cpu_milli = r.cpu_milli;
       a.memory_mib = r.memory_mib;
       a.grace_ms = job.spec.grace_period_ms;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/units.h"
+#include "model/node_json.h"
 #include "server/http_util.h"
 #include "server/server.h"
 
@@ -39,7 +40,7 @@ net::HttpResponse Server::submit_job(const net::HttpRequest& req, const Principa
   job.created_at = now;
   job.submitted_by = who.name;
   record_job_event(job, now, "submitted",
-                fmt::format("by {} for tenant {}", who.name, job.spec.tenant));
+                   fmt::format("by {} for tenant {}", who.name, job.spec.tenant));
   auto priority = file_config_.priority_value(job.spec.priority);
   if (!priority) return error_response(priority.error());
   auto request = sched::JobRequest::from_spec(job.id, job.spec, now, *priority);
@@ -303,6 +304,7 @@ net::HttpResponse Server::list_nodes(const Principal& who) {
       for (const auto& m : g.mig)
         gpus.back()["mig"].push_back(
             {{"uuid", m.uuid}, {"profile", m.profile}, {"memory_mib", m.memory_mib}});
+      if (g.mig_parent >= 0) gpus.back()["mig_parent"] = g.mig_parent;
     }
     out.push_back({{"id", rec.id},
                    {"name", rec.info.name},
@@ -319,7 +321,15 @@ net::HttpResponse Server::list_nodes(const Principal& who) {
                    {"memory_used_mib", st.memory_used_mib},
                    {"labels", rec.info.labels},
                    {"last_seen", format_time_iso(rec.last_seen)},
+                   {"gpu_sharing", rec.info.gpu_sharing},
                    {"gpus", gpus}});
+    if (!rec.info.doctor.empty()) {
+      out.back()["doctor"] = node_checks_to_json(rec.info.doctor);
+      out.back()["doctor_status"] = rec.info.doctor_status();
+    }
+    if (const NodeCheck* failed = rec.info.failed_check())
+      out.back()["unschedulable_reason"] =
+          fmt::format("doctor: {} failed: {}; fix: {}", failed->name, failed->why, failed->fix);
     if (rec.price.usd_per_hour >= 0) {
       out.back()["price_per_hour"] = rec.price.usd_per_hour;
       out.back()["price_source"] = rec.price.source;

@@ -22,7 +22,8 @@ sched::NodeState Server::node_state(const store::NodeRecord& rec) {
   n.labels = rec.info.labels;
   if (rec.price.usd_per_hour >= 0 && !rec.info.gpus.empty())
     n.price_per_gpu_hour = rec.price.usd_per_hour / static_cast<double>(rec.info.gpus.size());
-  n.schedulable = rec.state == "ready" && !rec.cordoned;
+  // A node whose doctor failed at its agent's start takes no jobs (docs/doctor.md).
+  n.schedulable = rec.state == "ready" && !rec.cordoned && !rec.info.failed_check();
   for (const auto& g : rec.info.gpus) {
     sched::GpuState gs;
     gs.index = g.index;
@@ -251,8 +252,8 @@ void Server::run_scheduler() {
         gpus += fmt::format("{}{}:{}{}", gpus.empty() ? "" : " ", r.node_name, g.index,
                             g.milli < 1000 ? fmt::format("({}m)", g.milli) : "");
     record_job_event(job, clock_.now_ms(), "placed",
-                  fmt::format("attempt {} on {}{}", job.attempt, where,
-                              gpus.empty() ? "" : "; GPUs " + gpus));
+                     fmt::format("attempt {} on {}{}", job.attempt, where,
+                                 gpus.empty() ? "" : "; GPUs " + gpus));
     batch.jobs.push_back(job);
     metrics_->placement(job.spec.tenant);
   }
@@ -296,9 +297,10 @@ void Server::stop_replicas(Job& job, const std::string& cause, const std::string
   InterruptNotice notice{
       cause, deadline_ms > 0 ? deadline_ms : clock_.now_ms() + job.spec.grace_period_ms, why};
   if (!nodes.empty())
-    record_job_event(job, clock_.now_ms(), cause.empty() ? "stop" : "interrupt",
-                  fmt::format("{}{}SIGTERM now, SIGKILL at {}", cause.empty() ? "" : cause + ": ",
-                              why.empty() ? "" : why + "; ", format_time_iso(notice.deadline_ms)));
+    record_job_event(
+        job, clock_.now_ms(), cause.empty() ? "stop" : "interrupt",
+        fmt::format("{}{}SIGTERM now, SIGKILL at {}", cause.empty() ? "" : cause + ": ",
+                    why.empty() ? "" : why + "; ", format_time_iso(notice.deadline_ms)));
   for (const auto& node_id : nodes) {
     auto& rt = runtime_[node_id];
     for (const auto& r : job.replicas)
@@ -465,9 +467,9 @@ void Server::end_job(Job& job, JobState state, std::optional<int> exit_code, std
   job.pending_reason.clear();
   job.idle_since = 0;
   record_job_event(job, job.finished_at, "ended",
-                std::string(to_string(state)) +
-                    (exit_code ? fmt::format(" (exit code {})", *exit_code) : "") +
-                    (job.message.empty() ? "" : ": " + job.message));
+                   std::string(to_string(state)) +
+                       (exit_code ? fmt::format(" (exit code {})", *exit_code) : "") +
+                       (job.message.empty() ? "" : ": " + job.message));
   record_attempt(
       job,
       std::string(to_string(state)) + (exit_code ? fmt::format(" (exit code {})", *exit_code) : ""),

@@ -184,7 +184,7 @@ net::HttpResponse Server::serve_metrics(const net::HttpRequest& req) const {
     ++node_counts[rec.state];
     if (rec.cordoned) ++cordoned_count;
     if (rec.state != "ready") continue;
-    bool schedulable = !rec.cordoned;
+    bool schedulable = !rec.cordoned && !rec.info.failed_check();
     auto used = used_on_node.find(Key(id));
     for (const auto& g : rec.info.gpus) {
       ++gpu_capacity[g.model];

@@ -96,6 +96,17 @@ TEST(PodmanArgs, UlimitsStayWithinTheHardLimitsPodmanWouldExceed) {
   EXPECT_LE(hard_n, 32768);
 }
 
+TEST(PodmanArgs, AnInitIsPid1WhereTheNodeHasOne) {
+  ContainerRuntime rt{"/usr/bin/podman", "/usr/sbin/runc", "test"};
+  auto without = podman_run_args(rt, container_spec(), "/a", "/a/container.env");
+  EXPECT_EQ(std::count(without.begin(), without.end(), "--init"), 0);
+  rt.init = "/usr/libexec/podman/catatonit";
+  auto with = podman_run_args(rt, container_spec(), "/a", "/a/container.env");
+  EXPECT_EQ(std::count(with.begin(), with.end(), "--init"), 1);
+  EXPECT_EQ(after(with, "--init-path"), "/usr/libexec/podman/catatonit");
+  EXPECT_EQ(with[with.size() - 3], "localhost/train:1") << "before the image";
+}
+
 TEST(PodmanArgs, ContainerNamesKeepOnlyWhatPodmanAccepts) {
   EXPECT_EQ(container_name_for("01ab.1.0"), "gpucloud-01ab.1.0");
   EXPECT_EQ(container_name_for("a/b c"), "gpucloud-a-b-c");

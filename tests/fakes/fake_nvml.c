@@ -10,6 +10,10 @@
  *   FAKE_NVML_NVSWITCH=1        every GPU's links go to NVSwitches instead of a peer GPU
  *   FAKE_NVML_MIG=I             GPU I has MIG on (default 1; -1: none)
  *   FAKE_NVML_XID=I:X           GPU I reports critical XID X, once per event set
+ *   FAKE_NVML_ECC=I:N           GPU I has N uncorrectable volatile ECC errors
+ *   FAKE_NVML_PERSISTENCE=0     persistence mode is off on every GPU
+ *   FAKE_NVML_RETIRED_PENDING=I GPU I has pages waiting to be retired at the next reboot
+ *   FAKE_NVML_REMAP_FAILURE=I   a row remapping failed on GPU I
  * SM clocks read 1410 MHz less 10 per GPU index.
  * Built with FAKE_NVML_MINIMAL it exports only what old drivers have: no NUMA, NVLink, MIG,
  * clock or event calls, and nvmlSystemGetCudaDriverVersion without _v2.
@@ -410,6 +414,61 @@ API nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsign
   FAKE_CALL("nvmlDeviceGetMigDeviceHandleByIndex", d->index);
   if (d->index != mig_gpu() || index >= MIG_DEVICES) return NVML_ERROR_NOT_FOUND;
   *mig = &g_migs[d->index][index];
+  return NVML_SUCCESS;
+}
+
+/* Health: FAKE_NVML_ECC=I:N gives GPU I N uncorrectable volatile ECC errors;
+ * FAKE_NVML_PERSISTENCE=0 turns persistence mode off; FAKE_NVML_RETIRED_PENDING=I and
+ * FAKE_NVML_REMAP_FAILURE=I mark GPU I. */
+static int env_pair(const char* name, int index, int* value) {
+  const char* text = getenv(name);
+  int gpu = 0, n = 0;
+  if (!text || sscanf(text, "%d:%d", &gpu, &n) != 2 || gpu != index) return 0;
+  *value = n;
+  return 1;
+}
+
+API nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, int* mode) {
+  nvmlDevice_t d = check(device);
+  if (d == NULL || d->mig >= 0 || mode == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  FAKE_CALL("nvmlDeviceGetPersistenceMode", d->index);
+  *mode = env_int("FAKE_NVML_PERSISTENCE", 1) != 0;
+  return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int error_type, int counter_type,
+                                             unsigned long long* count) {
+  nvmlDevice_t d = check(device);
+  if (d == NULL || d->mig >= 0 || count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  FAKE_CALL("nvmlDeviceGetTotalEccErrors", d->index);
+  int n = 0;
+  /* Only uncorrected (1) volatile (0) errors are ever non-zero here. */
+  *count = error_type == 1 && counter_type == 0 && env_pair("FAKE_NVML_ECC", d->index, &n)
+               ? (unsigned long long)n
+               : 0;
+  return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, int* pending) {
+  nvmlDevice_t d = check(device);
+  if (d == NULL || d->mig >= 0 || pending == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  FAKE_CALL("nvmlDeviceGetRetiredPagesPendingStatus", d->index);
+  *pending = env_int("FAKE_NVML_RETIRED_PENDING", -1) == d->index;
+  return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int* corrected,
+                                           unsigned int* uncorrected, unsigned int* pending,
+                                           unsigned int* failure) {
+  nvmlDevice_t d = check(device);
+  if (d == NULL || d->mig >= 0 || !corrected || !uncorrected || !pending || !failure)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  FAKE_CALL("nvmlDeviceGetRemappedRows", d->index);
+  int failed = env_int("FAKE_NVML_REMAP_FAILURE", -1) == d->index;
+  *corrected = 0;
+  *uncorrected = failed ? 1 : 0;
+  *pending = 0;
+  *failure = (unsigned)failed;
   return NVML_SUCCESS;
 }
 #endif /* FAKE_NVML_MINIMAL */

@@ -56,6 +56,21 @@ TEST(GpuModelMatches, ModelsAlternativesAndMemory) {
   EXPECT_TRUE(gpu_model_matches("G2", "G2", 16384));
 }
 
+TEST(GpuModelMatches, MigDevicesMatchOnlyConstraintsNamingTheirProfile) {
+  EXPECT_FALSE(gpu_model_matches("", "A100/1g.10gb", 9728));
+  EXPECT_FALSE(gpu_model_matches("A100", "A100/1g.10gb", 9728));
+  EXPECT_FALSE(gpu_model_matches("A100-80GB", "A100/1g.10gb", 9728));
+  EXPECT_TRUE(gpu_model_matches("A100/1g.10gb", "A100/1g.10gb", 9728));
+  EXPECT_TRUE(gpu_model_matches("a100-80gb/1G.10GB", "A100/1g.10gb", 9728));
+  EXPECT_TRUE(gpu_model_matches("H100|A100-80GB/3g.40gb", "A100/3g.40gb", 40192));
+  EXPECT_FALSE(gpu_model_matches("A100/3g.40gb", "A100/1g.10gb", 9728));
+  EXPECT_FALSE(gpu_model_matches("H100/1g.10gb", "A100/1g.10gb", 9728));
+  EXPECT_FALSE(gpu_model_matches("A10/1g.10gb", "A100/1g.10gb", 9728));
+  EXPECT_FALSE(gpu_model_matches("A100-80/1g.10gb", "A100/1g.10gb", 9728));
+  // A profile never matches a whole GPU.
+  EXPECT_FALSE(gpu_model_matches("A100/1g.10gb", "A100", 81920));
+}
+
 TEST(GpuModelMatches, EverySimulatedModelMatchesItsOwnSpec) {
   for (const char* spec :
        {"A100-80GB", "A100-40GB", "H100-80GB", "V100-16GB", "V100-32GB", "G2-32GB", "H100-94GB"}) {

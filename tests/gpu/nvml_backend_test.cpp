@@ -17,8 +17,10 @@ using testing::TempDir;
 class NvmlBackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* name : {"FAKE_NVML_DEVICES", "FAKE_NVML_FAIL", "FAKE_NVML_FAIL_CODE",
-                             "FAKE_NVML_FAIL_INDEX", "FAKE_NVML_NVSWITCH", "FAKE_NVML_MIG"}) {
+    for (const char* name :
+         {"FAKE_NVML_DEVICES", "FAKE_NVML_FAIL", "FAKE_NVML_FAIL_CODE", "FAKE_NVML_FAIL_INDEX",
+          "FAKE_NVML_NVSWITCH", "FAKE_NVML_MIG", "FAKE_NVML_ECC", "FAKE_NVML_PERSISTENCE",
+          "FAKE_NVML_RETIRED_PENDING", "FAKE_NVML_REMAP_FAILURE"}) {
       unsetenv(name);
     }
     ASSERT_FALSE(sysfs_.path().empty());
@@ -52,6 +54,33 @@ class NvmlBackendTest : public ::testing::Test {
   ScopedEnv env_;
   TempDir sysfs_;
 };
+
+TEST_F(NvmlBackendTest, ReadsEachGpusHealthAndLeavesWhatTheDriverLacksUnknown) {
+  env_.set("FAKE_NVML_ECC", "2:3");
+  env_.set("FAKE_NVML_RETIRED_PENDING", "1");
+  env_.set("FAKE_NVML_REMAP_FAILURE", "3");
+  auto backend = open();
+  ASSERT_TRUE(backend);
+  auto health = backend->health();
+  ASSERT_TRUE(health.ok()) << health.error().message;
+  ASSERT_EQ(health->size(), 4u);
+  for (const auto& h : *health) {
+    EXPECT_EQ(h.persistence_mode, 1);
+    EXPECT_EQ(h.ecc_uncorrected_volatile, h.index == 2 ? 3 : 0) << h.index;
+    EXPECT_EQ(h.retired_pages_pending, h.index == 1 ? 1 : 0) << h.index;
+    EXPECT_EQ(h.remapped_rows_failure, h.index == 3 ? 1 : 0) << h.index;
+    EXPECT_EQ(h.remapped_rows_pending, 0);
+  }
+  auto minimal = open(FAKE_NVML_MINIMAL_PATH);
+  ASSERT_TRUE(minimal);
+  auto unknown = minimal->health();
+  ASSERT_TRUE(unknown.ok());
+  for (const auto& h : *unknown) {
+    EXPECT_EQ(h.persistence_mode, -1);
+    EXPECT_EQ(h.ecc_uncorrected_volatile, -1);
+    EXPECT_EQ(h.remapped_rows_failure, -1);
+  }
+}
 
 TEST_F(NvmlBackendTest, DiscoversTheDefaultDevices) {
   auto gpus = discover();

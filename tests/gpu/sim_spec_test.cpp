@@ -34,6 +34,29 @@ TEST(SimSpec, ParsesSeveralParts) {
   EXPECT_EQ(groups[1].links, SimLinks::kNone);
 }
 
+TEST(SimSpec, MigDevicesPerGpuOfAPart) {
+  auto groups = parse_ok("2xA100-80GB:mig=3g.40gb+2g.20gb+1g.10gb,1xL4");
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].mig_profiles, (std::vector<std::string>{"3g.40gb", "2g.20gb", "1g.10gb"}));
+  EXPECT_TRUE(groups[1].mig_profiles.empty());
+  EXPECT_EQ(format_sim_spec(groups), "2xA100-80GB:mig=3g.40gb+2g.20gb+1g.10gb,1xL4");
+  EXPECT_EQ(mig_profile_memory_mib("1g.10gb"), 10240);
+  EXPECT_EQ(mig_profile_slices("7g.80gb"), 7);
+  for (const char* bad :
+       {"", "g.10gb", "8g.80gb", "0g.5gb", "1g.gb", "1g.1000gb", "1x.10gb", "1g.10GB", "1g.10gbx"})
+    EXPECT_EQ(mig_profile_slices(bad), -1) << bad;
+  for (const auto& [spec, what] : std::vector<std::pair<std::string, std::string>>{
+           {"1xA100:mig=4g.40gb+4g.40gb", "take 8 compute slices; a GPU has 7"},
+           {"1xA100:mig=", "after ':' write mig=PROFILE+PROFILE"},
+           {"1xA100:mps", "after ':' write mig=PROFILE+PROFILE"},
+           {"1xA100:mig=3g.40gb+", "MIG profile \"\" is not of the form 1g.10gb"},
+           {"1xA100:mig=big", "MIG profile \"big\" is not of the form"}}) {
+    auto groups = parse_sim_spec(spec);
+    ASSERT_FALSE(groups.ok()) << spec;
+    EXPECT_NE(groups.error().message.find(what), std::string::npos) << groups.error().message;
+  }
+}
+
 TEST(SimSpec, KnownModels) {
   struct Case {
     const char* spec;

@@ -67,6 +67,24 @@ TEST(SimulatedBackend, SixteenH100sAreTwoBoardsOfEight) {
   expect_symmetric(gpus);
 }
 
+TEST(SimulatedBackend, MigDevicesHaveUniqueUuidsAndTheirProfilesMemory) {
+  auto gpus = discover("2xA100-80GB:mig=3g.40gb+3g.40gb", "node-a");
+  ASSERT_EQ(gpus.size(), 2u);
+  std::set<std::string> uuids;
+  for (const auto& g : gpus) {
+    ASSERT_EQ(g.mig.size(), 2u);
+    for (const auto& m : g.mig) {
+      EXPECT_EQ(m.uuid.rfind("MIG-", 0), 0u) << m.uuid;
+      EXPECT_EQ(m.profile, "3g.40gb");
+      EXPECT_EQ(m.memory_mib, 40960);
+      uuids.insert(m.uuid);
+    }
+  }
+  EXPECT_EQ(uuids.size(), 4u);
+  EXPECT_NE(discover("2xA100-80GB:mig=3g.40gb+3g.40gb", "node-b")[0].mig[0].uuid,
+            gpus[0].mig[0].uuid);
+}
+
 TEST(SimulatedBackend, V100sArePairs) {
   auto gpus = discover("5xV100");
   ASSERT_EQ(gpus.size(), 5u);

@@ -31,7 +31,7 @@ std::string ensure_test_image(bool* podman_missing) {
     fs::create_directories(root + "/tmp");
     fs::permissions(root + "/tmp", fs::perms::all | fs::perms::sticky_bit);
     fs::copy_file("/bin/busybox", root + "/bin/busybox");
-    for (const char* applet : {"sh", "ls", "cat", "echo", "sleep", "id", "env"})
+    for (const char* applet : {"sh", "ls", "cat", "echo", "sleep", "id", "env", "true"})
       fs::create_symlink("busybox", root + "/bin/" + applet);
     std::string tar = dir.path() + "/root.tar";
     auto packed = run_command({"/usr/bin/tar", "-C", root, "-cf", tar, "."});

@@ -6,8 +6,8 @@
 
 namespace gpucloud::testing {
 
-/// The test image's name, localhost/gpucloud-test-busybox:1.
-inline constexpr const char* kTestImage = "localhost/gpucloud-test-busybox:1";
+/// The test image's name, localhost/gpucloud-test-busybox:2.
+inline constexpr const char* kTestImage = "localhost/gpucloud-test-busybox:2";
 
 /// Where the tests find podman (Debian's package).
 inline constexpr const char* kPodman = "/usr/bin/podman";

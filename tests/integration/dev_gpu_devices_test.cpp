@@ -76,6 +76,15 @@ TEST_F(DevGpuDevices, AProcessJobOpensOnlyItsOwnGpusNodesAndTheControlNode) {
   EXPECT_EQ(seen["null"], "opened") << "devices of other drivers are untouched";
 }
 
+TEST_F(DevGpuDevices, AJobOnAMigDeviceOpensOnlyTheNodeOfTheGpuItIsCarvedOutOf) {
+  DevCluster c({"--sim-gpus", "1xA100-80GB,1xA100-80GB:mig=3g.40gb+3g.40gb"});
+  int index = -1;
+  auto seen = opens(c, {"--gpus", "1", "--gpu-type", "A100/3g.40gb"}, &index);
+  EXPECT_GE(index, 64) << "a MIG device";
+  EXPECT_EQ(seen["nvidia1"], kNoDriver) << "the MIG device's own GPU";
+  EXPECT_EQ(seen["nvidia0"], kDenied) << "the whole GPU beside it";
+}
+
 TEST_F(DevGpuDevices, AJobWithoutGpusOpensNoGpusNode) {
   DevCluster c({"--sim-gpus", "2xA100-80GB"});
   auto seen = opens(c, {"--gpus", "0"}, nullptr);

@@ -66,6 +66,53 @@ TEST(Doctor, ChecksTheDriverAgainstTheMinimumAndExitsOneOnAFailure) {
   EXPECT_EQ(checks["gpu driver"].first, "warn");
 }
 
+// Every "gpu health" verdict of a doctor run with the fake driver's knobs set in env.
+std::vector<std::pair<std::string, std::string>> gpu_health(
+    const std::map<std::string, std::string>& env, int* exit_code) {
+  auto r = run_command({GPUCLOUD_BINARY, "doctor", "--json", "--nvml-library", fake_nvml()}, env);
+  *exit_code = r.exit_code;
+  std::vector<std::pair<std::string, std::string>> out;
+  json checks = json::parse(r.out, nullptr, false);
+  EXPECT_TRUE(checks.is_array()) << r.out << r.err;
+  if (checks.is_array())
+    for (const auto& c : checks)
+      if (c["check"] == "gpu health") out.push_back({c["status"], c["why"]});
+  return out;
+}
+
+TEST(Doctor, GpuHealthFailsOnUncorrectableEccOrAFailedRemapAndWarnsOnRepairsToCome) {
+  int code = -1;
+  auto healthy = gpu_health({}, &code);
+  EXPECT_EQ(code, 0);
+  ASSERT_EQ(healthy.size(), 1u);
+  EXPECT_EQ(healthy[0].first, "ok") << healthy[0].second;
+  EXPECT_NE(healthy[0].second.find("4 GPU(s)"), std::string::npos) << healthy[0].second;
+
+  auto ecc = gpu_health({{"FAKE_NVML_ECC", "2:3"}}, &code);
+  EXPECT_EQ(code, 1) << "a GPU whose memory cannot be trusted fails the node";
+  ASSERT_EQ(ecc.size(), 1u);
+  EXPECT_EQ(ecc[0].first, "fail");
+  EXPECT_NE(ecc[0].second.find("GPU 2 has 3 uncorrectable ECC error(s)"), std::string::npos)
+      << ecc[0].second;
+
+  auto remap = gpu_health({{"FAKE_NVML_REMAP_FAILURE", "0"}}, &code);
+  EXPECT_EQ(code, 1);
+  ASSERT_EQ(remap.size(), 1u);
+  EXPECT_NE(remap[0].second.find("GPU 0 failed to remap a memory row"), std::string::npos);
+
+  auto pending =
+      gpu_health({{"FAKE_NVML_RETIRED_PENDING", "1"}, {"FAKE_NVML_PERSISTENCE", "0"}}, &code);
+  EXPECT_EQ(code, 0) << "repairs that wait for a reboot only warn";
+  ASSERT_EQ(pending.size(), 2u);
+  EXPECT_EQ(pending[0].first, "warn");
+  EXPECT_NE(pending[0].second.find("GPU 1 has memory pages waiting to be retired"),
+            std::string::npos);
+  EXPECT_NE(pending[1].second.find("persistence mode is off on 4 GPU(s)"), std::string::npos);
+
+  auto unreadable = gpu_health({{"FAKE_NVML_FAIL", "nvmlDeviceGetHandleByIndex_v2"}}, &code);
+  EXPECT_EQ(code, 1) << "no GPU can be read: the gpus check fails";
+}
+
 TEST(Doctor, AnImagesCudaVersionIsCheckedAgainstTheDriver) {
   bool missing = false;
   std::string problem = ensure_test_image(&missing);
@@ -84,6 +131,21 @@ TEST(Doctor, AnImagesCudaVersionIsCheckedAgainstTheDriver) {
   checks = doctor({"--image", "localhost/gpucloud-no-such-image:1"}, &code);
   EXPECT_EQ(code, 1);
   EXPECT_EQ(checks["image"].first, "fail");
+  EXPECT_EQ(checks.count("container start"), 0u) << "no image, nothing to start";
+}
+
+TEST(Doctor, AnImageIsStartedWithTheRuntimeTheAgentWouldUse) {
+  bool missing = false;
+  std::string problem = ensure_test_image(&missing);
+  if (missing) GTEST_SKIP() << "needs podman: " << problem;
+  int code = -1;
+  auto checks = doctor({"--image", kTestImage}, &code);
+  EXPECT_EQ(checks["container start"].first, "ok") << checks["container start"].second;
+  EXPECT_NE(checks["container start"].second.find("started and ended a container of"),
+            std::string::npos);
+  // An image without `true` (the CUDA stand-in is empty) cannot be started by the doctor.
+  checks = doctor({"--image", cuda_image("12.4.1")}, &code);
+  EXPECT_EQ(checks["container start"].first, "warn") << checks["container start"].second;
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "checkpoint_counter.h"
+#include "container_image.h"
 #include "net/crypto.h"
 #include "net/http_client.h"
 
@@ -114,6 +115,32 @@ TEST_F(NetnsClusterTest, AgentKill9MakesNodeDownAndRequeuesElsewhere) {
   EXPECT_EQ(j.value("attempt", 0), 2);
   EXPECT_EQ(j.value("state", ""), "running");
   EXPECT_TRUE(alive(2));
+}
+
+TEST_F(NetnsClusterTest, AContainerJobRunsOnANodeAcrossTheNetworkWithOnlyItsGpus) {
+  bool missing = false;
+  std::string problem = ensure_test_image(&missing);
+  if (missing) GTEST_SKIP() << "container jobs need podman: " << problem;
+  std::string id = cluster_->submit({"--image", kTestImage, "--gpus", "1", "--", "sh", "-c",
+                                     "ls /dev | grep nvidia | tr '\\n' ' '; echo; "
+                                     "echo cvd=$CUDA_VISIBLE_DEVICES; exit 3"});
+  json job;
+  cluster_->wait_job(
+      id,
+      [&](const json& j) {
+        job = j;
+        return j.value("state", "") == "failed";
+      },
+      60s);
+  ASSERT_EQ(job.value("state", ""), "failed") << job.dump();
+  EXPECT_EQ(job["replicas"][0]["exit_code"], 3) << job.dump();
+  std::string logs = cluster_->cli({"logs", id}).out;
+  int index = job["replicas"][0]["gpus"][0]["index"];
+  // Its own GPU's node (and the control node), no other GPU's; CUDA numbers it 0.
+  EXPECT_NE(logs.find("nvidia" + std::to_string(index) + " "), std::string::npos) << logs;
+  EXPECT_EQ(logs.find("nvidia" + std::to_string(1 - index) + " "), std::string::npos) << logs;
+  EXPECT_NE(logs.find("nvidiactl"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("cvd=0\n"), std::string::npos) << logs;
 }
 
 TEST_F(NetnsClusterTest, ShortNetworkCutDoesNotDisturbTheJob) {

@@ -168,6 +168,18 @@ TEST(PollResponse, RoundTrips) {
   EXPECT_EQ(a.max_runtime_ms, 3'600'000);
 }
 
+TEST(Allocation, CarriesAShareGpuMemoryForItsMpsLimit) {
+  Allocation a = sample_allocation();
+  EXPECT_FALSE(allocation_to_json(a).contains("gpu_memory_mib")) << "none asked for, none sent";
+  a.gpu_memory_mib = 10240;
+  auto back = allocation_from_json(allocation_to_json(a));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->gpu_memory_mib, 10240);
+  nlohmann::json negative = allocation_to_json(a);
+  negative["gpu_memory_mib"] = -1;
+  EXPECT_FALSE(allocation_from_json(negative).ok());
+}
+
 TEST(Allocation, CarriesTheJobsUserAndReadsOlderServers) {
   Allocation a = sample_allocation();
   a.tenant = "vision";

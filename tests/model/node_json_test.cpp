@@ -106,5 +106,49 @@ TEST(NodeInfoFromJson, RefusesAMetricsAddressPrometheusCouldNotScrape) {
   refusal(not_text);
 }
 
+TEST(NodeInfoFromJson, KeepsTheDoctorsVerdictsSharingAndMigParents) {
+  NodeInfo n = *node_info_from_json(sample_node());
+  EXPECT_EQ(n.gpu_sharing, "best-effort") << "an older agent says nothing: shares are not fenced";
+  EXPECT_EQ(n.doctor_status(), "") << "an older agent ran no doctor";
+  EXPECT_EQ(n.failed_check(), nullptr);
+  n.gpu_sharing = "mps";
+  n.doctor = {{"gpu driver", "ok", "driver 550", ""}, {"disk", "warn", "900 MiB free", "free"}};
+  n.gpus[0].mig_parent = 3;
+  auto back = node_info_from_json(node_info_to_json(n));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->gpu_sharing, "mps");
+  ASSERT_EQ(back->doctor.size(), 2u);
+  EXPECT_EQ(back->doctor[1].why, "900 MiB free");
+  EXPECT_EQ(back->doctor_status(), "warn");
+  EXPECT_EQ(back->gpus[0].mig_parent, 3);
+  back->doctor.push_back({"mps", "fail", "no daemon", "install it"});
+  EXPECT_EQ(back->doctor_status(), "fail");
+  ASSERT_NE(back->failed_check(), nullptr);
+  EXPECT_EQ(back->failed_check()->name, "mps");
+}
+
+TEST(NodeInfoFromJson, RefusesBadVerdictsAndSharingModes) {
+  json sharing = sample_node();
+  sharing["gpu_sharing"] = "magic";
+  EXPECT_NE(refusal(sharing).find("gpu_sharing \"magic\" must be best-effort or mps"),
+            std::string::npos);
+  json status = sample_node();
+  status["doctor"] = {{{"check", "disk"}, {"status", "great"}}};
+  EXPECT_NE(refusal(status).find("must be ok, warn or fail"), std::string::npos);
+  json many = sample_node();
+  many["doctor"] = json::array();
+  for (int i = 0; i < 65; ++i) many["doctor"].push_back({{"check", "x"}, {"status", "ok"}});
+  EXPECT_NE(refusal(many).find("at most 64 checks"), std::string::npos);
+  json long_why = sample_node();
+  long_why["doctor"] = {{{"check", "disk"}, {"status", "ok"}, {"why", std::string(2000, 'w')}}};
+  EXPECT_NE(refusal(long_why).find("1024"), std::string::npos);
+  json not_array = sample_node();
+  not_array["doctor"] = "fine";
+  refusal(not_array);
+  json parent = sample_node();
+  parent["gpus"][0]["mig_parent"] = 5000;
+  refusal(parent);
+}
+
 }  // namespace
 }  // namespace gpucloud

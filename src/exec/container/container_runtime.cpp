@@ -40,6 +40,8 @@ ContainerRuntime detect_container_runtime() {
     rt.reason = "podman is not installed (apt-get install podman runc)";
     return rt;
   }
+  for (const char* init : {"/usr/libexec/podman/catatonit", "/usr/bin/catatonit"})
+    if (rt.init.empty() && ::access(init, X_OK) == 0) rt.init = init;
   std::string crun = find_binary("crun");
   std::string runc = find_binary("runc");
   bool hybrid =

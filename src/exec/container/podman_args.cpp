@@ -43,40 +43,44 @@ std::string container_name_for(const std::string& key) {
   return name;
 }
 
+std::vector<std::string> podman_ulimit_args() {
+  return {"--ulimit", "nofile=" + ulimit_value(RLIMIT_NOFILE, 1024, RLIM_INFINITY), "--ulimit",
+          "nproc=" + ulimit_value(RLIMIT_NPROC, kConmonMaxProcesses, kConmonMaxProcesses)};
+}
+
 std::vector<std::string> podman_run_args(const ContainerRuntime& runtime, const LaunchSpec& spec,
                                          const std::string& attempt_dir,
                                          const std::string& env_file) {
   const ContainerLaunch& c = *spec.container;
   int64_t uid = spec.uid >= 0 ? spec.uid : static_cast<int64_t>(::getuid());
   int64_t gid = spec.uid >= 0 ? spec.gid : static_cast<int64_t>(::getgid());
-  std::vector<std::string> a = {
-      runtime.podman,
-      "run",
-      "--rm",
-      "--name",
-      container_name_for(spec.key),
-      "--label",
-      "gpucloud.key=" + spec.key,
-      "--runtime",
-      runtime.runtime,
-      "--log-driver",
-      "none",
-      "--network",
-      "host",
-      "--pull",
-      c.pull,
-      "--ulimit",
-      "nofile=" + ulimit_value(RLIMIT_NOFILE, 1024, RLIM_INFINITY),
-      "--ulimit",
-      "nproc=" + ulimit_value(RLIMIT_NPROC, kConmonMaxProcesses, kConmonMaxProcesses),
-      "--user",
-      std::to_string(uid) + ":" + std::to_string(gid),
-      "--cap-drop",
-      "all",
-      "--security-opt",
-      "no-new-privileges",
-      "--env-file",
-      env_file};
+  std::vector<std::string> a = {runtime.podman,
+                                "run",
+                                "--rm",
+                                "--name",
+                                container_name_for(spec.key),
+                                "--label",
+                                "gpucloud.key=" + spec.key,
+                                "--runtime",
+                                runtime.runtime,
+                                "--log-driver",
+                                "none",
+                                "--network",
+                                "host",
+                                "--pull",
+                                c.pull,
+                                "--user",
+                                std::to_string(uid) + ":" + std::to_string(gid),
+                                "--cap-drop",
+                                "all",
+                                "--security-opt",
+                                "no-new-privileges",
+                                "--env-file",
+                                env_file};
+  for (auto& arg : podman_ulimit_args()) a.push_back(std::move(arg));
+  // An init as PID 1 passes SIGTERM on: the command is not PID 1, which ignores signals it
+  // has no handler for.
+  if (!runtime.init.empty()) a.insert(a.end(), {"--init", "--init-path", runtime.init});
   if (!c.auth_file.empty()) a.insert(a.end(), {"--authfile", c.auth_file});
   if (!spec.cpus.empty()) {
     std::string list;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <string_view>
 #include <vector>
 
 #include "exec/process/files.h"
@@ -12,26 +13,37 @@
 namespace gpucloud::exec {
 namespace {
 
-// The last line of the output log that podman wrote about its own failure ("Error: ..."), or "".
-std::string podman_error_line(const std::string& dir) {
+// What the container runtime wrote about its own failure at the end of the output log: the last
+// "Error: ..." line of podman, or of its init, catatonit, the last "ERROR (catatonit:N): failed
+// to exec pid1: ..." line (it could not start the command). Empty text when there is none.
+struct RuntimeError {
+  std::string text;
+  bool from_init = false;
+};
+
+RuntimeError runtime_error_line(const std::string& dir) {
   int fd = ::open((dir + "/" + kOutputLog).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
+  if (fd < 0) return {};
   off_t size = ::lseek(fd, 0, SEEK_END);
   off_t from = size > 8192 ? size - 8192 : 0;
   std::string tail(static_cast<size_t>(size - from), '\0');
   ssize_t n = ::pread(fd, tail.data(), tail.size(), from);
   ::close(fd);
-  if (n <= 0) return "";
+  if (n <= 0) return {};
   tail.resize(static_cast<size_t>(n));
-  std::string found;
+  RuntimeError found;
   size_t start = 0;
   while (start < tail.size()) {
     size_t end = tail.find('\n', start);
     if (end == std::string::npos) end = tail.size();
-    if (tail.compare(start, 7, "Error: ") == 0) found = tail.substr(start + 7, end - start - 7);
+    std::string_view line(tail.data() + start, end - start);
+    if (line.starts_with("Error: ")) found = {std::string(line.substr(7)), false};
+    size_t exec = line.find("failed to exec pid1: ");
+    if (line.starts_with("ERROR (catatonit") && exec != std::string_view::npos)
+      found = {std::string(line.substr(exec)), true};
     start = end + 1;
   }
-  if (found.size() > 600) found = found.substr(0, 597) + "...";
+  if (found.text.size() > 600) found.text = found.text.substr(0, 597) + "...";
   return found;
 }
 
@@ -86,15 +98,21 @@ std::optional<std::string> write_container_env(const LaunchFile& launch, const s
 
 void finish_container(const LaunchFile& launch, const std::string& dir, ExitInfo& info) {
   const int code = info.exit_code;
-  std::string podman_error = info.signal == 0 ? podman_error_line(dir) : "";
-  bool podman_failed =
-      info.signal == 0 && (code == 125 || ((code == 126 || code == 127) && !podman_error.empty()));
-  if (info.signal != 0 || podman_failed) remove_container(launch);
-  if (!podman_failed) return;
+  RuntimeError error = info.signal == 0 ? runtime_error_line(dir) : RuntimeError{};
+  // The init exits 1 when it cannot start the command: not found (127) or not runnable (126).
+  bool init_failed = code == 1 && error.from_init;
+  bool podman_failed = info.signal == 0 && !error.from_init &&
+                       (code == 125 || ((code == 126 || code == 127) && !error.text.empty()));
+  if (info.signal != 0 || podman_failed || init_failed) remove_container(launch);
+  if (!podman_failed && !init_failed) return;
   info.failed_to_start = true;
-  info.message = "the container runtime could not run image " + launch.container_image +
-                 " (podman exit " + std::to_string(code) + ")" +
-                 (podman_error.empty() ? "" : ": " + podman_error) + "; " + fix_for(code);
+  int meaning = !init_failed                                           ? code
+                : error.text.find("No such file") != std::string::npos ? 127
+                                                                       : 126;
+  info.message = "the container runtime could not run image " + launch.container_image + " (" +
+                 (init_failed ? std::string("its init could not start the command")
+                              : "podman exit " + std::to_string(code)) +
+                 ")" + (error.text.empty() ? "" : ": " + error.text) + "; " + fix_for(meaning);
 }
 
 }  // namespace gpucloud::exec

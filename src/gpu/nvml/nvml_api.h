@@ -27,6 +27,10 @@ inline constexpr unsigned NVML_NVLINK_MAX_LINKS = 18;
 inline constexpr unsigned NVML_DEVICE_MIG_ENABLE = 1;
 inline constexpr nvmlClockType_t NVML_CLOCK_SM = 1;
 inline constexpr unsigned long long nvmlEventTypeXidCriticalError = 0x8ULL;
+using nvmlMemoryErrorType_t = int;
+using nvmlEccCounterType_t = int;
+inline constexpr nvmlMemoryErrorType_t NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1;
+inline constexpr nvmlEccCounterType_t NVML_VOLATILE_ECC = 0;
 
 /// nvmlPciInfo_t as filled by nvmlDeviceGetPciInfo_v3 and nvmlDeviceGetNvLinkRemotePciInfo_v2.
 struct nvmlPciInfo_t {
@@ -84,6 +88,11 @@ using GetClockInfoFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlClockType_t, unsigned 
 using EventSetCreateFn = nvmlReturn_t (*)(nvmlEventSet_t*);
 using RegisterEventsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
 using EventSetWaitFn = nvmlReturn_t (*)(nvmlEventSet_t, nvmlEventData_t*, unsigned int);
+using GetEnableStateFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlEnableState_t*);
+using GetTotalEccErrorsFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlMemoryErrorType_t,
+                                             nvmlEccCounterType_t, unsigned long long*);
+using GetRemappedRowsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, unsigned int*,
+                                           unsigned int*, unsigned int*);
 using GetTemperatureFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int*);
 
 }  // namespace gpucloud::gpu::nvml

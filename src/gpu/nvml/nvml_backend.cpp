@@ -243,6 +243,39 @@ Result<std::vector<GpuTelemetry>> NvmlBackend::telemetry() {
   return out;
 }
 
+Result<std::vector<GpuHealth>> NvmlBackend::health() {
+  const auto& fn = lib_->fn();
+  auto count = device_count();
+  if (!count.ok()) return count.error();
+  std::vector<GpuHealth> out;
+  for (int i = 0; i < *count; ++i) {
+    auto device = handle(i);
+    if (!device.ok()) return device.error();
+    GpuHealth h;
+    h.index = i;
+    // Each reading is optional: a GPU or driver that does not support it leaves it unknown.
+    nvml::nvmlEnableState_t state = 0;
+    if (fn.get_persistence_mode && fn.get_persistence_mode(*device, &state) == NVML_SUCCESS)
+      h.persistence_mode = state == nvml::NVML_FEATURE_ENABLED ? 1 : 0;
+    unsigned long long ecc = 0;
+    if (fn.get_total_ecc_errors &&
+        fn.get_total_ecc_errors(*device, nvml::NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                                nvml::NVML_VOLATILE_ECC, &ecc) == NVML_SUCCESS)
+      h.ecc_uncorrected_volatile = static_cast<int64_t>(ecc);
+    if (fn.get_retired_pages_pending_status &&
+        fn.get_retired_pages_pending_status(*device, &state) == NVML_SUCCESS)
+      h.retired_pages_pending = state == nvml::NVML_FEATURE_ENABLED ? 1 : 0;
+    unsigned corrected = 0, uncorrected = 0, pending = 0, failure = 0;
+    if (fn.get_remapped_rows && fn.get_remapped_rows(*device, &corrected, &uncorrected, &pending,
+                                                     &failure) == NVML_SUCCESS) {
+      h.remapped_rows_pending = pending ? 1 : 0;
+      h.remapped_rows_failure = failure ? 1 : 0;
+    }
+    out.push_back(h);
+  }
+  return out;
+}
+
 void NvmlBackend::drain_xid_events(const std::vector<nvml::nvmlDevice_t>& devices) {
   const auto& fn = lib_->fn();
   if (!fn.event_set_create) return;

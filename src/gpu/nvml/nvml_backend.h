@@ -51,6 +51,9 @@ class NvmlBackend : public GpuBackend {
   Result<std::vector<Gpu>> discover() override;
   /// Utilisation, memory used, temperature and power of every GPU.
   Result<std::vector<GpuTelemetry>> telemetry() override;
+  /// Persistence mode, uncorrectable volatile ECC errors, pending page retirement and row
+  /// remapping of every GPU (each optional: unsupported reads as -1).
+  Result<std::vector<GpuHealth>> health() override;
   /// As nvmlSystemGetDriverVersion reports it, e.g. "550.54.15".
   std::string driver_version() const override { return driver_version_; }
   /// "12.4" from nvmlSystemGetCudaDriverVersion, or "" when the library cannot say.

@@ -95,6 +95,11 @@ Result<std::shared_ptr<const NvmlLibrary>> NvmlLibrary::load(const std::string& 
     f.get_mig_device_handle_by_index = nullptr;
   }
   f.get_clock_info = symbol<GetClockInfoFn>(handle, "nvmlDeviceGetClockInfo");
+  f.get_persistence_mode = symbol<GetEnableStateFn>(handle, "nvmlDeviceGetPersistenceMode");
+  f.get_total_ecc_errors = symbol<GetTotalEccErrorsFn>(handle, "nvmlDeviceGetTotalEccErrors");
+  f.get_retired_pages_pending_status =
+      symbol<GetEnableStateFn>(handle, "nvmlDeviceGetRetiredPagesPendingStatus");
+  f.get_remapped_rows = symbol<GetRemappedRowsFn>(handle, "nvmlDeviceGetRemappedRows");
   f.event_set_create = symbol<EventSetCreateFn>(handle, "nvmlEventSetCreate");
   f.register_events = symbol<RegisterEventsFn>(handle, "nvmlDeviceRegisterEvents");
   f.event_set_wait = symbol<EventSetWaitFn>(handle, "nvmlEventSetWait_v2");

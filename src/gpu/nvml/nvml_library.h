@@ -39,6 +39,10 @@ struct NvmlFunctions {
   EventSetCreateFn event_set_create = nullptr;  // XID events: all three, or none
   RegisterEventsFn register_events = nullptr;
   EventSetWaitFn event_set_wait = nullptr;
+  GetEnableStateFn get_persistence_mode = nullptr;  // health: each on its own
+  GetTotalEccErrorsFn get_total_ecc_errors = nullptr;
+  GetEnableStateFn get_retired_pages_pending_status = nullptr;
+  GetRemappedRowsFn get_remapped_rows = nullptr;  // Ampere and newer
 };
 
 /// An initialised NVML. Loaded once per library path and process, and never unloaded (as Mesos

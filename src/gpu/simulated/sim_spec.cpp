@@ -87,6 +87,27 @@ class Parser {
   Result<SimGpuGroup> part(std::string_view text) const {
     std::string quoted = "part \"" + std::string(text) + "\"";
     if (text.empty()) return fail("a part is empty");
+    std::vector<std::string> mig;
+    if (size_t colon = text.find(':'); colon != std::string_view::npos) {
+      std::string_view suffix = text.substr(colon + 1);
+      text = text.substr(0, colon);
+      if (!suffix.starts_with("mig=") || suffix.size() == 4)
+        return fail(quoted + ": after ':' write mig=PROFILE+PROFILE..., e.g. mig=3g.40gb+3g.40gb");
+      int slices = 0;
+      for (size_t start = 4; start <= suffix.size();) {
+        size_t plus = std::min(suffix.find('+', start), suffix.size());
+        std::string_view profile = suffix.substr(start, plus - start);
+        if (mig_profile_slices(profile) < 0)
+          return fail(quoted + ": MIG profile \"" + std::string(profile) +
+                      "\" is not of the form 1g.10gb (1..7 slices, 1..999 GB)");
+        slices += mig_profile_slices(profile);
+        mig.emplace_back(profile);
+        start = plus + 1;
+      }
+      if (slices > 7)
+        return fail(quoted + ": the MIG devices take " + std::to_string(slices) +
+                    " compute slices; a GPU has 7");
+    }
     size_t digits = 0;
     while (digits < text.size() && is_digit(text[digits])) ++digits;
     SimGpuGroup group;
@@ -113,6 +134,7 @@ class Parser {
       }
     }
     if (model.size() > 40) return fail(quoted + ": model name longer than 40 characters");
+    group.mig_profiles = std::move(mig);
     return describe(quoted, model, group);
   }
 
@@ -161,6 +183,20 @@ class Parser {
 
 }  // namespace
 
+int mig_profile_slices(std::string_view profile) {
+  // "Ng.Mgb": N one digit 1..7, M 1..3 digits.
+  if (profile.size() < 6 || profile.size() > 9 || profile[1] != 'g' || profile[2] != '.' ||
+      !profile.ends_with("gb") || profile[0] < '1' || profile[0] > '7')
+    return -1;
+  int gb = small_number(profile.substr(3, profile.size() - 5));
+  return gb >= 1 && gb <= 999 ? profile[0] - '0' : -1;
+}
+
+int64_t mig_profile_memory_mib(std::string_view profile) {
+  if (mig_profile_slices(profile) < 0) return -1;
+  return int64_t{small_number(profile.substr(3, profile.size() - 5))} * 1024;
+}
+
 Result<std::vector<SimGpuGroup>> parse_sim_spec(std::string_view spec) {
   if (trim(spec).empty()) spec = kDefaultSimSpec;
   Parser parser(spec);
@@ -190,6 +226,8 @@ std::string format_sim_spec(const std::vector<SimGpuGroup>& groups) {
   for (const auto& group : groups) {
     if (!out.empty()) out += ",";
     out += std::to_string(group.count) + "x" + group.spec;
+    for (size_t i = 0; i < group.mig_profiles.size(); ++i)
+      out += (i == 0 ? ":mig=" : "+") + group.mig_profiles[i];
   }
   return out;
 }

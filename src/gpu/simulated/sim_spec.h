@@ -31,9 +31,19 @@ struct SimGpuGroup {
   int64_t memory_mib = 0;
   SimLinks links = SimLinks::kNone;
   int idle_power_w = 0;
+  // MIG devices each GPU of the part is split into ("3g.40gb"), in order; empty: MIG off.
+  std::vector<std::string> mig_profiles;
 };
 
-/// Parses a spec: comma-separated parts "COUNTxMODEL" or "MODEL" (count 1). Models are matched
+/// The memory of a MIG profile "Ng.Mgb" (M GiB), or -1 when the text is not such a profile
+/// (N 1..7, M 1..999).
+int64_t mig_profile_memory_mib(std::string_view profile);
+/// The compute slices of a MIG profile ("3g.40gb" -> 3), or -1.
+int mig_profile_slices(std::string_view profile);
+
+/// Parses a spec: comma-separated parts "COUNTxMODEL" or "MODEL" (count 1), each optionally
+/// followed by ":mig=PROFILE+PROFILE..." to split every GPU of the part into MIG devices
+/// (e.g. "2xA100-80GB:mig=3g.40gb+3g.40gb"; at most 7 compute slices per GPU). Models are matched
 /// case-insensitively against the known ones (A100-80GB, A100-40GB, H100-80GB, H200, L4, T4,
 /// V100, V100-16GB, V100-32GB, A10, A10G, L40S, RTX4090; "A100" and "H100" mean their 80GB
 /// versions). Other names are kept as they are (a trace's "G2"), with 16 GiB of memory unless

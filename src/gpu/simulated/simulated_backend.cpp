@@ -82,6 +82,12 @@ Result<std::unique_ptr<SimulatedBackend>> SimulatedBackend::create(const GpuBack
       gpu.memory_mib = group.memory_mib;
       gpu.pci_bus_id = sim_pci_bus_id(gpu.index);
       gpu.numa_node = gpu.index * 2 / total;
+      for (size_t m = 0; m < group.mig_profiles.size(); ++m) {
+        // "MIG-" and the GPU's UUID body with the device's place, as unique as the GPU's.
+        std::string uuid = "MIG-" + gpu.uuid.substr(4, 24) + std::to_string(100000000000 + m);
+        gpu.mig.push_back(
+            {uuid, group.mig_profiles[m], mig_profile_memory_mib(group.mig_profiles[m])});
+      }
       gpus.push_back(std::move(gpu));
       backend->idle_power_w_.push_back(group.idle_power_w);
     }

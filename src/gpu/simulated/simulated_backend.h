@@ -4,7 +4,8 @@
 // - Nothing is isolated or even present: a job "using" a simulated GPU runs on the CPU with
 //   CUDA_VISIBLE_DEVICES set to a UUID that no driver knows.
 // - The machine comes from a spec ("8xA100-80GB", "2xH100-80GB,2xL4"; see sim_spec.h), at most
-//   64 GPUs. No MIG devices; driver and CUDA versions are "".
+//   64 GPUs, each optionally split into MIG devices (":mig=3g.40gb+3g.40gb"); driver and CUDA
+//   versions are "".
 // - Topology is a plausible guess, not a copy of a real board: A100/H100/H200 parts form boards
 //   of up to 8 GPUs linked in a full NVLink mesh, V100 parts NVLink pairs (0-1, 2-3, ...), other
 //   models PCIe only; the first half of the GPUs is on NUMA node 0, the second half on node 1.
