@@ -162,7 +162,8 @@ Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Cl
     std::vector<int> indexes;  // of the physical GPUs, whose device nodes jobs get
     for (const auto& g : *discovered) indexes.push_back(g.index);
     auto devices =
-        prepare_gpu_devices(info.gpu_backend == "simulated", config.data_dir + "/devices", indexes);
+        prepare_gpu_devices(info.gpu_backend == "simulated", config.data_dir + "/devices", indexes,
+                            agent->gpus_->driver_version());
     if (!devices) {
       spdlog::warn("agent: container jobs get no GPU device nodes: {}", devices.error().message);
     } else {
@@ -936,6 +937,9 @@ Status Agent::set_container(const Allocation& a, const std::string& checkpoints,
   std::set<int> physical;
   for (const auto& g : a.gpus) physical.insert(physical_gpu(g.index));
   launch.devices = gpu_devices_.device_args({physical.begin(), physical.end()});
+  // The driver's libraries and tools, which images built for NVIDIA's toolkit do not carry.
+  if (!a.gpus.empty())
+    for (const auto& file : gpu_devices_.driver_files) launch.mounts.push_back({file, file, true});
   launch.shared_paths.push_back(checkpoints);
   spec.container = std::move(launch);
   return {};

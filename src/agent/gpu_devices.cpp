@@ -10,6 +10,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "agent/driver_files.h"
+
 namespace gpucloud::agent {
 namespace {
 
@@ -46,8 +48,9 @@ std::vector<std::string> GpuDevices::device_args(const std::vector<int>& indexes
 }
 
 Result<GpuDevices> prepare_gpu_devices(bool simulated, const std::string& dir,
-                                       const std::vector<int>& indexes) {
-  if (!simulated) return GpuDevices{"/dev"};
+                                       const std::vector<int>& indexes,
+                                       const std::string& driver_version) {
+  if (!simulated) return GpuDevices{"/dev", find_driver_files(driver_version)};
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return internal("cannot create " + dir + ": " + ec.message());
@@ -76,7 +79,12 @@ Status write_cdi_spec(const GpuDevices& devices, const std::vector<int>& indexes
     std::string node = devices.dir + "/" + name;
     if (exists(node)) common.push_back({{"path", std::string("/dev/") + name}, {"hostPath", node}});
   }
-  spec["containerEdits"] = {{"deviceNodes", common}};
+  json mounts = json::array();
+  for (const auto& file : devices.driver_files)
+    mounts.push_back({{"hostPath", file},
+                      {"containerPath", file},
+                      {"options", {"ro", "nosuid", "nodev", "bind"}}});
+  spec["containerEdits"] = {{"deviceNodes", common}, {"mounts", mounts}};
   std::error_code ec;
   std::filesystem::create_directories(cdi_dir, ec);
   if (ec) return internal("cannot create " + cdi_dir + ": " + ec.message());
