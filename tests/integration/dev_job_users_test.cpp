@@ -1,12 +1,14 @@
 // Job users on `gpucloud dev` (docs/security.md, "Job code"): a job of one tenant runs as that
 // tenant's user and reaches nothing of the platform's files or of another tenant's job.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "container_image.h"
 #include "dev_cluster.h"
 #include "net/crypto.h"
 
@@ -208,6 +210,40 @@ TEST_F(DevJobUsers, AJobReachesNothingOfThePlatformOrOfAnotherTenant) {
   EXPECT_EQ(::kill(b_pid, 0), 0);
   EXPECT_EQ(as(kBob, {"cancel", b}).exit_code, 0);
   cluster_->wait_done(b);
+}
+
+TEST_F(DevJobUsers, AContainerJobSeesNothingOfAnotherTenantsFilesOrProcesses) {
+  bool missing = false;
+  std::string problem = ensure_test_image(&missing);
+  if (missing) GTEST_SKIP() << "container jobs need podman: " << problem;
+  std::string b = submit(kBob, {"--", "sh", "-c", "echo bob-log-value; sleep 60"});
+  std::string b_dir = attempt_dir(b);
+  int b_pid = 0;
+  ASSERT_TRUE(wait_until([&] {
+    b_pid = std::atoi(slurp(b_dir + "/pid").c_str());
+    return b_pid > 0 && as(kBob, {"logs", b}).out.find("bob-log-value") != std::string::npos;
+  }));
+  // Alice's container, as vision's user: bob's files are not in it, nor can it reach his
+  // processes (its own PID namespace holds only its init and its command).
+  std::string script = "cat " + b_dir +
+                       "/output.log && echo LEAK-LOG || echo DENIED-LOG; "
+                       "kill -0 " +
+                       std::to_string(b_pid) +
+                       " && echo LEAK-KILL || echo DENIED-KILL; "
+                       "for p in /proc/[0-9]*; do echo pid-${p#/proc/}; done; id -u";
+  std::string a = submit(kAlice, {"--image", kTestImage, "--", "sh", "-c", script});
+  json job = cluster_->wait_done(a);
+  EXPECT_EQ(job["state"], "succeeded") << job.dump();
+  std::string out = as(kAlice, {"logs", a}).out;
+  EXPECT_NE(out.find("DENIED-LOG"), std::string::npos) << out;
+  EXPECT_NE(out.find("DENIED-KILL"), std::string::npos) << out;
+  EXPECT_EQ(out.find("LEAK"), std::string::npos) << out;
+  EXPECT_EQ(out.find("bob-log-value"), std::string::npos) << out;
+  EXPECT_NE(out.find(std::to_string(kVisionUid)), std::string::npos) << out;
+  int pids = 0;
+  for (size_t at = out.find("pid-"); at != std::string::npos; at = out.find("pid-", at + 1)) ++pids;
+  EXPECT_LE(pids, 4) << "only the container's own processes: " << out;
+  EXPECT_TRUE(::kill(b_pid, 0) == 0) << "bob's job runs on";
 }
 
 TEST_F(DevJobUsers, ThePlatformsFilesAreClosedToOtherUsers) {
