@@ -180,11 +180,9 @@ void check_cgroups(std::vector<DoctorCheck>& out) {
   }
   bool v2 = memory->version == exec::CgroupVersion::kV2;
   if (v2 && !devices)
-    out.push_back(warn("cgroups",
-                       "cgroup v2 at " + memory->path +
-                           ": memory limits are enforced, GPU device isolation of process jobs is "
-                           "not (no v1 devices controller)",
-                       "run GPU jobs as containers (`image:`), which get exactly their devices"));
+    out.push_back(ok("cgroups", "cgroup v2 at " + memory->path +
+                                    ": memory limits, and BPF device programs confine process "
+                                    "jobs to their GPUs' device nodes"));
   else
     out.push_back(ok("cgroups", fmt::format("{} memory controller at {}; devices controller {}",
                                             v2 ? "v2" : "v1", memory->path,

@@ -24,6 +24,11 @@ void add_node_flags(CLI::App* command, NodeFlags& flags) {
                    "free space of the data dir below which the doctor warns; below a tenth of it "
                    "the doctor fails and the node gets no jobs")
       ->capture_default_str();
+  command
+      ->add_option("--device-isolation", flags.device_isolation,
+                   "how process jobs are confined to their GPU device nodes: auto (the cgroup v1 "
+                   "devices controller, else a BPF program on cgroup v2), cgroup-v1 or bpf")
+      ->capture_default_str();
 }
 
 Status apply_node_flags(const NodeFlags& flags, agent::AgentConfig& config) {
@@ -40,6 +45,11 @@ Status apply_node_flags(const NodeFlags& flags, agent::AgentConfig& config) {
   if (!disk || *disk < 0 || *disk > (int64_t{1} << 40))
     return invalid(fmt::format("--min-free-disk '{}' must be a size such as 1GiB or 500MiB",
                                flags.min_free_disk.substr(0, 64)));
+  if (flags.device_isolation != "auto" && flags.device_isolation != "cgroup-v1" &&
+      flags.device_isolation != "bpf")
+    return invalid(fmt::format("--device-isolation '{}' must be auto, cgroup-v1 or bpf",
+                               flags.device_isolation.substr(0, 64)));
+  config.executor.device_isolation = flags.device_isolation;
   config.mps = flags.mps;
   config.mps_control = flags.mps_control;
   config.doctor_min_driver = flags.min_driver;

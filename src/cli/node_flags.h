@@ -1,6 +1,6 @@
 // The node health and GPU sharing flags shared by `gpucloud agent` and `gpucloud dev`
-// (docs/doctor.md, docs/containers.md "Fractional GPUs"): --mps, --mps-control, --min-driver and
-// --min-free-disk.
+// (docs/doctor.md, docs/containers.md "Fractional GPUs", docs/security.md "GPU devices"): --mps,
+// --mps-control, --min-driver, --min-free-disk and --device-isolation.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -17,6 +17,7 @@ struct NodeFlags {
   std::string mps_control = "nvidia-cuda-mps-control";
   std::string min_driver = "470.57.02";
   std::string min_free_disk = "1GiB";
+  std::string device_isolation = "auto";  // auto | cgroup-v1 | bpf
 };
 
 /// Adds the flags to a command.

@@ -63,8 +63,9 @@ struct LaunchSpec {
   // GPU device isolation (docs/security.md, "GPU devices"): when set, the job may open, of the
   // NVIDIA driver's device nodes (char major 195), only these minors and the control nodes
   // (nvidiactl, nvidia-modeset); any other GPU's node is denied (EPERM), whatever its path.
-  // Enforced with a cgroup v1 devices cgroup; on a host with cgroup v2 only, the executor warns
-  // once that it is not enforced. Not used for containers (podman passes exactly their nodes).
+  // Enforced with a cgroup v1 devices cgroup, or a BPF device program on cgroup v2
+  // (ProcessExecutorConfig::device_isolation); where neither exists the executor warns once that
+  // it is not enforced. Not used for containers (podman passes exactly their nodes).
   std::optional<std::vector<int>> gpu_device_minors;
 };
 
@@ -145,6 +146,10 @@ struct ProcessExecutorConfig {
   /// else this executable itself (/proc/self/exe).
   std::string shim_binary;
   std::string cgroup_parent = "gpucloud";  // relative to the memory controller's root
+  // How a job is confined to its GPU device nodes (docs/security.md, "GPU devices"): "auto"
+  // (the cgroup v1 devices controller where mounted, else a BPF device program on cgroup v2),
+  // "cgroup-v1" or "bpf" (either alone).
+  std::string device_isolation = "auto";
 };
 
 /// Creates the process executor (see process/process_executor.h for its limits).

@@ -26,6 +26,10 @@ class DevGpuDevices : public ::testing::Test {
     // The isolation needs a writable cgroup v1 devices controller (docs/security.md).
     if (::access("/sys/fs/cgroup/devices/devices.allow", W_OK) != 0)
       GTEST_SKIP() << "no writable cgroup v1 devices controller on this machine";
+    make_nodes();
+  }
+  /// Device nodes of the NVIDIA driver's major (and /dev/null's) in a directory of the test's.
+  void make_nodes() {
     for (const auto& [name, major, minor] : std::vector<std::tuple<std::string, int, int>>{
              {"nvidia0", 195, 0}, {"nvidia1", 195, 1}, {"nvidiactl", 195, 255}, {"null", 1, 3}}) {
       std::string path = nodes_.path() + "/" + name;
@@ -83,6 +87,34 @@ TEST_F(DevGpuDevices, AJobOnAMigDeviceOpensOnlyTheNodeOfTheGpuItIsCarvedOutOf) {
   EXPECT_GE(index, 64) << "a MIG device";
   EXPECT_EQ(seen["nvidia1"], kNoDriver) << "the MIG device's own GPU";
   EXPECT_EQ(seen["nvidia0"], kDenied) << "the whole GPU beside it";
+}
+
+// The same confinement by a BPF device program on cgroup v2 (the hybrid hierarchy's
+// /sys/fs/cgroup/unified here), as on a cgroup v2 host.
+class DevGpuDevicesBpf : public DevGpuDevices {
+ protected:
+  void SetUp() override {
+    if (::access("/sys/fs/cgroup/unified/cgroup.procs", W_OK) != 0 &&
+        ::access("/sys/fs/cgroup/cgroup.subtree_control", W_OK) != 0)
+      GTEST_SKIP() << "no writable cgroup v2 hierarchy on this machine";
+    make_nodes();
+  }
+};
+
+TEST_F(DevGpuDevicesBpf, AProcessJobOpensOnlyItsOwnGpusNodesAndTheControlNode) {
+  DevCluster c({"--sim-gpus", "2xA100-80GB", "--device-isolation", "bpf"});
+  int index = -1;
+  auto seen = opens(c, {"--gpus", "1"}, &index);
+  ASSERT_TRUE(index == 0 || index == 1) << index;
+  std::string own = "nvidia" + std::to_string(index), other = "nvidia" + std::to_string(1 - index);
+  EXPECT_EQ(seen[own], kNoDriver) << "its own GPU's node is allowed";
+  EXPECT_EQ(seen[other], kDenied) << "another GPU's node is refused";
+  EXPECT_EQ(seen["nvidiactl"], kNoDriver);
+  EXPECT_EQ(seen["null"], "opened") << "devices of other drivers are untouched";
+  // A job without GPUs opens none.
+  auto none = opens(c, {"--gpus", "0"}, nullptr);
+  EXPECT_EQ(none["nvidia0"], kDenied);
+  EXPECT_EQ(none["nvidia1"], kDenied);
 }
 
 TEST_F(DevGpuDevices, AJobWithoutGpusOpensNoGpusNode) {

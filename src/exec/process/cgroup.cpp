@@ -11,6 +11,7 @@
 #include <functional>
 #include <sstream>
 
+#include "exec/process/bpf_devices.h"
 #include "exec/process/files.h"
 
 namespace gpucloud::exec {
@@ -154,6 +155,26 @@ Result<std::string> create_gpu_devices_cgroup(const std::string& root, const std
   if (!denied.ok()) {
     ::rmdir(cgroup.c_str());
     return denied.error();
+  }
+  return cgroup;
+}
+
+Result<std::string> create_gpu_devices_bpf_cgroup(const std::string& root,
+                                                  const std::string& parent, const std::string& key,
+                                                  const std::vector<int>& minors) {
+  if (::access(root.c_str(), W_OK) != 0)
+    return Error{ErrorCode::kPermissionDenied, root + " is not writable"};
+  std::string dir = root;
+  for (const auto& part : std::filesystem::path(parent)) {
+    if (part.empty() || part == "/" || part == ".") continue;
+    dir += "/" + part.string();
+    GPUCLOUD_TRY(make_cgroup_dir(dir));
+  }
+  std::string cgroup = dir + "/" + cgroup_name_for_key(key);
+  GPUCLOUD_TRY(make_cgroup_dir(cgroup));
+  if (Status attached = attach_gpu_device_program(cgroup, minors); !attached.ok()) {
+    ::rmdir(cgroup.c_str());
+    return attached.error();
   }
   return cgroup;
 }

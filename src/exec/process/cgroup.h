@@ -54,6 +54,15 @@ Result<std::string> create_gpu_devices_cgroup(const std::string& root, const std
                                               const std::string& key,
                                               const std::vector<int>& minors);
 
+/// Creates `<root>/<parent>/<cgroup_name_for_key(key)>` in the cgroup v2 hierarchy `root` (it
+/// may already exist: on a v2 host it is also the job's memory cgroup) and attaches a BPF
+/// device program to it that lets the job open, of the NVIDIA driver's devices, only `minors`
+/// and the control nodes (bpf_devices.h). Returns its absolute path. kPermissionDenied when the
+/// hierarchy is not writable or BPF is not allowed.
+Result<std::string> create_gpu_devices_bpf_cgroup(const std::string& root,
+                                                  const std::string& parent, const std::string& key,
+                                                  const std::vector<int>& minors);
+
 /// Memory charged to the cgroup (memory.current or memory.usage_in_bytes), in bytes.
 Result<int64_t> cgroup_memory_bytes(const std::string& cgroup);
 

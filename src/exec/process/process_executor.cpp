@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "exec/process/bpf_devices.h"
 #include "exec/process/claim.h"
 #include "exec/process/crash_point.h"
 #include "exec/process/files.h"
@@ -160,8 +161,11 @@ ProcessExecutor::ProcessExecutor(ProcessExecutorConfig config,
                                  std::unique_ptr<PidWatcher> watcher)
     : config_(std::move(config)),
       cgroup_root_(std::move(cgroup_root)),
-      devices_root_(find_devices_cgroup_root()),
-      watcher_(std::move(watcher)) {}
+      watcher_(std::move(watcher)) {
+  const std::string& how = config_.device_isolation;
+  if (how != "bpf") devices_root_ = find_devices_cgroup_root();
+  if (how == "bpf" || (how == "auto" && !devices_root_)) unified_root_ = find_unified_cgroup_root();
+}
 
 // Stops the monitor thread before any member goes: its callbacks use watcher_ and entries_.
 ProcessExecutor::~ProcessExecutor() {
@@ -287,15 +291,17 @@ Result<std::string> ProcessExecutor::make_cgroup(const LaunchSpec& spec) {
 
 Result<std::string> ProcessExecutor::make_devices_cgroup(const LaunchSpec& spec) {
   if (!spec.gpu_device_minors) return std::string();
-  if (!devices_root_) {
+  if (!devices_root_ && !unified_root_) {
     if (!warned_no_devices_cgroup_.exchange(true))
       spdlog::warn(
-          "no cgroup v1 devices controller: a job's GPU device nodes are not confined "
-          "to its own GPUs (cgroup v2 needs a BPF device program, not implemented yet)");
+          "neither a cgroup v1 devices controller nor cgroup v2 is mounted: a job's GPU device "
+          "nodes are not confined to its own GPUs");
     return std::string();
   }
-  auto cgroup = create_gpu_devices_cgroup(*devices_root_, config_.cgroup_parent, spec.key,
-                                          *spec.gpu_device_minors);
+  auto cgroup = devices_root_ ? create_gpu_devices_cgroup(*devices_root_, config_.cgroup_parent,
+                                                          spec.key, *spec.gpu_device_minors)
+                              : create_gpu_devices_bpf_cgroup(*unified_root_, config_.cgroup_parent,
+                                                              spec.key, *spec.gpu_device_minors);
   if (cgroup.ok()) return *cgroup;
   if (cgroup.error().code == ErrorCode::kPermissionDenied) {
     // An executor that may not write cgroups runs jobs as its own user, who may open every
@@ -311,8 +317,9 @@ Result<std::string> ProcessExecutor::make_devices_cgroup(const LaunchSpec& spec)
 }
 
 std::string ProcessExecutor::devices_cgroup_of(const std::string& key) const {
-  if (!devices_root_) return "";
-  return *devices_root_ + "/" + config_.cgroup_parent + "/" + cgroup_name_for_key(key);
+  const auto& root = devices_root_ ? devices_root_ : unified_root_;
+  if (!root) return "";
+  return *root + "/" + config_.cgroup_parent + "/" + cgroup_name_for_key(key);
 }
 
 Status ProcessExecutor::watch(const ProcessRef& ref) {

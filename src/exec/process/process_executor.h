@@ -34,8 +34,9 @@
 // - No network or PID isolation, and no filesystem isolation beyond file permissions and /tmp:
 //   a job sees the host's files (as its user may), network and processes. Of the GPUs' device
 //   nodes it may open only its own (LaunchSpec::gpu_device_minors), through a cgroup v1 devices
-//   cgroup; on cgroup v2-only hosts, or where cgroups are not writable, it sees every GPU's node
-//   and only CUDA_VISIBLE_DEVICES (which a job can ignore) selects its GPUs.
+//   cgroup or a BPF device program on cgroup v2; where cgroups are not writable (or BPF is not
+//   allowed), it sees every GPU's node and only CUDA_VISIBLE_DEVICES (which a job can ignore)
+//   selects its GPUs.
 // - The memory limit is enforced only where a memory cgroup (v2, else v1) is writable; elsewhere
 //   a warning is logged once and jobs run without a limit. CPU pinning is sched_setaffinity,
 //   which a job can undo.
@@ -100,8 +101,9 @@ class ProcessExecutor final : public Executor {
                   std::unique_ptr<PidWatcher> watcher);
 
   Result<std::string> make_cgroup(const LaunchSpec& spec);
-  /// The job's devices cgroup when it confines GPU devices (LaunchSpec::gpu_device_minors), ""
-  /// when the host has no v1 devices controller (warned once), or an error.
+  /// The job's devices cgroup when it confines GPU devices (LaunchSpec::gpu_device_minors): a
+  /// v1 devices cgroup, or a v2 cgroup with a BPF device program; "" when the host has neither
+  /// (warned once), or an error.
   Result<std::string> make_devices_cgroup(const LaunchSpec& spec);
   /// Where a job's devices cgroup is, whether or not it was made ("" without a controller).
   std::string devices_cgroup_of(const std::string& key) const;
@@ -118,6 +120,7 @@ class ProcessExecutor final : public Executor {
   std::optional<MemoryCgroupRoot> cgroup_root_;
   std::atomic<bool> warned_no_cgroup_{false};
   std::optional<std::string> devices_root_;  // the v1 devices controller's mount point
+  std::optional<std::string> unified_root_;  // the cgroup v2 mount, when BPF confines devices
   std::atomic<bool> warned_no_devices_cgroup_{false};
 
   std::mutex mu_;

@@ -1,0 +1,123 @@
+#include "exec/process/bpf_devices.h"
+
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "exec/process/cgroup.h"
+
+namespace gpucloud::exec {
+namespace {
+
+static_assert(sizeof(BpfInstruction) == sizeof(bpf_insn), "BpfInstruction must match bpf_insn");
+
+constexpr uint8_t kR0 = 0, kR1 = 1, kR2 = 2, kR3 = 3, kR4 = 4;
+
+BpfInstruction load_u32(uint8_t dst, uint8_t src, int16_t offset) {
+  return {BPF_LDX | BPF_MEM | BPF_W, static_cast<uint8_t>(dst | (src << 4)), offset, 0};
+}
+BpfInstruction and_imm32(uint8_t dst, int32_t imm) {
+  return {BPF_ALU | BPF_AND | BPF_K, dst, 0, imm};
+}
+BpfInstruction mov_imm(uint8_t dst, int32_t imm) {
+  return {BPF_ALU64 | BPF_MOV | BPF_K, dst, 0, imm};
+}
+BpfInstruction jump_if(uint8_t op, uint8_t dst, int32_t imm, int16_t offset) {
+  return {static_cast<uint8_t>(BPF_JMP | op | BPF_K), dst, offset, imm};
+}
+BpfInstruction exit_insn() {
+  return {BPF_JMP | BPF_EXIT, 0, 0, 0};
+}
+
+long bpf(int cmd, bpf_attr& attr) {
+  return ::syscall(__NR_bpf, cmd, &attr, sizeof attr);
+}
+
+}  // namespace
+
+std::vector<BpfInstruction> gpu_device_program(const std::vector<int>& minors) {
+  std::vector<int> allowed = minors;
+  allowed.insert(allowed.end(), std::begin(kNvidiaControlMinors), std::end(kNvidiaControlMinors));
+  // r1: struct bpf_cgroup_dev_ctx {u32 access_type (access << 16 | type); u32 major; u32 minor}.
+  // Jumps go to "allow", the last two instructions; "deny" is the two before them.
+  std::vector<BpfInstruction> p;
+  const int size = 6 + static_cast<int>(allowed.size()) + 4;
+  // A jump to "allow" from the instruction about to be added.
+  auto jump_to_allow = [&](uint8_t op, uint8_t reg, int32_t imm) {
+    int from = static_cast<int>(p.size());
+    p.push_back(jump_if(op, reg, imm, static_cast<int16_t>(size - 2 - (from + 1))));
+  };
+  p.push_back(load_u32(kR2, kR1, 0));
+  p.push_back(and_imm32(kR2, 0xffff));
+  jump_to_allow(BPF_JNE, kR2, BPF_DEVCG_DEV_CHAR);
+  p.push_back(load_u32(kR3, kR1, 4));
+  jump_to_allow(BPF_JNE, kR3, kNvidiaDeviceMajor);
+  p.push_back(load_u32(kR4, kR1, 8));
+  for (int minor : allowed) jump_to_allow(BPF_JEQ, kR4, minor);
+  p.push_back(mov_imm(kR0, 0));  // deny
+  p.push_back(exit_insn());
+  p.push_back(mov_imm(kR0, 1));  // allow
+  p.push_back(exit_insn());
+  return p;
+}
+
+Status attach_gpu_device_program(const std::string& cgroup, const std::vector<int>& minors) {
+  std::vector<BpfInstruction> program = gpu_device_program(minors);
+  static const char kLicense[] = "GPL";
+  std::string log(64 * 1024, '\0');
+  bpf_attr load{};
+  load.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
+  load.insns = reinterpret_cast<uint64_t>(program.data());
+  load.insn_cnt = static_cast<uint32_t>(program.size());
+  load.license = reinterpret_cast<uint64_t>(kLicense);
+  load.log_buf = reinterpret_cast<uint64_t>(log.data());
+  load.log_size = static_cast<uint32_t>(log.size());
+  load.log_level = 1;
+  int prog = static_cast<int>(bpf(BPF_PROG_LOAD, load));
+  if (prog < 0) {
+    int err = errno;
+    std::string verifier(log.c_str());
+    return Error{err == EPERM ? ErrorCode::kPermissionDenied : ErrorCode::kInternal,
+                 std::string("cannot load the GPU device program: ") + std::strerror(err) +
+                     (verifier.empty() ? "" : " (verifier: " + verifier.substr(0, 400) + ")")};
+  }
+  int dir = ::open(cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) {
+    int err = errno;
+    ::close(prog);
+    return internal("cannot open the cgroup " + cgroup + ": " + std::strerror(err));
+  }
+  bpf_attr attach{};
+  attach.target_fd = static_cast<uint32_t>(dir);
+  attach.attach_bpf_fd = static_cast<uint32_t>(prog);
+  attach.attach_type = BPF_CGROUP_DEVICE;
+  attach.attach_flags = BPF_F_ALLOW_MULTI;
+  long rc = bpf(BPF_PROG_ATTACH, attach);
+  int err = errno;
+  ::close(dir);
+  ::close(prog);  // the attachment keeps the program
+  if (rc != 0)
+    return Error{err == EPERM ? ErrorCode::kPermissionDenied : ErrorCode::kInternal,
+                 "cannot attach the GPU device program to " + cgroup + ": " + std::strerror(err)};
+  return {};
+}
+
+std::optional<std::string> find_unified_cgroup_root(const std::string& mounts_path) {
+  std::ifstream in(mounts_path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string device, mountpoint, type;
+    if (fields >> device >> mountpoint >> type && type == "cgroup2") return mountpoint;
+  }
+  return std::nullopt;
+}
+
+}  // namespace gpucloud::exec
