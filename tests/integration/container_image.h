@@ -1,5 +1,6 @@
-// The container image the container tests run: busybox-static in an otherwise empty root,
-// made locally (no registry is reachable from the test machines). docs/containers.md says how.
+// The container images the container tests run, made locally (no registry is reachable from
+// the test machines): busybox-static in an otherwise empty root, and the same with Debian's
+// python3 for the checkpointing program. docs/containers.md says how.
 #pragma once
 
 #include <string>
@@ -16,5 +17,12 @@ inline constexpr const char* kPodman = "/usr/bin/podman";
 /// applet links) unless podman has it already. Returns "" when it can be used, else why not:
 /// podman missing (the caller skips), or the build failed (the caller fails).
 std::string ensure_test_image(bool* podman_missing);
+
+/// The python image's name: the busybox root plus the host's python3 (Debian's python3.11
+/// package), its libraries and its standard library.
+inline constexpr const char* kPythonImage = "localhost/gpucloud-test-python:1";
+
+/// Makes the python image once per process unless podman has it; as ensure_test_image.
+std::string ensure_python_image(bool* podman_missing);
 
 }  // namespace gpucloud::testing

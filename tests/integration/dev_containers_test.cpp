@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "checkpoint_counter.h"
 #include "container_image.h"
 #include "dev_cluster.h"
 
@@ -279,6 +280,32 @@ TEST(DevContainerInterruptions, TheNoticeReachesTheContainerAndTheNextAttemptRes
   // The first attempt saw the notice file and checkpointed; the second resumed from it.
   std::string logs = c.cli({"logs", id}).out;
   EXPECT_NE(logs.find("resumed-at-7-seen"), std::string::npos) << logs;
+}
+
+TEST(DevContainerInterruptions, APythonJobCheckpointsOnADrainAndResumesOnTheOtherNode) {
+  bool missing = false;
+  std::string problem = ensure_python_image(&missing);
+  if (missing) GTEST_SKIP() << "container tests need podman: " << problem;
+  ASSERT_TRUE(problem.empty()) << problem;
+  DevCluster c({"--sim-gpus", "1xA100-80GB", "--sim-nodes", "2"});
+  std::string id =
+      c.submit({"--image", kPythonImage, "--gpus", "1", "--", "python3", "-c", kCheckpointCounter});
+  ASSERT_TRUE(wait_until([&] { return c.job(id)["state"] == "running"; })) << c.job(id).dump();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a checkpoint or more
+  std::string first = c.job(id)["replicas"][0]["node"];
+  ASSERT_EQ(c.cli({"node", "drain", first}).exit_code, 0);
+  json job = c.wait_done(id, std::chrono::seconds(60));
+  EXPECT_EQ(job["state"], "succeeded") << job.dump();
+  EXPECT_EQ(job["attempt"], 2) << job.dump();
+  EXPECT_NE(job["replicas"][0]["node"], first);
+  std::string logs = c.cli({"logs", id}).out;
+  EXPECT_NE(logs.find("resumed at"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("result 820"), std::string::npos) << logs;  // 1 + ... + 40
+  // It checkpointed when told to stop (SIGTERM reached python through the container's init).
+  const json& first_attempt = job["attempts"][0];
+  EXPECT_EQ(first_attempt["cause"], "drain") << job.dump();
+  EXPECT_TRUE(first_attempt["checkpoint_committed"].get<bool>()) << first_attempt.dump();
+  EXPECT_LT(first_attempt["gpu_seconds_lost"].get<double>(), 2.0) << first_attempt.dump();
 }
 
 TEST(DevContainerMounts, HostPathsOnlyUnderWhatTheNodeAllowsAndReadOnlyHolds) {
