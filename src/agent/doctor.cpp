@@ -223,8 +223,10 @@ void check_cdi(const DoctorOptions& o, std::vector<DoctorCheck>& out) {
     out.push_back(fail("cdi spec", path + " is not a CDI spec of kind nvidia.com/gpu",
                        "remove it; the agent writes it again at its next start"));
   else if (!missing.empty())
-    out.push_back(fail("cdi spec", path + " names device nodes that do not exist: " + missing[0],
-                       "restart the agent to write it for this machine's GPUs"));
+    // The driver makes its device nodes on first use (nvidia-modprobe): not a failure yet.
+    out.push_back(warn("cdi spec", path + " names device nodes that do not exist: " + missing[0],
+                       "run nvidia-smi once (or nvidia-ctk system create-device-nodes) so the "
+                       "driver makes them, then restart the agent"));
   else
     out.push_back(ok("cdi spec", fmt::format("{}: {} device(s)", path, spec["devices"].size())));
 }

@@ -101,7 +101,8 @@ TEST(DevRestart, ARunningJobIsReadoptedAndNotStartedTwice) {
 
 TEST(DevNvml, AgentUsesTheNvmlBackendWhenTheLibraryLoads) {
   // The fake libnvidia-ml.so.1 stands in for the driver: the same dlopen path as on a GPU server.
-  DevCluster c({}, {{"LD_LIBRARY_PATH", FAKE_NVML_DIR}});
+  // No MIG (the fake's GPU 1 has it by default): four whole GPUs.
+  DevCluster c({}, {{"LD_LIBRARY_PATH", FAKE_NVML_DIR}, {"FAKE_NVML_MIG", "-1"}});
   json nodes = json::parse(c.cli({"nodes", "--json"}).out);
   ASSERT_EQ(nodes.size(), 1u);
   EXPECT_EQ(nodes[0]["gpu_backend"], "nvml");
@@ -120,6 +121,30 @@ TEST(DevNvml, AgentUsesTheNvmlBackendWhenTheLibraryLoads) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string id = r.out.substr(0, r.out.find('\n'));
   EXPECT_EQ(c.cli({"logs", id}).out, nodes[0]["gpus"][0]["uuid"].get<std::string>() + "\n");
+}
+
+TEST(DevNvml, AGpuInMigModeIsOfferedAsTheMigDevicesNvmlReports) {
+  // The fake's GPU 1 has MIG on with two 3g.40gb devices.
+  DevCluster c({}, {{"LD_LIBRARY_PATH", FAKE_NVML_DIR}});
+  json nodes = json::parse(c.cli({"nodes", "--json"}).out);
+  ASSERT_EQ(nodes.size(), 1u);
+  std::vector<std::string> models, uuids;
+  for (const auto& g : nodes[0]["gpus"]) {
+    models.push_back(g["model"]);
+    if (g.contains("mig_parent")) {
+      EXPECT_EQ(g["mig_parent"], 1) << g.dump();
+      uuids.push_back(g["uuid"]);
+    }
+  }
+  EXPECT_EQ(models,
+            (std::vector<std::string>{"A100", "A100/3g.40gb", "A100/3g.40gb", "A100", "A100"}));
+  EXPECT_EQ(uuids, (std::vector<std::string>{"MIG-fa4e0001-0000-4000-8000-00000000cafe",
+                                             "MIG-fa4e0001-0001-4000-8000-00000000cafe"}));
+  auto r = c.cli({"run", "--gpus", "1", "--gpu-type", "A100/3g.40gb", "--wait", "--", "sh", "-c",
+                  "echo $CUDA_VISIBLE_DEVICES"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string id = r.out.substr(0, r.out.find('\n'));
+  EXPECT_EQ(c.cli({"logs", id}).out.rfind("MIG-fa4e0001-000", 0), 0u) << c.cli({"logs", id}).out;
 }
 
 }  // namespace
