@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <unordered_map>
 
@@ -98,7 +99,34 @@ class Harness {
 
 }  // namespace
 
+namespace {
+
+// Profiling only the timed events: with GPUCLOUD_BENCH_PERF_FIFO set to the control FIFO of
+// `perf record --control fifo:FIFO -D -1`, perf samples the timed regions and nothing else.
+class PerfControl {
+ public:
+  PerfControl() {
+    if (const char* fifo = std::getenv("GPUCLOUD_BENCH_PERF_FIFO")) out_ = std::fopen(fifo, "w");
+  }
+  ~PerfControl() {
+    if (out_) std::fclose(out_);
+  }
+  void enable() { say("enable\n"); }
+  void disable() { say("disable\n"); }
+
+ private:
+  void say(const char* what) {
+    if (!out_) return;
+    std::fputs(what, out_);
+    std::fflush(out_);
+  }
+  std::FILE* out_ = nullptr;
+};
+
+}  // namespace
+
 EventRun measure_events(const EventOptions& o) {
+  PerfControl perf;
   EventRun run;
   run.options = o;
   auto start = SteadyClock::now();
@@ -143,25 +171,31 @@ EventRun measure_events(const EventOptions& o) {
     SteadyClock::time_point t;
     if (k == 0) {
       std::string id = h.pick_running(rng);
+      perf.enable();
       t = SteadyClock::now();
       s.finish(id);
       plan = s.schedule(now);
       double elapsed = seconds_since(t) * 1e6;
+      perf.disable();
       us[k].push_back(elapsed);
       h.finished(id);
     } else if (k == 1) {
       sched::NodeState node = make_node(next_node++);
+      perf.enable();
       t = SteadyClock::now();
       s.upsert_node(node);
       plan = s.schedule(now);
       us[k].push_back(seconds_since(t) * 1e6);
+      perf.disable();
     } else {
       // The job is drawn before the clock starts: only submit() and the pass are timed.
       JobRequest r = h.draw(now);
+      perf.enable();
       t = SteadyClock::now();
       h.submit(r);
       plan = s.schedule(now);
       us[k].push_back(seconds_since(t) * 1e6);
+      perf.disable();
     }
     all.push_back(us[k].back());
     h.apply(plan, &run.kinds[k].placed, &run.kinds[k].preempted);
