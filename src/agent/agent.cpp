@@ -156,6 +156,11 @@ Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Cl
   info.hostname = agent->machine_.hostname;
   // A GPU in MIG mode is offered as its MIG devices (docs/containers.md, "MIG").
   info.gpus = offered_devices(*discovered);
+  if (info.gpus.size() > 64)
+    return invalid(fmt::format(
+        "this machine offers {} GPUs and MIG devices; a node offers at most 64: split its GPUs "
+        "into fewer MIG devices",
+        info.gpus.size()));
   agent->physical_gpus_ = *discovered;
   info.gpu_backend = agent->gpus_->kind();
   {
@@ -242,6 +247,8 @@ void Agent::run_start_doctor(const std::string& mps_error) {
     node_info_.doctor.push_back(
         {std::move(c.name), std::move(c.status), std::move(c.why), std::move(c.fix)});
   }
+  // Within what the server accepts (it adds its clock check): never a refused registration.
+  clip_node_checks(node_info_.doctor, kMaxNodeChecks - 1);
 }
 
 int Agent::physical_gpu(int index) const {
@@ -705,8 +712,10 @@ std::string Agent::render_metrics(metrics::Format format) {
         holders.push_back({physical_gpu(g.index), r.allocation.job_id, r.allocation.tenant});
     }
   }
-  // Readings are of physical GPUs, MIG or not.
-  NodeInfo physical = node_info_;
+  // Readings are of physical GPUs, MIG or not (only the name and GPUs are read: other fields
+  // may be written by start() while a scrape runs).
+  NodeInfo physical;
+  physical.name = node_info_.name;
   physical.gpus = physical_gpus_;
   return metrics::render(
       gpu_metric_families(physical, readings ? *readings : std::vector<gpu::GpuTelemetry>{},

@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "exec/container/container_runtime.h"
 #include "exec/container/podman_args.h"
+#include "exec/process/bpf_devices.h"
 #include "exec/process/cgroup.h"
 #include "gpu/gpu_backend.h"
 
@@ -179,10 +180,17 @@ void check_cgroups(std::vector<DoctorCheck>& out) {
     return;
   }
   bool v2 = memory->version == exec::CgroupVersion::kV2;
-  if (v2 && !devices)
+  if (v2 && !devices && exec::gpu_device_programs_allowed())
     out.push_back(ok("cgroups", "cgroup v2 at " + memory->path +
                                     ": memory limits, and BPF device programs confine process "
                                     "jobs to their GPUs' device nodes"));
+  else if (v2 && !devices)
+    out.push_back(warn("cgroups",
+                       "cgroup v2 at " + memory->path +
+                           ": memory limits are enforced, but this process may not load BPF "
+                           "device programs, so process jobs' GPU device nodes are not confined",
+                       "run the agent as root on a kernel with CONFIG_CGROUP_BPF, or run GPU "
+                       "jobs as containers (`image:`)"));
   else
     out.push_back(ok("cgroups", fmt::format("{} memory controller at {}; devices controller {}",
                                             v2 ? "v2" : "v1", memory->path,

@@ -407,12 +407,12 @@ int cmd_show(const std::string& id, bool as_json) {
     std::string sharing = r.value("gpu_sharing", "best-effort");
     for (const auto& g : r["gpus"])
       gpus += (gpus.empty() ? "" : ", ") +
-              fmt::format("{}{}", g.value("uuid", ""),
-                          g.value("milli", 1000) < 1000
-                              ? fmt::format(" ({}m, {})", g.value("milli", 0),
-                                            sharing == "mps" ? "enforced by MPS"
-                                                             : "best-effort: not enforced")
-                              : "");
+              fmt::format(
+                  "{}{}", g.value("uuid", ""),
+                  g.value("milli", 1000) < 1000
+                      ? fmt::format(" ({}m, {})", g.value("milli", 0),
+                                    sharing == "mps" ? "MPS limits" : "best-effort: not enforced")
+                      : "");
     line(fmt::format("replica {}:", r.value("rank", 0)).c_str(),
          fmt::format("{} [{}] {}{}", r.value("node", ""), r.value("state", ""),
                      gpus.empty() ? "no GPUs" : gpus,

@@ -75,8 +75,13 @@ bool gpu_model_matches(std::string_view constraint, std::string_view model, int6
       if (equal_ci(alt_parent, parent)) return true;
       if (alt_parent.size() > parent.size() + 3 && alt_parent[parent.size()] == '-' &&
           equal_ci(alt_parent.substr(0, parent.size()), parent) && same(alt_parent.back(), 'B') &&
-          same(alt_parent[alt_parent.size() - 2], 'G'))
-        return true;
+          same(alt_parent[alt_parent.size() - 2], 'G')) {
+        std::string_view digits =
+            alt_parent.substr(parent.size() + 1, alt_parent.size() - parent.size() - 3);
+        bool all_digits = digits.size() <= 5;
+        for (char c : digits) all_digits &= std::isdigit(static_cast<unsigned char>(c)) != 0;
+        if (all_digits) return true;
+      }
       continue;
     }
     // MODEL-NGB

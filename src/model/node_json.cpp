@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -47,6 +48,31 @@ json node_info_to_json(const NodeInfo& n) {
   j["gpu_sharing"] = n.gpu_sharing;
   if (!n.doctor.empty()) j["doctor"] = node_checks_to_json(n.doctor);
   return j;
+}
+
+void clip_node_checks(std::vector<NodeCheck>& checks, size_t max_checks) {
+  auto rank = [](const NodeCheck& c) {
+    return c.status == "fail" ? 0 : c.status == "warn" ? 1 : 2;
+  };
+  if (checks.size() > max_checks) {
+    std::stable_sort(checks.begin(), checks.end(),
+                     [&](const NodeCheck& a, const NodeCheck& b) { return rank(a) < rank(b); });
+    checks.resize(max_checks);
+  }
+  auto cut = [](std::string& text, size_t most) {
+    if (text.size() <= most) return;
+    text.resize(most - 3);
+    // Not in the middle of a UTF-8 sequence.
+    while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80)
+      text.pop_back();
+    if (!text.empty() && static_cast<unsigned char>(text.back()) >= 0xC0) text.pop_back();
+    text += "...";
+  };
+  for (auto& c : checks) {
+    cut(c.name, kMaxCheckName);
+    cut(c.why, kMaxCheckText);
+    cut(c.fix, kMaxCheckText);
+  }
 }
 
 json node_checks_to_json(const std::vector<NodeCheck>& checks) {
@@ -104,16 +130,20 @@ Result<NodeInfo> node_info_from_json(const json& j) {
                                  json_excerpt(j.at("gpu_sharing"))));
     if (j.contains("doctor")) {
       const auto& checks = j.at("doctor");
-      if (!checks.is_array() || checks.size() > 64)
-        return invalid("node doctor must be an array of at most 64 checks");
+      if (!checks.is_array() || checks.size() > kMaxNodeChecks)
+        return invalid(
+            fmt::format("node doctor must be an array of at most {} checks", kMaxNodeChecks));
       for (const auto& c : checks) {
         NodeCheck check{c.at("check").get<std::string>(), c.at("status").get<std::string>(),
                         c.value("why", ""), c.value("fix", "")};
         if (check.status != "ok" && check.status != "warn" && check.status != "fail")
           return invalid(fmt::format("doctor check status {} must be ok, warn or fail",
                                      json_excerpt(c.at("status"))));
-        if (check.name.size() > 64 || check.why.size() > 1024 || check.fix.size() > 1024)
-          return invalid("a doctor check's name is at most 64 characters, why and fix 1024");
+        if (check.name.size() > kMaxCheckName || check.why.size() > kMaxCheckText ||
+            check.fix.size() > kMaxCheckText)
+          return invalid(
+              fmt::format("a doctor check's name is at most {} characters, why and fix {}",
+                          kMaxCheckName, kMaxCheckText));
         n.doctor.push_back(std::move(check));
       }
     }

@@ -463,12 +463,18 @@ void Server::route(net::HttpRequest& req, const Principal& who, net::Responder& 
         if (!job) return respond(error_response(job.error()));
         nlohmann::json doc = job_to_json(*job);
         doc["cost"] = job_cost_json(*job);
-        // How a GPU share is enforced where it runs (docs/containers.md, "Fractional GPUs").
+        // How a GPU share is enforced where it runs (docs/containers.md, "Fractional GPUs"):
+        // by MPS only for a process on a whole GPU of an MPS node.
         for (size_t i = 0; i < job->replicas.size() && i < doc["replicas"].size(); ++i) {
           const auto& r = job->replicas[i];
           auto node = nodes_.find(r.node_id);
-          if (r.gpus.size() == 1 && r.gpus.front().milli < 1000 && node != nodes_.end())
-            doc["replicas"][i]["gpu_sharing"] = node->second.info.gpu_sharing;
+          if (r.gpus.size() != 1 || r.gpus.front().milli >= 1000 || node == nodes_.end()) continue;
+          bool mig = false;
+          for (const auto& g : node->second.info.gpus)
+            mig |= g.index == r.gpus.front().index && g.mig_parent >= 0;
+          bool mps =
+              node->second.info.gpu_sharing == "mps" && !mig && job->spec.container.image.empty();
+          doc["replicas"][i]["gpu_sharing"] = mps ? "mps" : "best-effort";
         }
         return respond(json_response(200, doc));
       }

@@ -46,7 +46,9 @@ TEST_F(DriverFiles, TheRunningVersionsLibrariesTheirSonameLinksAndTools) {
                        lib() + "/libnvidia-ml.so.550.54.15",
                        lib() + "/libnvidia-ptxjitcompiler.so.550.54.15", bin() + "/nvidia-smi"}));
   EXPECT_TRUE(find_driver_files("", search()).empty()) << "no driver, no files";
-  EXPECT_EQ(find_driver_files("535.104.05", search()).front(), lib() + "/libcuda.so.535.104.05");
+  auto older = find_driver_files("535.104.05", search());
+  ASSERT_FALSE(older.empty());
+  EXPECT_EQ(older.front(), lib() + "/libcuda.so.535.104.05");
 }
 
 TEST_F(DriverFiles, TheCdiSpecMountsThemReadOnlyAtTheSamePaths) {

@@ -67,6 +67,7 @@ TEST(GpuModelMatches, MigDevicesMatchOnlyConstraintsNamingTheirProfile) {
   EXPECT_FALSE(gpu_model_matches("H100/1g.10gb", "A100/1g.10gb", 9728));
   EXPECT_FALSE(gpu_model_matches("A10/1g.10gb", "A100/1g.10gb", 9728));
   EXPECT_FALSE(gpu_model_matches("A100-80/1g.10gb", "A100/1g.10gb", 9728));
+  EXPECT_FALSE(gpu_model_matches("A100-abcGB/1g.10gb", "A100/1g.10gb", 9728));
   // A profile never matches a whole GPU.
   EXPECT_FALSE(gpu_model_matches("A100/1g.10gb", "A100", 81920));
 }

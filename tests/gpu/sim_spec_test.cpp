@@ -50,7 +50,9 @@ TEST(SimSpec, MigDevicesPerGpuOfAPart) {
            {"1xA100:mig=", "after ':' write mig=PROFILE+PROFILE"},
            {"1xA100:mps", "after ':' write mig=PROFILE+PROFILE"},
            {"1xA100:mig=3g.40gb+", "MIG profile \"\" is not of the form 1g.10gb"},
-           {"1xA100:mig=big", "MIG profile \"big\" is not of the form"}}) {
+           {"1xA100:mig=big", "MIG profile \"big\" is not of the form"},
+           {"10xA100:mig=1g.10gb+1g.10gb+1g.10gb+1g.10gb+1g.10gb+1g.10gb+1g.10gb",
+            "70 GPUs and MIG devices in all, but a machine offers at most 64"}}) {
     auto groups = parse_sim_spec(spec);
     ASSERT_FALSE(groups.ok()) << spec;
     EXPECT_NE(groups.error().message.find(what), std::string::npos) << groups.error().message;

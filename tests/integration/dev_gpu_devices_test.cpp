@@ -94,6 +94,7 @@ TEST_F(DevGpuDevices, AJobOnAMigDeviceOpensOnlyTheNodeOfTheGpuItIsCarvedOutOf) {
 class DevGpuDevicesBpf : public DevGpuDevices {
  protected:
   void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "BPF device programs need root";
     if (::access("/sys/fs/cgroup/unified/cgroup.procs", W_OK) != 0 &&
         ::access("/sys/fs/cgroup/cgroup.subtree_control", W_OK) != 0)
       GTEST_SKIP() << "no writable cgroup v2 hierarchy on this machine";

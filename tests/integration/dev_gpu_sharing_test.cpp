@@ -115,6 +115,38 @@ TEST(DevDoctor, TheServerChecksEachNodesClockAgainstItsOwn) {
   }
 }
 
+TEST(DevDoctor, AFullReportAndTheServersClockCheckStillLoadAfterARestart) {
+  // The most verdicts a node may send, plus the server's clock check: the stored node must
+  // read back, or the server could not start again.
+  DevCluster c({"--sim-gpus", "1xA100-80GB"});
+  std::ifstream token_file(c.data_dir() + "/agent.token");
+  std::string join((std::istreambuf_iterator<char>(token_file)), {});
+  while (!join.empty() && std::isspace(static_cast<unsigned char>(join.back()))) join.pop_back();
+  json checks = json::array();
+  for (int i = 0; i < 63; ++i)
+    checks.push_back({{"check", "c" + std::to_string(i)}, {"status", "ok"}, {"why", "fine"}});
+  checks.push_back({{"check", "disk"}, {"status", "fail"}, {"why", "full"}, {"fix", "free it"}});
+  json node = {{"name", "crowded"},
+               {"cpu_milli", 4000},
+               {"memory_mib", 8192},
+               {"gpus", json::array()},
+               {"doctor", checks}};
+  ApiAnswer a = api_call(c.address(), "POST", "/v1/agent/register",
+                         json{{"node", node}, {"sent_at_ms", 1}}.dump(), join);
+  ASSERT_EQ(a.status, 200) << a.body.dump();
+  c.kill9();
+  c.start();
+  for (const auto& n : nodes_of(c)) {
+    if (n["name"] != "crowded") continue;
+    EXPECT_EQ(n["doctor"].size(), 64u);
+    EXPECT_EQ(n["doctor"].back()["check"], "clock") << "the server's own check is kept";
+    EXPECT_EQ(n["doctor"].front()["check"], "disk") << "a failure is never the one dropped";
+    EXPECT_EQ(n["doctor_status"], "fail");
+    return;
+  }
+  ADD_FAILURE() << "node 'crowded' is gone after the restart: " << nodes_of(c).dump();
+}
+
 TEST(DevDoctor, BadNodeFlagsAreRefusedWithTheFlag) {
   TempDir dir;
   for (const auto& [flag, value] :
@@ -229,7 +261,7 @@ TEST_F(DevMps, EachGpuGetsADaemonAndASharesProcessGetsItsLimits) {
                      std::to_string(index) + "/pipe\n"),
             std::string::npos)
       << env;
-  EXPECT_NE(c.cli({"show", share}).out.find("enforced by MPS"), std::string::npos);
+  EXPECT_NE(c.cli({"show", share}).out.find("(250m, MPS limits)"), std::string::npos);
   // A whole GPU is not an MPS client.
   std::string whole = c.submit({"--gpus", "1", "--", "sh", "-c", "env | sort"});
   ASSERT_EQ(c.wait_done(whole)["state"], "succeeded");

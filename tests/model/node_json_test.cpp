@@ -127,6 +127,25 @@ TEST(NodeInfoFromJson, KeepsTheDoctorsVerdictsSharingAndMigParents) {
   EXPECT_EQ(back->failed_check()->name, "mps");
 }
 
+TEST(ClipNodeChecks, KeepsFailuresAndWarningsFirstAndCutsLongTextsOnACharacter) {
+  std::vector<NodeCheck> checks;
+  for (int i = 0; i < 70; ++i) checks.push_back({"ok" + std::to_string(i), "ok", "", ""});
+  checks.push_back({"disk", "fail", std::string(2000, 'x'), ""});
+  checks.push_back({"clock", "warn", "", std::string(1020, 'y') + "\xc3\xa9zzz"});
+  clip_node_checks(checks, 63);
+  ASSERT_EQ(checks.size(), 63u);
+  EXPECT_EQ(checks[0].name, "disk");
+  EXPECT_EQ(checks[1].name, "clock");
+  EXPECT_EQ(checks[2].name, "ok0") << "the others keep their order";
+  EXPECT_EQ(checks[0].why.size(), kMaxCheckText);
+  EXPECT_EQ(checks[0].why.substr(kMaxCheckText - 3), "...");
+  EXPECT_LE(checks[1].fix.size(), kMaxCheckText);
+  EXPECT_EQ(checks[1].fix.find("\xc3"), std::string::npos) << "no half of a UTF-8 character";
+  NodeInfo n = *node_info_from_json(sample_node());
+  n.doctor = checks;
+  EXPECT_TRUE(node_info_from_json(node_info_to_json(n)).ok()) << "clipped checks read back";
+}
+
 TEST(NodeInfoFromJson, RefusesBadVerdictsAndSharingModes) {
   json sharing = sample_node();
   sharing["gpu_sharing"] = "magic";

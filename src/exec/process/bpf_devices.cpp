@@ -40,6 +40,15 @@ long bpf(int cmd, bpf_attr& attr) {
   return ::syscall(__NR_bpf, cmd, &attr, sizeof attr);
 }
 
+// Refusals that mean "this host does not let the agent confine devices with BPF" (not root, no
+// BPF or no cgroup device programs in the kernel, a parent's exclusive program): the executor
+// then runs jobs unconfined and warns, as where cgroups are not writable.
+ErrorCode bpf_refusal(int err) {
+  return err == EPERM || err == EACCES || err == EINVAL || err == ENOSYS || err == EOPNOTSUPP
+             ? ErrorCode::kPermissionDenied
+             : ErrorCode::kInternal;
+}
+
 }  // namespace
 
 std::vector<BpfInstruction> gpu_device_program(const std::vector<int>& minors) {
@@ -84,7 +93,7 @@ Status attach_gpu_device_program(const std::string& cgroup, const std::vector<in
   if (prog < 0) {
     int err = errno;
     std::string verifier(log.c_str());
-    return Error{err == EPERM ? ErrorCode::kPermissionDenied : ErrorCode::kInternal,
+    return Error{bpf_refusal(err),
                  std::string("cannot load the GPU device program: ") + std::strerror(err) +
                      (verifier.empty() ? "" : " (verifier: " + verifier.substr(0, 400) + ")")};
   }
@@ -104,9 +113,23 @@ Status attach_gpu_device_program(const std::string& cgroup, const std::vector<in
   ::close(dir);
   ::close(prog);  // the attachment keeps the program
   if (rc != 0)
-    return Error{err == EPERM ? ErrorCode::kPermissionDenied : ErrorCode::kInternal,
+    return Error{bpf_refusal(err),
                  "cannot attach the GPU device program to " + cgroup + ": " + std::strerror(err)};
   return {};
+}
+
+bool gpu_device_programs_allowed() {
+  std::vector<BpfInstruction> program = gpu_device_program({});
+  static const char kLicense[] = "GPL";
+  bpf_attr load{};
+  load.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
+  load.insns = reinterpret_cast<uint64_t>(program.data());
+  load.insn_cnt = static_cast<uint32_t>(program.size());
+  load.license = reinterpret_cast<uint64_t>(kLicense);
+  int prog = static_cast<int>(bpf(BPF_PROG_LOAD, load));
+  if (prog < 0) return false;
+  ::close(prog);
+  return true;
 }
 
 std::optional<std::string> find_unified_cgroup_root(const std::string& mounts_path) {

@@ -26,9 +26,13 @@ std::vector<BpfInstruction> gpu_device_program(const std::vector<int>& minors);
 
 /// Loads gpu_device_program(minors) and attaches it to the cgroup v2 directory `cgroup` with
 /// BPF_F_ALLOW_MULTI (the programs of parent cgroups, e.g. systemd's, still apply). The program
-/// stays attached until the cgroup is removed. Fails with the kernel's reason (no BPF, not
-/// root, a parent's exclusive program) and the verifier's log when it refuses the program.
+/// stays attached until the cgroup is removed. Fails with the kernel's reason and the
+/// verifier's log; kPermissionDenied when the host does not allow it (not root, no cgroup BPF,
+/// a parent's exclusive program).
 Status attach_gpu_device_program(const std::string& cgroup, const std::vector<int>& minors);
+
+/// Whether this process may load a cgroup device program (root, a kernel with cgroup BPF).
+bool gpu_device_programs_allowed();
 
 /// The cgroup v2 hierarchy in a mount table (proc(5) format): /sys/fs/cgroup on a v2 host,
 /// /sys/fs/cgroup/unified on a hybrid one; nullopt when none is mounted.

@@ -171,9 +171,11 @@ Result<std::string> create_gpu_devices_bpf_cgroup(const std::string& root,
     GPUCLOUD_TRY(make_cgroup_dir(dir));
   }
   std::string cgroup = dir + "/" + cgroup_name_for_key(key);
+  // On a v2 host it may be the job's memory cgroup already: that one is not removed below.
+  bool existed = ::access(cgroup.c_str(), F_OK) == 0;
   GPUCLOUD_TRY(make_cgroup_dir(cgroup));
   if (Status attached = attach_gpu_device_program(cgroup, minors); !attached.ok()) {
-    ::rmdir(cgroup.c_str());
+    if (!existed) ::rmdir(cgroup.c_str());
     return attached.error();
   }
   return cgroup;

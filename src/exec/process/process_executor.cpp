@@ -293,9 +293,11 @@ Result<std::string> ProcessExecutor::make_devices_cgroup(const LaunchSpec& spec)
   if (!spec.gpu_device_minors) return std::string();
   if (!devices_root_ && !unified_root_) {
     if (!warned_no_devices_cgroup_.exchange(true))
-      spdlog::warn(
-          "neither a cgroup v1 devices controller nor cgroup v2 is mounted: a job's GPU device "
-          "nodes are not confined to its own GPUs");
+      spdlog::warn("no {} is mounted: a job's GPU device nodes are not confined to its own GPUs",
+                   config_.device_isolation == "cgroup-v1" ? "cgroup v1 devices controller"
+                   : config_.device_isolation == "bpf"     ? "cgroup v2 hierarchy"
+                                                           : "cgroup v1 devices controller nor "
+                                                             "cgroup v2 hierarchy");
     return std::string();
   }
   auto cgroup = devices_root_ ? create_gpu_devices_cgroup(*devices_root_, config_.cgroup_parent,
@@ -305,7 +307,9 @@ Result<std::string> ProcessExecutor::make_devices_cgroup(const LaunchSpec& spec)
   if (cgroup.ok()) return *cgroup;
   if (cgroup.error().code == ErrorCode::kPermissionDenied) {
     // An executor that may not write cgroups runs jobs as its own user, who may open every
-    // device anyway: nothing to confine them from.
+    // device anyway: nothing to confine them from. A host that refuses BPF device programs to
+    // root (no cgroup BPF in its kernel) cannot confine them either: warned once here, and the
+    // doctor's cgroups check says so.
     if (!warned_no_devices_cgroup_.exchange(true))
       spdlog::warn("GPU device nodes are not confined to each job's GPUs: {}",
                    cgroup.error().message);

@@ -1,5 +1,6 @@
 #include "gpu/simulated/sim_spec.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -218,6 +219,14 @@ Result<std::vector<SimGpuGroup>> parse_sim_spec(std::string_view spec) {
                        " GPUs in all, but a simulated machine has at most " +
                        std::to_string(kMaxSimGpus));
   }
+  // A node offers at most 64 devices, whole GPUs and MIG devices together.
+  int devices = 0;
+  for (const auto& g : groups)
+    devices += g.count * std::max<int>(1, static_cast<int>(g.mig_profiles.size()));
+  if (devices > kMaxSimGpus)
+    return parser.fail(std::to_string(devices) +
+                       " GPUs and MIG devices in all, but a machine offers at most " +
+                       std::to_string(kMaxSimGpus));
   return groups;
 }
 
