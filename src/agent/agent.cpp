@@ -154,8 +154,10 @@ Result<std::unique_ptr<Agent>> Agent::create(const AgentConfig& config, const Cl
   NodeInfo& info = agent->node_info_;
   info.name = config.name.empty() ? agent->machine_.hostname : config.name;
   info.hostname = agent->machine_.hostname;
-  // A GPU in MIG mode is offered as its MIG devices (docs/containers.md, "MIG").
+  // A GPU in MIG mode is offered as its MIG devices (docs/containers.md, "MIG"), each reached
+  // through its capability devices on real GPUs.
   info.gpus = offered_devices(*discovered);
+  if (agent->gpus_->kind() != "simulated") agent->mig_caps_ = read_mig_caps();
   if (info.gpus.size() > 64)
     return invalid(fmt::format(
         "this machine offers {} GPUs and MIG devices; a node offers at most 64: split its GPUs "
@@ -249,6 +251,28 @@ void Agent::run_start_doctor(const std::string& mps_error) {
   }
   // Within what the server accepts (it adds its clock check): never a refused registration.
   clip_node_checks(node_info_.doctor, kMaxNodeChecks - 1);
+}
+
+Result<std::vector<int>> Agent::mig_caps_minors(const Allocation& a) const {
+  std::vector<int> minors;
+  if (mig_caps_.major < 0) return minors;
+  for (const auto& share : a.gpus)
+    for (const auto& device : node_info_.gpus) {
+      if (device.index != share.index || device.mig_parent < 0) continue;
+      std::vector<int> found;
+      for (const auto& gpu : physical_gpus_)
+        for (const auto& m : gpu.mig)
+          if (gpu.index == device.mig_parent && m.uuid == device.uuid)
+            found = mig_caps_.for_device(gpu.index, m.gpu_instance, m.compute_instance);
+      if (found.empty())
+        return internal(fmt::format(
+            "MIG device {} has no capability devices in /proc/driver/nvidia-caps/mig-minors (or "
+            "NVML did not name its GPU and compute instances); restart the agent after changing "
+            "MIG instances",
+            device.uuid));
+      minors.insert(minors.end(), found.begin(), found.end());
+    }
+  return minors;
 }
 
 int Agent::physical_gpu(int index) const {
@@ -829,6 +853,11 @@ void Agent::start_replica(const Allocation& a) {
     std::set<int> minors;
     for (const auto& g : a.gpus) minors.insert(physical_gpu(g.index));
     spec.gpu_device_minors = std::vector<int>(minors.begin(), minors.end());
+    // And of the MIG capability devices, its MIG devices' only (docs/security.md).
+    auto caps = mig_caps_minors(a);
+    if (!caps.ok()) return refuse_start(a.key, caps.error().message);
+    spec.gpu_caps_major = mig_caps_.major;
+    spec.gpu_caps_minors = std::move(*caps);
     // A share on an MPS GPU runs as an MPS client with its limits (docs/containers.md).
     if (a.gpus.size() == 1 && a.gpus.front().milli < 1000)
       if (auto mps = mps_.find(physical_gpu(a.gpus.front().index)); mps != mps_.end())
@@ -946,6 +975,17 @@ Status Agent::set_container(const Allocation& a, const std::string& checkpoints,
   std::set<int> physical;
   for (const auto& g : a.gpus) physical.insert(physical_gpu(g.index));
   launch.devices = gpu_devices_.device_args({physical.begin(), physical.end()});
+  // A MIG device is used through its capability devices, which CUDA opens in the container.
+  auto caps = mig_caps_minors(a);
+  if (!caps.ok()) return caps.error();
+  for (int minor : *caps) {
+    std::string node = "/dev/nvidia-caps/nvidia-cap" + std::to_string(minor);
+    if (!fs::exists(node))
+      return invalid(node + " does not exist on node " + node_info_.name +
+                     ": the driver makes MIG capability nodes on demand (`nvidia-ctk system "
+                     "create-device-nodes` makes them all)");
+    launch.devices.push_back(node + ":" + node);
+  }
   // The driver's libraries and tools, which images built for NVIDIA's toolkit do not carry.
   if (!a.gpus.empty())
     for (const auto& file : gpu_devices_.driver_files) launch.mounts.push_back({file, file, true});

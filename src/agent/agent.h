@@ -21,6 +21,7 @@
 #include "agent/job_users.h"
 #include "agent/machine.h"
 #include "agent/metrics_endpoint.h"
+#include "agent/mig_caps.h"
 #include "agent/mps.h"
 #include "agent/spot_notice.h"
 #include "common/clock.h"
@@ -182,6 +183,10 @@ class Agent {
   std::vector<Gpu> physical_gpus_;  // as discovered; node_info_.gpus has MIG devices instead
   /// The physical GPU behind a device this node offers (itself, or a MIG device's parent).
   int physical_gpu(int index) const;
+  /// The MIG capability device minors the allocation's MIG devices need (none without MIG
+  /// devices, or on a host without capability devices); an error when one cannot be found.
+  Result<std::vector<int>> mig_caps_minors(const Allocation& a) const;
+  MigCaps mig_caps_;  // the driver's MIG capability devices (major -1: none)
   /// Runs the doctor (docs/doctor.md) into node_info_.doctor and logs what is not ok.
   void run_start_doctor(const std::string& mps_error);
   std::unique_ptr<net::HttpClient> client_;

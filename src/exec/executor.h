@@ -67,6 +67,10 @@ struct LaunchSpec {
   // (ProcessExecutorConfig::device_isolation); where neither exists the executor warns once that
   // it is not enforced. Not used for containers (podman passes exactly their nodes).
   std::optional<std::vector<int>> gpu_device_minors;
+  // With gpu_device_minors: the NVIDIA driver's MIG capability devices (char major, -1: none on
+  // this host), of which the job may open only gpu_caps_minors (its MIG devices' capabilities).
+  int gpu_caps_major = -1;
+  std::vector<int> gpu_caps_minors;
 };
 
 /// The directory a job owns inside its attempt dir: GPUCLOUD_ATTEMPT_DIR, its default workdir

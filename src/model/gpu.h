@@ -13,6 +13,9 @@ struct MigDevice {
   std::string uuid;     // "MIG-..." as NVML reports it
   std::string profile;  // e.g. "1g.10gb"
   int64_t memory_mib = 0;
+  // Its GPU and compute instance ids (NVML), which name its capability device nodes; -1 unknown.
+  int gpu_instance = -1;
+  int compute_instance = -1;
 };
 
 /// One physical GPU of a node.

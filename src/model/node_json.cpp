@@ -15,8 +15,11 @@ using json = nlohmann::json;
 
 json gpu_to_json(const Gpu& g) {
   json mig = json::array();
-  for (const auto& m : g.mig)
+  for (const auto& m : g.mig) {
     mig.push_back({{"uuid", m.uuid}, {"profile", m.profile}, {"memory_mib", m.memory_mib}});
+    if (m.gpu_instance >= 0) mig.back()["gpu_instance"] = m.gpu_instance;
+    if (m.compute_instance >= 0) mig.back()["compute_instance"] = m.compute_instance;
+  }
   json j = {{"index", g.index},
             {"uuid", g.uuid},
             {"name", g.name},
@@ -172,7 +175,9 @@ Result<NodeInfo> node_info_from_json(const json& j) {
         if (gj.at("mig").size() > 64) return invalid("a GPU reports more than 64 MIG devices");
         for (const auto& m : gj.at("mig"))
           g.mig.push_back({m.at("uuid").get<std::string>(), m.value("profile", ""),
-                           json_whole_or(m, "memory_mib", 0, 0, kJsonInt64Max)});
+                           json_whole_or(m, "memory_mib", 0, 0, kJsonInt64Max),
+                           static_cast<int>(json_whole_or(m, "gpu_instance", -1, -1, 1023)),
+                           static_cast<int>(json_whole_or(m, "compute_instance", -1, -1, 1023))});
       }
       g.mig_parent = static_cast<int>(json_whole_or(gj, "mig_parent", -1, -1, 1023));
       n.gpus.push_back(std::move(g));

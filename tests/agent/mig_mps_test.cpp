@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/mig_caps.h"
 #include "agent/mig_devices.h"
 #include "agent/mps.h"
 
@@ -45,6 +46,23 @@ TEST(OfferedDevices, AGpuInMigModeIsReplacedByItsMigDevices) {
   EXPECT_EQ(physical_index(devices[2]), 1);
   EXPECT_EQ(devices[3].index, 2);
   EXPECT_EQ(physical_index(devices[3]), 2);
+}
+
+TEST(MigCaps, TheDriversCapabilityMinorsOfAMigDevice) {
+  char tmpl[] = "/tmp/mig-caps-XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  std::ofstream(dir + "/devices") << "Character devices:\n  1 mem\n195 nvidia\n"
+                                     "238 nvidia-caps\n\nBlock devices:\n  8 sd\n";
+  std::ofstream(dir + "/mig-minors") << "config 1\nmonitor 2\ngpu1/gi2/access 21\n"
+                                        "gpu1/gi2/ci0/access 22\ngpu1/gi3/access 30\n";
+  MigCaps caps = read_mig_caps(dir + "/devices", dir + "/mig-minors");
+  EXPECT_EQ(caps.major, 238);
+  EXPECT_EQ(caps.for_device(1, 2, 0), (std::vector<int>{21, 22}));
+  EXPECT_TRUE(caps.for_device(1, 3, 0).empty()) << "no compute instance listed";
+  EXPECT_TRUE(caps.for_device(1, -1, 0).empty()) << "instances unknown";
+  MigCaps none = read_mig_caps(dir + "/no-such-file", dir + "/mig-minors");
+  EXPECT_EQ(none.major, -1) << "no nvidia-caps major: no MIG on this host";
+  std::filesystem::remove_all(dir);
 }
 
 TEST(MpsClientEnv, ThreadPercentageFromMilliAndMemoryLimitForDeviceZero) {

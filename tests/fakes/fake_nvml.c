@@ -417,6 +417,23 @@ API nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsign
   return NVML_SUCCESS;
 }
 
+/* A MIG device's GPU instance is 1 + its place on the GPU, its compute instance 0. */
+API nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id) {
+  nvmlDevice_t d = check(device);
+  if (d == NULL || d->mig < 0 || id == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  FAKE_CALL("nvmlDeviceGetGpuInstanceId", d->index);
+  *id = (unsigned)d->mig + 1;
+  return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int* id) {
+  nvmlDevice_t d = check(device);
+  if (d == NULL || d->mig < 0 || id == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  FAKE_CALL("nvmlDeviceGetComputeInstanceId", d->index);
+  *id = 0;
+  return NVML_SUCCESS;
+}
+
 /* Health: FAKE_NVML_ECC=I:N gives GPU I N uncorrectable volatile ECC errors;
  * FAKE_NVML_PERSISTENCE=0 turns persistence mode off; FAKE_NVML_RETIRED_PENDING=I and
  * FAKE_NVML_REMAP_FAILURE=I mark GPU I. */

@@ -138,6 +138,9 @@ TEST_F(NvmlBackendTest, ReportsMigDevicesOfTheGpuWithMigOn) {
   ASSERT_EQ(gpus[1].mig.size(), 2u);
   EXPECT_EQ(gpus[1].mig[0].uuid, "MIG-fa4e0001-0000-4000-8000-00000000cafe");
   EXPECT_EQ(gpus[1].mig[1].uuid, "MIG-fa4e0001-0001-4000-8000-00000000cafe");
+  EXPECT_EQ(gpus[1].mig[0].gpu_instance, 1);
+  EXPECT_EQ(gpus[1].mig[1].gpu_instance, 2);
+  EXPECT_EQ(gpus[1].mig[1].compute_instance, 0);
   for (const auto& mig : gpus[1].mig) {
     EXPECT_EQ(mig.profile, "3g.40gb");
     EXPECT_EQ(mig.memory_mib, 40192);

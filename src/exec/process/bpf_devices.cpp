@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -51,34 +52,48 @@ ErrorCode bpf_refusal(int err) {
 
 }  // namespace
 
-std::vector<BpfInstruction> gpu_device_program(const std::vector<int>& minors) {
-  std::vector<int> allowed = minors;
-  allowed.insert(allowed.end(), std::begin(kNvidiaControlMinors), std::end(kNvidiaControlMinors));
+std::vector<BpfInstruction> gpu_device_program(const GpuDeviceAccess& access) {
+  std::vector<int> gpus = access.gpu_minors;
+  gpus.insert(gpus.end(), std::begin(kNvidiaControlMinors), std::end(kNvidiaControlMinors));
+  // A tiny assembler: jumps name a label, resolved once every instruction is laid out.
+  enum Label { kNone, kGpu, kCaps, kDeny, kAllow };
+  std::vector<std::pair<BpfInstruction, Label>> code;
+  std::map<Label, int> at;
+  auto emit = [&](BpfInstruction insn, Label to = kNone) { code.push_back({insn, to}); };
+  auto mark = [&](Label label) { at[label] = static_cast<int>(code.size()); };
   // r1: struct bpf_cgroup_dev_ctx {u32 access_type (access << 16 | type); u32 major; u32 minor}.
-  // Jumps go to "allow", the last two instructions; "deny" is the two before them.
-  std::vector<BpfInstruction> p;
-  const int size = 6 + static_cast<int>(allowed.size()) + 4;
-  // A jump to "allow" from the instruction about to be added.
-  auto jump_to_allow = [&](uint8_t op, uint8_t reg, int32_t imm) {
-    int from = static_cast<int>(p.size());
-    p.push_back(jump_if(op, reg, imm, static_cast<int16_t>(size - 2 - (from + 1))));
-  };
-  p.push_back(load_u32(kR2, kR1, 0));
-  p.push_back(and_imm32(kR2, 0xffff));
-  jump_to_allow(BPF_JNE, kR2, BPF_DEVCG_DEV_CHAR);
-  p.push_back(load_u32(kR3, kR1, 4));
-  jump_to_allow(BPF_JNE, kR3, kNvidiaDeviceMajor);
-  p.push_back(load_u32(kR4, kR1, 8));
-  for (int minor : allowed) jump_to_allow(BPF_JEQ, kR4, minor);
-  p.push_back(mov_imm(kR0, 0));  // deny
-  p.push_back(exit_insn());
-  p.push_back(mov_imm(kR0, 1));  // allow
-  p.push_back(exit_insn());
-  return p;
+  emit(load_u32(kR2, kR1, 0));
+  emit(and_imm32(kR2, 0xffff));
+  emit(jump_if(BPF_JNE, kR2, BPF_DEVCG_DEV_CHAR, 0), kAllow);
+  emit(load_u32(kR3, kR1, 4));
+  emit(load_u32(kR4, kR1, 8));
+  emit(jump_if(BPF_JEQ, kR3, kNvidiaDeviceMajor, 0), kGpu);
+  if (access.caps_major >= 0) emit(jump_if(BPF_JEQ, kR3, access.caps_major, 0), kCaps);
+  emit({BPF_JMP | BPF_JA, 0, 0, 0}, kAllow);  // any other device: as the parents allow
+  mark(kGpu);
+  for (int minor : gpus) emit(jump_if(BPF_JEQ, kR4, minor, 0), kAllow);
+  emit({BPF_JMP | BPF_JA, 0, 0, 0}, kDeny);
+  mark(kCaps);
+  if (access.caps_major >= 0)
+    for (int minor : access.caps_minors) emit(jump_if(BPF_JEQ, kR4, minor, 0), kAllow);
+  mark(kDeny);
+  emit(mov_imm(kR0, 0));
+  emit(exit_insn());
+  mark(kAllow);
+  emit(mov_imm(kR0, 1));
+  emit(exit_insn());
+  std::vector<BpfInstruction> program;
+  for (size_t i = 0; i < code.size(); ++i) {
+    BpfInstruction insn = code[i].first;
+    if (code[i].second != kNone)
+      insn.offset = static_cast<int16_t>(at[code[i].second] - static_cast<int>(i) - 1);
+    program.push_back(insn);
+  }
+  return program;
 }
 
-Status attach_gpu_device_program(const std::string& cgroup, const std::vector<int>& minors) {
-  std::vector<BpfInstruction> program = gpu_device_program(minors);
+Status attach_gpu_device_program(const std::string& cgroup, const GpuDeviceAccess& access) {
+  std::vector<BpfInstruction> program = gpu_device_program(access);
   static const char kLicense[] = "GPL";
   std::string log(64 * 1024, '\0');
   bpf_attr load{};

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "exec/process/cgroup.h"
 
 namespace gpucloud::exec {
 
@@ -19,17 +20,18 @@ struct BpfInstruction {
   int32_t imm = 0;
 };
 
-/// The device program: of the NVIDIA driver's character devices (major 195) only `minors` and
-/// the control nodes (nvidiactl 255, nvidia-modeset 254) may be opened or made; every other
-/// device is allowed (left to what the parent cgroups allow).
-std::vector<BpfInstruction> gpu_device_program(const std::vector<int>& minors);
+/// The device program: of the NVIDIA driver's character devices (major 195) only the job's GPUs
+/// and the control nodes (nvidiactl 255, nvidia-modeset 254) may be opened or made, and of its
+/// MIG capability devices (access.caps_major) only access.caps_minors; every other device is
+/// allowed (left to what the parent cgroups allow).
+std::vector<BpfInstruction> gpu_device_program(const GpuDeviceAccess& access);
 
-/// Loads gpu_device_program(minors) and attaches it to the cgroup v2 directory `cgroup` with
+/// Loads gpu_device_program(access) and attaches it to the cgroup v2 directory `cgroup` with
 /// BPF_F_ALLOW_MULTI (the programs of parent cgroups, e.g. systemd's, still apply). The program
 /// stays attached until the cgroup is removed. Fails with the kernel's reason and the
 /// verifier's log; kPermissionDenied when the host does not allow it (not root, no cgroup BPF,
 /// a parent's exclusive program).
-Status attach_gpu_device_program(const std::string& cgroup, const std::vector<int>& minors);
+Status attach_gpu_device_program(const std::string& cgroup, const GpuDeviceAccess& access);
 
 /// Whether this process may load a cgroup device program (root, a kernel with cgroup BPF).
 bool gpu_device_programs_allowed();

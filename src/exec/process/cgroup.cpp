@@ -125,7 +125,7 @@ std::optional<std::string> find_devices_cgroup_root(const std::string& mounts_pa
 
 Result<std::string> create_gpu_devices_cgroup(const std::string& root, const std::string& parent,
                                               const std::string& key,
-                                              const std::vector<int>& minors) {
+                                              const GpuDeviceAccess& access) {
   if (::access(root.c_str(), W_OK) != 0)
     return Error{ErrorCode::kPermissionDenied, root + " is not writable"};
   std::string dir = root;
@@ -142,12 +142,17 @@ Result<std::string> create_gpu_devices_cgroup(const std::string& root, const std
   Status denied = write_control(cgroup + "/devices.deny", "a");
   std::vector<std::string> rules = {"b *:* rwm"};
   for (int major = 0; major <= kLastCharMajor; ++major)
-    if (major != kNvidiaDeviceMajor) rules.push_back("c " + std::to_string(major) + ":* rwm");
-  std::vector<int> allowed = minors;
+    if (major != kNvidiaDeviceMajor && major != access.caps_major)
+      rules.push_back("c " + std::to_string(major) + ":* rwm");
+  std::vector<int> allowed = access.gpu_minors;
   allowed.insert(allowed.end(), std::begin(kNvidiaControlMinors), std::end(kNvidiaControlMinors));
   for (int minor : allowed)
     rules.push_back("c " + std::to_string(kNvidiaDeviceMajor) + ":" + std::to_string(minor) +
                     " rwm");
+  if (access.caps_major >= 0)
+    for (int minor : access.caps_minors)
+      rules.push_back("c " + std::to_string(access.caps_major) + ":" + std::to_string(minor) +
+                      " rwm");
   for (const auto& rule : rules) {
     if (!denied.ok()) break;
     denied = write_control(cgroup + "/devices.allow", rule);
@@ -161,7 +166,7 @@ Result<std::string> create_gpu_devices_cgroup(const std::string& root, const std
 
 Result<std::string> create_gpu_devices_bpf_cgroup(const std::string& root,
                                                   const std::string& parent, const std::string& key,
-                                                  const std::vector<int>& minors) {
+                                                  const GpuDeviceAccess& access) {
   if (::access(root.c_str(), W_OK) != 0)
     return Error{ErrorCode::kPermissionDenied, root + " is not writable"};
   std::string dir = root;
@@ -174,7 +179,7 @@ Result<std::string> create_gpu_devices_bpf_cgroup(const std::string& root,
   // On a v2 host it may be the job's memory cgroup already: that one is not removed below.
   bool existed = ::access(cgroup.c_str(), F_OK) == 0;
   GPUCLOUD_TRY(make_cgroup_dir(cgroup));
-  if (Status attached = attach_gpu_device_program(cgroup, minors); !attached.ok()) {
+  if (Status attached = attach_gpu_device_program(cgroup, access); !attached.ok()) {
     if (!existed) ::rmdir(cgroup.c_str());
     return attached.error();
   }

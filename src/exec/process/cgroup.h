@@ -42,26 +42,35 @@ inline constexpr int kNvidiaControlMinors[] = {255, 254};
 /// The highest character major Linux hands out (dynamic majors are 234-254 and 384-511).
 inline constexpr int kLastCharMajor = 511;
 
+/// What a job may open of the NVIDIA driver's devices (docs/security.md, "GPU devices"): its GPUs
+/// (/dev/nvidiaN is 195:N) and the control nodes, and of the driver's MIG capability devices
+/// (/dev/nvidia-caps/*, a major of their own) those of its MIG devices only.
+struct GpuDeviceAccess {
+  std::vector<int> gpu_minors;
+  int caps_major = -1;  // -1: the host has no MIG capability devices
+  std::vector<int> caps_minors;
+};
+
 /// Where the cgroup v1 devices controller is mounted (proc(5) mount table), or nullopt.
 std::optional<std::string> find_devices_cgroup_root(
     const std::string& mounts_path = "/proc/self/mounts");
 
 /// Creates `<root>/<parent>/<cgroup_name_for_key(key)>` in the v1 devices hierarchy, where of
-/// the NVIDIA driver's devices only `minors` and the control nodes may be opened (others get
-/// EPERM); every other device stays as the parent allows. Returns its absolute path.
-/// kPermissionDenied when the hierarchy is not writable.
+/// the NVIDIA driver's devices only what `access` lists may be opened (others get EPERM); every
+/// other device stays as the parent allows. Returns its absolute path. kPermissionDenied when
+/// the hierarchy is not writable.
 Result<std::string> create_gpu_devices_cgroup(const std::string& root, const std::string& parent,
                                               const std::string& key,
-                                              const std::vector<int>& minors);
+                                              const GpuDeviceAccess& access);
 
 /// Creates `<root>/<parent>/<cgroup_name_for_key(key)>` in the cgroup v2 hierarchy `root` (it
 /// may already exist: on a v2 host it is also the job's memory cgroup) and attaches a BPF
-/// device program to it that lets the job open, of the NVIDIA driver's devices, only `minors`
-/// and the control nodes (bpf_devices.h). Returns its absolute path. kPermissionDenied when the
+/// device program to it that lets the job open, of the NVIDIA driver's devices, only what
+/// `access` lists (bpf_devices.h). Returns its absolute path. kPermissionDenied when the
 /// hierarchy is not writable or BPF is not allowed.
 Result<std::string> create_gpu_devices_bpf_cgroup(const std::string& root,
                                                   const std::string& parent, const std::string& key,
-                                                  const std::vector<int>& minors);
+                                                  const GpuDeviceAccess& access);
 
 /// Memory charged to the cgroup (memory.current or memory.usage_in_bytes), in bytes.
 Result<int64_t> cgroup_memory_bytes(const std::string& cgroup);

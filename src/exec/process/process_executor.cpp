@@ -300,10 +300,11 @@ Result<std::string> ProcessExecutor::make_devices_cgroup(const LaunchSpec& spec)
                                                              "cgroup v2 hierarchy");
     return std::string();
   }
-  auto cgroup = devices_root_ ? create_gpu_devices_cgroup(*devices_root_, config_.cgroup_parent,
-                                                          spec.key, *spec.gpu_device_minors)
-                              : create_gpu_devices_bpf_cgroup(*unified_root_, config_.cgroup_parent,
-                                                              spec.key, *spec.gpu_device_minors);
+  GpuDeviceAccess access{*spec.gpu_device_minors, spec.gpu_caps_major, spec.gpu_caps_minors};
+  auto cgroup =
+      devices_root_
+          ? create_gpu_devices_cgroup(*devices_root_, config_.cgroup_parent, spec.key, access)
+          : create_gpu_devices_bpf_cgroup(*unified_root_, config_.cgroup_parent, spec.key, access);
   if (cgroup.ok()) return *cgroup;
   if (cgroup.error().code == ErrorCode::kPermissionDenied) {
     // An executor that may not write cgroups runs jobs as its own user, who may open every

@@ -169,6 +169,12 @@ Result<std::vector<MigDevice>> NvmlBackend::mig_devices(int index, nvmlDevice_t 
     rc = fn.get_memory_info(mig, &memory);
     if (rc != NVML_SUCCESS) return lib_->failure("nvmlDeviceGetMemoryInfo" + where, rc);
     dev.memory_mib = static_cast<int64_t>(memory.total / kMiB);
+    // Which capability device nodes give access to it (docs/security.md, "MIG devices").
+    unsigned id = 0;
+    if (fn.get_gpu_instance_id && fn.get_gpu_instance_id(mig, &id) == NVML_SUCCESS)
+      dev.gpu_instance = static_cast<int>(id);
+    if (fn.get_compute_instance_id && fn.get_compute_instance_id(mig, &id) == NVML_SUCCESS)
+      dev.compute_instance = static_cast<int>(id);
     out.push_back(std::move(dev));
   }
   return out;

@@ -95,6 +95,8 @@ Result<std::shared_ptr<const NvmlLibrary>> NvmlLibrary::load(const std::string& 
     f.get_mig_device_handle_by_index = nullptr;
   }
   f.get_clock_info = symbol<GetClockInfoFn>(handle, "nvmlDeviceGetClockInfo");
+  f.get_gpu_instance_id = symbol<GetUintFn>(handle, "nvmlDeviceGetGpuInstanceId");
+  f.get_compute_instance_id = symbol<GetUintFn>(handle, "nvmlDeviceGetComputeInstanceId");
   f.get_persistence_mode = symbol<GetEnableStateFn>(handle, "nvmlDeviceGetPersistenceMode");
   f.get_total_ecc_errors = symbol<GetTotalEccErrorsFn>(handle, "nvmlDeviceGetTotalEccErrors");
   f.get_retired_pages_pending_status =

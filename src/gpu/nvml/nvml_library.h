@@ -35,6 +35,8 @@ struct NvmlFunctions {
   GetMigModeFn get_mig_mode = nullptr;  // MIG: all three, or none
   GetUintFn get_max_mig_device_count = nullptr;
   GetMigDeviceHandleByIndexFn get_mig_device_handle_by_index = nullptr;
+  GetUintFn get_gpu_instance_id = nullptr;  // of a MIG device: each optional
+  GetUintFn get_compute_instance_id = nullptr;
   GetClockInfoFn get_clock_info = nullptr;      // SM clock; null: reads as 0
   EventSetCreateFn event_set_create = nullptr;  // XID events: all three, or none
   RegisterEventsFn register_events = nullptr;
