@@ -368,6 +368,12 @@ Status ClusterScheduler::submit(const JobRequest& job) {
   if (fresh) tenant_names_.push_back(job.tenant);
   p.tenant = tenant->second;
   p.seq = next_seq_++;
+  {
+    QueueKey prefix;
+    prefix.set_id_prefix(job.job_id);
+    p.id_high = prefix.id_high;
+    p.id_low = prefix.id_low;
+  }
   p.base_priority = job.priority;
   // sjf: shortest declared runtime first; jobs that declare none after every job that does.
   if (settings_.queue_policy == "sjf")

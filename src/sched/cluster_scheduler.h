@@ -96,7 +96,10 @@ class ClusterScheduler final : public Scheduler {
     int base_priority = 0;             // the caller's priority (req.priority is las-adjusted)
     int las_level = 0;                 // las: 0 = least service; else 0
     TimeMs starve_at = kNever;         // las: when the starvation guard promotes it
-    QueueKey key() const { return {req.priority, rank, req.created_at, &req.job_id}; }
+    QueueKey key() const {
+      return {req.priority, rank, req.created_at, &req.job_id, id_high, id_low};
+    }
+    uint64_t id_high = 0, id_low = 0;  // QueueKey's prefix of the job id, set at submit
   };
   struct RunningJob {
     JobRequest req;

@@ -442,7 +442,8 @@ void ClusterScheduler::decide_woken(TimeMs now, Plan& plan, bool full,
     int64_t rank = 0;
     int64_t created_at = 0;
     std::string job_id;
-    QueueKey key() const { return {priority, rank, created_at, &job_id}; }
+    uint64_t id_high = 0, id_low = 0;
+    QueueKey key() const { return {priority, rank, created_at, &job_id, id_high, id_low}; }
   };
   std::map<int, Cursor> cursors;
   using Entry = std::tuple<double, std::string, int>;  // share, tenant name, tenant
@@ -480,6 +481,8 @@ void ClusterScheduler::decide_woken(TimeMs now, Plan& plan, bool full,
       cursor.rank = key.rank;
       cursor.created_at = key.created_at;
       cursor.job_id = *key.job_id;
+      cursor.id_high = key.id_high;
+      cursor.id_low = key.id_low;
     }
     decide(*next, now, plan, full);  // `next` is gone if it was placed
     tenants.push({tenants_.dominant_share(name), name, tenant});

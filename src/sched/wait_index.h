@@ -22,12 +22,26 @@ struct QueueKey {
   int64_t rank = 0;
   int64_t created_at = 0;
   const std::string* job_id = nullptr;  // owned by the job, which outlives its index entry
+  // The id's first 16 bytes, big-endian (zero-padded): numbers that order as the id does, so
+  // that jobs created in the same millisecond rarely compare their ids as strings.
+  uint64_t id_high = 0, id_low = 0;
 
   bool operator<(const QueueKey& o) const {
     if (priority != o.priority) return priority > o.priority;
     if (rank != o.rank) return rank < o.rank;
     if (created_at != o.created_at) return created_at < o.created_at;
+    if (id_high != o.id_high) return id_high < o.id_high;
+    if (id_low != o.id_low) return id_low < o.id_low;
     return *job_id < *o.job_id;
+  }
+
+  /// Sets id_high and id_low from id's first 16 bytes.
+  void set_id_prefix(const std::string& id) {
+    id_high = id_low = 0;
+    for (size_t i = 0; i < 16; ++i) {
+      uint64_t byte = i < id.size() ? static_cast<unsigned char>(id[i]) : 0;
+      (i < 8 ? id_high : id_low) |= byte << (8 * (7 - i % 8));
+    }
   }
 };
 

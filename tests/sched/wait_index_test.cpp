@@ -21,7 +21,11 @@ struct Job {
   std::string id;
   WaitNeed need;
   bool refused = false;  // what the query's accept() says no to
-  QueueKey key() const { return {priority, rank, created_at, &id}; }
+  QueueKey key() const {
+    QueueKey k{priority, rank, created_at, &id};
+    k.set_id_prefix(id);
+    return k;
+  }
 };
 
 WaitNeed random_need(std::mt19937& rng) {
@@ -52,6 +56,30 @@ WaitCapacity random_capacity(std::mt19937& rng) {
   if (pick(5) == 0) c.spot_excluded_priority = pick(3) * 100;
   if (pick(6) == 0) c.quota_blocked_above = 1000 * pick(4);
   return c;
+}
+
+TEST(QueueKey, TheIdPrefixOrdersAsTheIdDoes) {
+  // Ties of priority, rank and age: the order must be the ids' order, prefix or not.
+  std::vector<std::string> ids = {"",
+                                  "a",
+                                  "ab",
+                                  "ab\x01",
+                                  "abcdefgh",
+                                  "abcdefgh0",
+                                  "abcdefghijklmnop",
+                                  "abcdefghijklmnopq",
+                                  "abcdefghijklmnopr",
+                                  "\xff",
+                                  "01a234867e817009a0a5c749e1868ff4",
+                                  "01a234867e817009a0a5c749e1868ff5",
+                                  "01a234867e81700aa0a5c749e1868ff4"};
+  for (const auto& a : ids)
+    for (const auto& b : ids) {
+      QueueKey x{0, 0, 0, &a}, y{0, 0, 0, &b};
+      x.set_id_prefix(a);
+      y.set_id_prefix(b);
+      EXPECT_EQ(x < y, a < b) << "'" << a << "' against '" << b << "'";
+    }
 }
 
 TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
