@@ -65,19 +65,25 @@ class DevGpuDevices : public ::testing::Test {
         out[line.substr(0, colon)] = line.substr(colon + 2);
     return out;
   }
+  /// A one-GPU job on a two-GPU node opens its GPU's node and the control node, not the other
+  /// GPU's, and other drivers' devices as before.
+  void expect_only_its_own_gpu(DevCluster& c) {
+    int index = -1;
+    auto seen = opens(c, {"--gpus", "1"}, &index);
+    ASSERT_TRUE(index == 0 || index == 1) << index;
+    std::string own = "nvidia" + std::to_string(index);
+    std::string other = "nvidia" + std::to_string(1 - index);
+    EXPECT_EQ(seen[own], kNoDriver) << "its own GPU's node is allowed";
+    EXPECT_EQ(seen[other], kDenied) << "another GPU's node is refused";
+    EXPECT_EQ(seen["nvidiactl"], kNoDriver);
+    EXPECT_EQ(seen["null"], "opened") << "devices of other drivers are untouched";
+  }
   TempDir nodes_{"/var/tmp"};  // not under /tmp: a job gets its own /tmp
 };
 
 TEST_F(DevGpuDevices, AProcessJobOpensOnlyItsOwnGpusNodesAndTheControlNode) {
   DevCluster c({"--sim-gpus", "2xA100-80GB"});
-  int index = -1;
-  auto seen = opens(c, {"--gpus", "1"}, &index);
-  ASSERT_TRUE(index == 0 || index == 1) << index;
-  std::string own = "nvidia" + std::to_string(index), other = "nvidia" + std::to_string(1 - index);
-  EXPECT_EQ(seen[own], kNoDriver) << "its own GPU's node is allowed";
-  EXPECT_EQ(seen[other], kDenied) << "another GPU's node is refused";
-  EXPECT_EQ(seen["nvidiactl"], kNoDriver);
-  EXPECT_EQ(seen["null"], "opened") << "devices of other drivers are untouched";
+  expect_only_its_own_gpu(c);
 }
 
 TEST_F(DevGpuDevices, AJobOnAMigDeviceOpensOnlyTheNodeOfTheGpuItIsCarvedOutOf) {
@@ -104,14 +110,7 @@ class DevGpuDevicesBpf : public DevGpuDevices {
 
 TEST_F(DevGpuDevicesBpf, AProcessJobOpensOnlyItsOwnGpusNodesAndTheControlNode) {
   DevCluster c({"--sim-gpus", "2xA100-80GB", "--device-isolation", "bpf"});
-  int index = -1;
-  auto seen = opens(c, {"--gpus", "1"}, &index);
-  ASSERT_TRUE(index == 0 || index == 1) << index;
-  std::string own = "nvidia" + std::to_string(index), other = "nvidia" + std::to_string(1 - index);
-  EXPECT_EQ(seen[own], kNoDriver) << "its own GPU's node is allowed";
-  EXPECT_EQ(seen[other], kDenied) << "another GPU's node is refused";
-  EXPECT_EQ(seen["nvidiactl"], kNoDriver);
-  EXPECT_EQ(seen["null"], "opened") << "devices of other drivers are untouched";
+  expect_only_its_own_gpu(c);
   // A job without GPUs opens none.
   auto none = opens(c, {"--gpus", "0"}, nullptr);
   EXPECT_EQ(none["nvidia0"], kDenied);

@@ -123,9 +123,10 @@ std::optional<std::string> find_devices_cgroup_root(const std::string& mounts_pa
   return std::nullopt;
 }
 
-Result<std::string> create_gpu_devices_cgroup(const std::string& root, const std::string& parent,
-                                              const std::string& key,
-                                              const GpuDeviceAccess& access) {
+// Makes `<root>/<parent>/<cgroup_name_for_key(key)>` and the directories above it; its path.
+// *existed says whether the job's own directory was there already.
+static Result<std::string> make_job_cgroup(const std::string& root, const std::string& parent,
+                                           const std::string& key, bool* existed) {
   if (::access(root.c_str(), W_OK) != 0)
     return Error{ErrorCode::kPermissionDenied, root + " is not writable"};
   std::string dir = root;
@@ -135,7 +136,18 @@ Result<std::string> create_gpu_devices_cgroup(const std::string& root, const std
     GPUCLOUD_TRY(make_cgroup_dir(dir));
   }
   std::string cgroup = dir + "/" + cgroup_name_for_key(key);
+  *existed = ::access(cgroup.c_str(), F_OK) == 0;
   GPUCLOUD_TRY(make_cgroup_dir(cgroup));
+  return cgroup;
+}
+
+Result<std::string> create_gpu_devices_cgroup(const std::string& root, const std::string& parent,
+                                              const std::string& key,
+                                              const GpuDeviceAccess& access) {
+  bool existed = false;
+  auto made = make_job_cgroup(root, parent, key, &existed);
+  if (!made) return made.error();
+  const std::string& cgroup = *made;
   // With the default "allow all", v1 cannot punch holes in a deny rule (an allow only removes
   // an identical deny). So: deny all, then allow block devices, every character major but the
   // NVIDIA driver's (dynamic majors end at 511), and the driver's minors the job may use.
@@ -167,18 +179,11 @@ Result<std::string> create_gpu_devices_cgroup(const std::string& root, const std
 Result<std::string> create_gpu_devices_bpf_cgroup(const std::string& root,
                                                   const std::string& parent, const std::string& key,
                                                   const GpuDeviceAccess& access) {
-  if (::access(root.c_str(), W_OK) != 0)
-    return Error{ErrorCode::kPermissionDenied, root + " is not writable"};
-  std::string dir = root;
-  for (const auto& part : std::filesystem::path(parent)) {
-    if (part.empty() || part == "/" || part == ".") continue;
-    dir += "/" + part.string();
-    GPUCLOUD_TRY(make_cgroup_dir(dir));
-  }
-  std::string cgroup = dir + "/" + cgroup_name_for_key(key);
   // On a v2 host it may be the job's memory cgroup already: that one is not removed below.
-  bool existed = ::access(cgroup.c_str(), F_OK) == 0;
-  GPUCLOUD_TRY(make_cgroup_dir(cgroup));
+  bool existed = false;
+  auto made = make_job_cgroup(root, parent, key, &existed);
+  if (!made) return made.error();
+  const std::string& cgroup = *made;
   if (Status attached = attach_gpu_device_program(cgroup, access); !attached.ok()) {
     if (!existed) ::rmdir(cgroup.c_str());
     return attached.error();
