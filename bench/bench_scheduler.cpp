@@ -577,16 +577,43 @@ nlohmann::ordered_json event_headline(const Options& opt) {
                    k.kind, k.us.p50, k.us.p99, k.us.max, k.placed, k.preempted);
       fmt::print(
           "   {:>9}  {:<12} {:>10.1f} {:>10.1f} {:>10.1f}   (queue {}-{}, {} running, setup "
-          "{:.1f} s)\n",
+          "{:.1f} s, unsettled after {} events)\n",
           eo.pending, "all", r.all_us.p50, r.all_us.p99, r.all_us.max, r.pending_min, r.pending_max,
-          r.running, r.setup_s);
+          r.running, r.setup_s, r.unsettled);
+      nlohmann::ordered_json slowest = nlohmann::ordered_json::array();
+      for (const SlowEvent& e : r.slowest) {
+        const sched::PassStats& p = e.pass;
+        auto ms = [](int64_t ns) { return std::round(ns / 1e4) / 100; };
+        fmt::print(
+            "     slow {:<10} {:8.2f} ms: placed {}, preempted {}; decided {} ({} woken, {} "
+            "queries {:.2f} ms), place {:.2f} ms, {} preemption searches {:.2f} ms, {} "
+            "reservation searches {:.2f} ms, reasons {:.2f} ms, pass {:.2f} ms\n",
+            e.kind, e.us / 1000, e.placed, e.preempted, p.decisions, p.woken, p.wake_queries,
+            ms(p.wake_ns), ms(p.place_ns), p.preemption_searches, ms(p.preemption_ns),
+            p.reservation_searches, ms(p.reservation_ns), ms(p.reason_ns), ms(p.total_ns));
+        slowest.push_back({{"kind", e.kind},
+                           {"ms", std::round(e.us / 10) / 100},
+                           {"placed", e.placed},
+                           {"preempted", e.preempted},
+                           {"decisions", p.decisions},
+                           {"woken", p.woken},
+                           {"wake_queries", p.wake_queries},
+                           {"wake_ms", ms(p.wake_ns)},
+                           {"place_ms", ms(p.place_ns)},
+                           {"preemption_searches", p.preemption_searches},
+                           {"preemption_ms", ms(p.preemption_ns)},
+                           {"reservation_searches", p.reservation_searches},
+                           {"reservation_ms", ms(p.reservation_ns)},
+                           {"reason_ms", ms(p.reason_ns)},
+                           {"pass_ms", ms(p.total_ns)}});
+      }
       fflush(stdout);
       pooled[{wake_ups, eo.pending}] = r.all_us;
       nlohmann::ordered_json row = {
           {"wake_ups", wake_ups},         {"pending", eo.pending},
           {"pending_min", r.pending_min}, {"pending_max", r.pending_max},
           {"running", r.running},         {"events_per_kind", eo.events_per_kind},
-          {"all", figures_of(r.all_us)}};
+          {"all", figures_of(r.all_us)},  {"slowest", slowest}};
       for (const auto& k : r.kinds) {
         auto f = figures_of(k.us);
         f["placed"] = k.placed;

@@ -57,13 +57,15 @@ class Harness {
     if (placed) *placed += static_cast<int>(plan.placements.size());
     if (preempted) *preempted += static_cast<int>(plan.preemptions.size());
   }
-  // Passes until nothing more is placed or preempted (at most `rounds`).
-  void settle(TimeMs now, int rounds) {
+  // Passes until nothing more is placed or preempted (at most `rounds`); false if the last
+  // still placed or preempted.
+  bool settle(TimeMs now, int rounds) {
     for (int i = 0; i < rounds; ++i) {
       sched::Plan plan = s_.schedule(now);
       apply(plan);
-      if (plan.placements.empty() && plan.preemptions.empty()) return;
+      if (plan.placements.empty() && plan.preemptions.empty()) return true;
     }
+    return false;
   }
   // A running job, drawn uniformly.
   std::string pick_running(Rng& rng) const {
@@ -151,9 +153,9 @@ EventRun measure_events(const EventOptions& o) {
     demand += r.replicas * (r.gpu_milli > 0 ? r.gpu_milli / 1000.0 : r.gpus);
     h.submit(r);
   }
-  h.settle(now, 20);
+  h.settle(now, 100);
   while (s.pending_count() < o.pending) h.submit_new(now);
-  h.settle(now, 20);
+  if (!h.settle(now, 100)) ++run.unsettled;
   run.setup_s = seconds_since(start);
   run.pending_min = run.pending_max = s.pending_count();
 
@@ -198,13 +200,19 @@ EventRun measure_events(const EventOptions& o) {
       perf.disable();
     }
     all.push_back(us[k].back());
+    run.slowest.push_back({kinds[k], us[k].back(), static_cast<int>(plan.placements.size()),
+                           static_cast<int>(plan.preemptions.size()), s.last_pass()});
+    std::sort(run.slowest.begin(), run.slowest.end(),
+              [](const SlowEvent& a, const SlowEvent& b) { return a.us > b.us; });
+    if (run.slowest.size() > 8) run.slowest.pop_back();
     h.apply(plan, &run.kinds[k].placed, &run.kinds[k].preempted);
     run.pending_min = std::min(run.pending_min, s.pending_count());
     run.pending_max = std::max(run.pending_max, s.pending_count());
     // Untimed: the victims' preemptors start, the queue is refilled and decided.
-    h.settle(now, 5);
+    bool settled = h.settle(now, 20);
     while (s.pending_count() < o.pending) h.submit_new(now);
-    h.settle(now, 5);
+    settled &= h.settle(now, 20);
+    if (!settled) ++run.unsettled;
   }
   for (int k = 0; k < 3; ++k) run.kinds[k].us = percentiles(us[k]);
   run.all_us = percentiles(all);

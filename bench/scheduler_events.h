@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sched/scheduler.h"
 #include "scheduler_workload.h"
 
 namespace gpucloud::bench {
@@ -26,13 +27,25 @@ struct EventKindFigures {
   int placed = 0, preempted = 0;
 };
 
+/// One of the slowest events: what it cost and what its pass did.
+struct SlowEvent {
+  std::string kind;
+  double us = 0;
+  int placed = 0, preempted = 0;
+  sched::PassStats pass;
+};
+
 /// What one setting measured.
 struct EventRun {
   EventOptions options;
   size_t running = 0, pending_min = 0, pending_max = 0;  // during the events
   double setup_s = 0;                                    // filling the cluster and the queue
+  // The setup (100 passes allowed) and events (20) after which the passes did not settle the
+  // queue: the last one still placed or preempted.
+  int unsettled = 0;
   std::vector<EventKindFigures> kinds;
-  Percentiles all_us;  // every event of every kind
+  Percentiles all_us;              // every event of every kind
+  std::vector<SlowEvent> slowest;  // the slowest events, slowest first (at most 8)
 };
 
 /// Fills a cluster of options.nodes with jobs, queues options.pending more, then times events

@@ -567,16 +567,45 @@ void ClusterScheduler::clear_reservation() {
 void ClusterScheduler::nominate(const std::string& job_id, int priority,
                                 const std::set<int>& slots) {
   ++wake_version_;
-  clear_nomination(job_id);
   if (nominees_by_slot_.size() < nodes_.size()) nominees_by_slot_.resize(nodes_.size());
-  for (int slot : slots) {
+  // Nodes held since an earlier search stay held: their victims stopped for this job (a gang
+  // may need them and the new ones together), and letting others back onto them would make it
+  // preempt there again, round and round.
+  std::set<int> held(slots);
+  if (auto it = nominated_slots_.find(job_id); it != nominated_slots_.end())
+    for (int slot : it->second) {
+      held.insert(slot);
+      std::erase_if(nominees_by_slot_[slot], [&](const auto& n) { return n.second == job_id; });
+    }
+  for (int slot : held) {
     nominees_by_slot_[slot].push_back({priority, job_id});
     mark_source_dirty(slot);
   }
-  nominated_slots_[job_id].assign(slots.begin(), slots.end());
+  nominated_slots_[job_id].assign(held.begin(), held.end());
+}
+
+void ClusterScheduler::hold_reclaim(const PendingJob& job, const std::string& model) {
+  int64_t per_replica = job.req.gpu_milli > 0 ? job.req.gpu_milli : int64_t{job.req.gpus} * 1000;
+  int64_t milli = per_replica * job.req.replicas;
+  release_reclaim_hold(job.req.job_id);
+  tenants_.hold_reclaim(job.req.tenant, model, milli, +1);
+  reclaim_holds_[job.req.job_id] = {job.req.tenant, model, milli};
+}
+
+void ClusterScheduler::release_reclaim_hold(const std::string& job_id) {
+  auto hold = reclaim_holds_.find(job_id);
+  if (hold == reclaim_holds_.end()) return;
+  const auto& [tenant, model, milli] = hold->second;
+  tenants_.hold_reclaim(tenant, model, milli, -1);
+  // What the cohort may lend grew: its members' jobs that wait to borrow may start.
+  if (const std::string& cohort = tenants_.cohort_of(tenant); !cohort.empty())
+    for (const auto& [name, id] : tenant_ids_)
+      if (tenants_.cohort_of(name) == cohort) quota_freed_.insert(id);
+  reclaim_holds_.erase(hold);
 }
 
 void ClusterScheduler::clear_nomination(const std::string& job_id) {
+  release_reclaim_hold(job_id);
   auto it = nominated_slots_.find(job_id);
   if (it == nominated_slots_.end()) return;
   ++wake_version_;
@@ -589,6 +618,8 @@ void ClusterScheduler::clear_nomination(const std::string& job_id) {
 }
 
 Plan ClusterScheduler::schedule(TimeMs now) {
+  stats_ = {};
+  StatTimer total(stats_.total_ns);
   if (capacity_dirty_) {
     update_capacity();
     capacity_dirty_ = false;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <limits>
 #include <map>
 #include <memory>
@@ -29,6 +30,23 @@
 
 namespace gpucloud::sched {
 
+/// Adds the wall-clock time of its scope to a PassStats field.
+class StatTimer {
+ public:
+  explicit StatTimer(int64_t& ns) : ns_(ns), start_(std::chrono::steady_clock::now()) {}
+  ~StatTimer() {
+    ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                                start_)
+               .count();
+  }
+  StatTimer(const StatTimer&) = delete;
+  StatTimer& operator=(const StatTimer&) = delete;
+
+ private:
+  int64_t& ns_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 /// "~40 min", "~2.5 h", "~30 s": a wait, for pending reasons.
 std::string format_wait(TimeMs ms);
 
@@ -46,6 +64,7 @@ class ClusterScheduler final : public Scheduler {
   void finish(const std::string& job_id) override;
   Plan schedule(TimeMs now) override;
   std::optional<TimeMs> next_timed_decision() const override;
+  PassStats last_pass() const override { return stats_; }
   size_t pending_count() const override { return pending_.size(); }
   size_t running_count() const override { return running_.size(); }
   std::vector<TenantUsage> tenant_usage() const override { return tenants_.usage(); }
@@ -264,6 +283,10 @@ class ClusterScheduler final : public Scheduler {
   // Holds the nodes for a preemptor until it starts (or leaves the queue).
   void nominate(const std::string& job_id, int priority, const std::set<int>& slots);
   void clear_nomination(const std::string& job_id);
+  // Holds the quota the job reclaims of the model (instead of what it held before), until
+  // release_reclaim_hold (clear_nomination: the job starts or leaves).
+  void hold_reclaim(const PendingJob& job, const std::string& model);
+  void release_reclaim_hold(const std::string& job_id);
 
   // cluster_scheduler_las.cpp: queue policy las (least attained service).
   // The level of a job that received this much service (GPU-ms) since its last promotion.
@@ -299,6 +322,9 @@ class ClusterScheduler final : public Scheduler {
   // cluster_scheduler_preempt.cpp: choosing victims.
   bool may_preempt(const PendingJob& job, const RunningJob& victim) const;
   bool may_reclaim(const PendingJob& job, const RunningJob& victim) const;
+  // Whether the job may preempt the victim only as a lender reclaiming its quota (not by
+  // priority or for spot capacity).
+  bool reclaims_only(const PendingJob& job, const RunningJob& victim) const;
   std::optional<VictimOption> node_victims(const PendingJob& job, const JobRequest& request,
                                            int slot) const;
   struct VictimMemo;
@@ -311,7 +337,10 @@ class ClusterScheduler final : public Scheduler {
   // `fits_freely` (if given) is set when a node fits the job without preempting anything.
   std::optional<std::vector<std::string>> choose_victims(const PendingJob& job,
                                                          bool* fits_freely = nullptr);
-  std::optional<std::vector<std::string>> choose_reclaim_victims(const PendingJob& job);
+  // The borrowers to preempt so that the job's tenant gets back the quota it lent, and the GPU
+  // model it reclaims.
+  std::optional<std::vector<std::string>> choose_reclaim_victims(const PendingJob& job,
+                                                                 std::string* reclaimed_model);
   // The nodes where some running job may be preemptible for the job (a superset: may_preempt
   // decides per node); found once per (priority, spot, cohort) while nothing changes.
   VictimCandidates& victim_slots(const PendingJob& job);
@@ -378,6 +407,9 @@ class ClusterScheduler final : public Scheduler {
   std::map<uint64_t, const RunningJob*> spot_running_, borrowed_running_;  // by seq
   uint64_t next_running_seq_ = 1;
   std::map<std::string, std::vector<int>> nominated_slots_;  // preemptor -> node slots
+  // Preemptors reclaiming lent quota: job -> (tenant, GPU model, milli) held in tenants_ until
+  // the nomination ends (see TenantBook::hold_reclaim).
+  std::map<std::string, std::tuple<std::string, std::string, int64_t>> reclaim_holds_;
   // slot -> the preemptors holding it: (priority, job id)
   std::vector<std::vector<std::pair<int, std::string>>> nominees_by_slot_;
   std::vector<char> reserved_slot_;  // slot is in reservation_
@@ -468,6 +500,7 @@ class ClusterScheduler final : public Scheduler {
   std::set<std::pair<TimeMs, uint64_t>> las_starving_;
   std::unordered_map<std::string, int64_t> las_discount_;
   uint64_t pass_ = 0;
+  PassStats stats_;                // of the pass in progress, then of the last one
   bool placed_last_pass_ = false;  // a job was placed or started since the last pass began
   bool capacity_dirty_ = false;    // nodes changed since update_capacity()
   std::set<std::string> zones_;

@@ -30,6 +30,7 @@ std::string format_wait(TimeMs ms) {
 void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full_pass) {
   (void)full_pass;
   job.decided_pass = pass_;
+  ++stats_.decisions;
   // Victims chosen earlier that still run: wait for them (they hold what this job needs).
   std::vector<std::string> still_running;
   for (const auto& v : job.victims)
@@ -58,10 +59,17 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
   if (auto cached = failed_shapes_.find(job.shape);
       cached != failed_shapes_.end() && job.req.replicas == 1) {
     resource_why = cached->second;
-  } else if (auto placement = place(job, now, f)) {
-    plan.placements.push_back(*placement);
-    commit_placement(job, std::move(*placement), now);
-    return;
+  } else {
+    std::optional<Placement> placement;
+    {
+      StatTimer timer(stats_.place_ns);
+      placement = place(job, now, f);
+    }
+    if (placement) {
+      plan.placements.push_back(*placement);
+      commit_placement(job, std::move(*placement), now);
+      return;
+    }
   }
 
   if (!job.victims.empty()) {
@@ -79,7 +87,10 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
   }
   if (resource_why.empty() && !quota_blocked) {
     auto [memo, fresh] = resource_reasons_.try_emplace({job.shape, job.req.replicas});
-    if (fresh) memo->second = resource_reason(job);
+    if (fresh) {
+      StatTimer timer(stats_.reason_ns);
+      memo->second = resource_reason(job);
+    }
     resource_why = memo->second;
     if (!f.skipped_reserved && job.req.replicas == 1) failed_shapes_[job.shape] = resource_why;
   }
@@ -106,7 +117,14 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
   }
   if (settings_.preemption && !dominated && !failed_preemptions_.count(preemption_key)) {
     bool fits_freely = false;
-    auto victims = quota_blocked ? choose_reclaim_victims(job) : choose_victims(job, &fits_freely);
+    std::optional<std::vector<std::string>> victims;
+    std::string reclaimed_model;
+    {
+      StatTimer timer(stats_.preemption_ns);
+      ++stats_.preemption_searches;
+      victims = quota_blocked ? choose_reclaim_victims(job, &reclaimed_model)
+                              : choose_victims(job, &fits_freely);
+    }
     if (victims) {
       std::set<int> where;
       for (const auto& v : *victims) {
@@ -127,6 +145,15 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
         plan.preemptions.push_back({v, std::move(why)});
       }
       nominate(job.req.job_id, job.req.priority, where);
+      // Victims that only a lender may preempt (borrowers it outranks by neither priority nor
+      // spot): it reclaims their quota.
+      if (!quota_blocked)
+        for (const auto& v : *victims)
+          if (const RunningJob& r = running_.at(v); reclaims_only(job, r)) {
+            reclaimed_model = r.models[0];
+            break;
+          }
+      if (!reclaimed_model.empty()) hold_reclaim(job, reclaimed_model);
       job.victims = *victims;
       set_reason(job,
                  fmt::format("preempting {} job{} to start ({}); {}", victims->size(),
@@ -147,7 +174,13 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
   }
   // EASY backfill: the first job that cannot start gets the earliest start it can have.
   if (settings_.backfill && !reservation_) {
-    if (auto r = reserve(job, now)) {
+    std::optional<Reservation> r;
+    {
+      StatTimer timer(stats_.reservation_ns);
+      ++stats_.reservation_searches;
+      r = reserve(job, now);
+    }
+    if (r) {
       set_reservation(std::move(*r));
       set_reason(job, resource_why + "; " + reservation_->text, plan);
       return;

@@ -63,10 +63,23 @@ bool ClusterScheduler::may_preempt(const PendingJob& job, const RunningJob& vict
   return may_reclaim(job, victim);
 }
 
+bool ClusterScheduler::reclaims_only(const PendingJob& job, const RunningJob& victim) const {
+  if (victim.req.priority < job.req.priority) return false;
+  if (victim.req.preemptible() && !job.req.preemptible() && victim.req.priority <= job.req.priority)
+    return false;
+  return may_reclaim(job, victim);
+}
+
 bool ClusterScheduler::may_reclaim(const PendingJob& job, const RunningJob& victim) const {
-  // A lender reclaims quota it lent: only from borrowers of its own cohort, and only as far
-  // as its own nominal quota goes.
+  // A lender reclaims quota it lent: only from borrowers of its own cohort, only as far as its
+  // own nominal quota goes, and never from a job that outranks it (a higher priority, or the
+  // same priority and not spot where the lender's job is spot): that job, requeued, would
+  // preempt it back by priority, and the two would take turns forever.
   if (!victim.borrowed || victim.req.tenant == job.req.tenant || victim.models.empty())
+    return false;
+  if (victim.req.priority > job.req.priority ||
+      (victim.req.priority == job.req.priority && job.req.preemptible() &&
+       !victim.req.preemptible()))
     return false;
   const std::string& cohort = tenants_.cohort_of(job.req.tenant);
   if (cohort.empty() || cohort != tenants_.cohort_of(victim.req.tenant)) return false;
@@ -473,7 +486,7 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
 }
 
 std::optional<std::vector<std::string>> ClusterScheduler::choose_reclaim_victims(
-    const PendingJob& job) {
+    const PendingJob& job, std::string* reclaimed_model) {
   // The job is within its tenant's nominal quota of some model, but cohort members borrowed
   // it: free enough of their borrowed use of that model, cheapest first.
   int64_t milli = gpu_milli_of(job.req);
@@ -507,7 +520,10 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_reclaim_victims
       victims.push_back(r->req.job_id);
       freed += gpu_milli_of(r->req);
     }
-    if (freed >= need) return victims;
+    if (freed >= need) {
+      *reclaimed_model = model;
+      return victims;
+    }
   }
   return std::nullopt;
 }

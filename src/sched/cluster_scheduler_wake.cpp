@@ -470,8 +470,13 @@ void ClusterScheduler::decide_woken(TimeMs now, Plan& plan, bool full,
     }
     if (wakes) {
       QueueKey after = cursor.key();
-      PendingJob* woken = next_woken(tenant, cursor.started ? &after : nullptr, now);
-      if (woken && (!next || woken->key() < next->key())) next = woken;
+      PendingJob* woken;
+      {
+        StatTimer timer(stats_.wake_ns);
+        ++stats_.wake_queries;
+        woken = next_woken(tenant, cursor.started ? &after : nullptr, now);
+      }
+      if (woken && (!next || woken->key() < next->key())) next = woken, ++stats_.woken;
     }
     if (!next) continue;
     QueueKey key = next->key();

@@ -21,6 +21,19 @@ namespace gpucloud::sched {
 /// Turns events into plans. Placements returned by schedule() are applied at once (the jobs
 /// count as running from `now`); preemption victims keep running until the caller reports them
 /// finished, and a preempted job that should run again is submitted again.
+/// What the last schedule() did and where its time went: for benchmarks and the server's
+/// metrics. Times are wall-clock nanoseconds of the parts (they overlap: a decision's time
+/// includes its placement, preemption and reservation searches).
+struct PassStats {
+  int decisions = 0;            // jobs decided (placed, preempting, or given a reason)
+  int woken = 0;                // of them, found by a wake-up query
+  int wake_queries = 0;         // wake-up queries (one per tenant step)
+  int preemption_searches = 0;  // victim searches run (memoised failures not counted)
+  int reservation_searches = 0;
+  int64_t total_ns = 0, wake_ns = 0, place_ns = 0, preemption_ns = 0, reservation_ns = 0,
+          reason_ns = 0;
+};
+
 class Scheduler {
  public:
   virtual ~Scheduler() = default;
@@ -54,6 +67,8 @@ class Scheduler {
   /// policy las: a running job drops a level, a waiting job is promoted against starvation);
   /// the caller should call schedule() then. Empty: nothing is due without an event.
   virtual std::optional<TimeMs> next_timed_decision() const { return std::nullopt; }
+  /// What the last schedule() did (all zero where the scheduler does not count).
+  virtual PassStats last_pass() const { return {}; }
 
   /// Jobs waiting, and jobs running (including those being preempted).
   virtual size_t pending_count() const = 0;

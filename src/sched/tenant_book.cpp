@@ -46,6 +46,14 @@ void TenantBook::charge(const std::string& tenant, const std::string& gpu_model,
   u.memory += sign * memory_mib;
 }
 
+void TenantBook::hold_reclaim(const std::string& tenant, const std::string& model, int64_t milli,
+                              int sign) {
+  ++changes_;
+  auto [it, fresh] = reclaim_held_.try_emplace({tenant, model}, 0);
+  it->second += sign * milli;
+  if (it->second <= 0) reclaim_held_.erase(it);
+}
+
 const TenantSpec* TenantBook::spec(const std::string& tenant) const {
   auto it = specs_.find(tenant);
   return it == specs_.end() || !it->second.has_quota ? nullptr : &it->second;
@@ -138,12 +146,21 @@ bool TenantBook::allows(const std::string& tenant, const std::string& model, int
   if (auto it = s->borrowing_limit.find(model); it != s->borrowing_limit.end())
     limit = int64_t{it->second} * 1000;
   // The cohort's unused nominal quota (Kueue: cohort use + request <= cohort nominal).
+  // Less what members reclaiming their lent quota hold of their unused nominal quota.
   int64_t cohort_nominal = quota, cohort_used = mine;
+  const std::string* reclaimer = nullptr;
   if (auto c = cohorts_.find(s->cohort); c != cohorts_.end())
     for (const auto& member : c->second)
       if (member != tenant) {
-        cohort_nominal += nominal(specs_.at(member), model);
-        cohort_used += used(member, model);
+        int64_t member_nominal = nominal(specs_.at(member), model);
+        int64_t member_used = used(member, model);
+        cohort_nominal += member_nominal;
+        cohort_used += member_used;
+        if (auto h = reclaim_held_.find({member, model}); h != reclaim_held_.end()) {
+          int64_t held = std::min(h->second, std::max<int64_t>(0, member_nominal - member_used));
+          cohort_used += held;
+          if (held > 0 && !reclaimer) reclaimer = &member;
+        }
       }
   int64_t lendable = std::max<int64_t>(0, cohort_nominal - cohort_used);
   int64_t need = milli;
@@ -159,6 +176,8 @@ bool TenantBook::allows(const std::string& tenant, const std::string& model, int
       lend = fmt::format("cohort {} has none to lend", s->cohort);
     else
       lend = fmt::format("cohort {} can lend only {}", s->cohort, gpus_text(lendable));
+    if (reclaimer && already + need <= limit)
+      lend += fmt::format(" (tenant {} is taking back quota it lent)", *reclaimer);
     *why = fmt::format("tenant {}: {} quota {} in use of {}, {}", tenant,
                        model.empty() ? "GPU" : model, gpus_text(mine), gpus_text(quota), lend);
   }

@@ -51,6 +51,13 @@ class TenantBook {
   int64_t cohort_excess(const std::string& tenant, const std::string& gpu_model,
                         int64_t milli) const;
 
+  /// Holds (sign +1) or releases (sign -1) `milli` of the model for the tenant while it
+  /// reclaims quota it lent (from choosing the borrowers to preempt until its job starts or
+  /// leaves): meanwhile its cohort lends none of it again, so borrowers cannot take back what
+  /// their preemption freed.
+  void hold_reclaim(const std::string& tenant, const std::string& gpu_model, int64_t milli,
+                    int sign);
+
   /// max(GPU, CPU, memory share of the cluster) / weight; 0 for a tenant using nothing.
   double dominant_share(const std::string& tenant) const;
 
@@ -73,6 +80,7 @@ class TenantBook {
   std::map<std::string, TenantSpec> specs_;
   std::map<std::string, std::vector<std::string>> cohorts_;  // cohort -> members
   std::map<std::string, Use> use_;
+  std::map<std::pair<std::string, std::string>, int64_t> reclaim_held_;  // (tenant, model)
   int64_t capacity_gpu_ = 0, capacity_cpu_ = 0, capacity_memory_ = 0;
   uint64_t changes_ = 0;
 };

@@ -216,6 +216,9 @@ struct Options {
   bool reference = false;
   std::string queue_policy = "fifo";
   int steps = 18;
+  // After each step, victims stop at once and are resubmitted, pass after pass: the passes must
+  // come to rest (no placements, no preemptions) instead of preempting in a cycle.
+  bool settle = false;
 };
 
 struct Stats {
@@ -257,6 +260,7 @@ class Harness {
       mutate_cluster();
       for (int i = r_.between(0, 4); i > 0; --i) submit_new();
       pass();
+      if (o_.settle) settle();
     }
     if (o_.drain && !failed()) drain();
   }
@@ -497,6 +501,30 @@ class Harness {
     if (r_.chance(8)) set_tenants(random_tenants(r_, o_.quotas));
   }
 
+  // Victims stop at once and wait again (their age kept); passes until one places and preempts
+  // nothing while no victim is left. A cycle (A preempts B, B preempts C, C preempts A) never
+  // comes to rest.
+  void settle() {
+    constexpr int kPasses = 40;
+    for (int round = 0; round < kPasses && !failed(); ++round) {
+      std::vector<std::string> stopping;
+      for (const auto& [id, run] : running_)
+        if (!run.preempted_for.empty()) stopping.push_back(id);
+      if (stopping.empty() && last_pass_quiet_) return;
+      for (const auto& id : stopping) {
+        JobRequest again = running_.at(id).req;
+        finish(id);
+        submit(again);
+      }
+      pass();
+    }
+    if (!failed())
+      ADD_FAILURE() << ctx() << "passes did not come to rest after " << kPasses
+                    << " (victims stopping at once); the last plans:\n"
+                    << last_plan_ << "events:\n"
+                    << log();
+  }
+
   // Frees everything (all nodes schedulable, all running jobs finished) until a pass starts
   // nothing; then no pending job may fit the empty cluster.
   void drain() {
@@ -568,6 +596,9 @@ class Harness {
       }
     }
     for (const auto& pr : plan.preemptions) check_preemption(pr);
+    last_pass_quiet_ = plan.placements.empty() && plan.preemptions.empty();
+    last_plan_ = previous_plan_ + "--\n" + text;
+    previous_plan_ = text;
     std::set<std::string> with_reason;
     for (const auto& pending : plan.pending) {
       const std::string& id = pending.job_id;
@@ -718,6 +749,10 @@ class Harness {
         vt && v.tenant != job.tenant && (victim.borrowed || above_nominal(v.tenant, model));
     if (o_.strict_reclaim)
       reclaim = reclaim && jt && !jt->cohort.empty() && jt->cohort == vt->cohort;
+    // Never from a job that outranks the preemptor (it would preempt it back).
+    bool outranks = v.priority > job.priority ||
+                    (v.priority == job.priority && job.preemptible() && !v.preemptible());
+    reclaim = reclaim && !outranks;
     // las: levels are steps within a priority, so a job of one priority may preempt another.
     bool las = o_.queue_policy == "las" && v.priority <= job.priority;
     EXPECT_TRUE(lower || spot || reclaim || las)
@@ -850,6 +885,9 @@ class Harness {
   std::map<std::string, std::set<std::string>> victims_of_;  // preemptor -> victims
   bool full_pass_ = true;          // something was freed or changed since the last pass
   std::set<std::string> touched_;  // nodes that got a replica in this pass
+  bool last_pass_quiet_ = true;    // the last pass placed and preempted nothing
+  std::string last_plan_;          // the last two passes' plans, described
+  std::string previous_plan_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -921,6 +959,28 @@ TEST_P(SchedulerProperties, WakeUpsPlaceAndPreemptAsDecidingEveryJobUnderLas) {
   Stats s = run(o, 40);
   EXPECT_GT(s.placements, 300);
   EXPECT_GT(s.preemptions, 30);
+}
+
+// Preemption moves work towards higher priority, off spot capacity and back within quotas; it
+// must never go round in a circle (a job preempted for one that is then preempted for it).
+TEST_P(SchedulerProperties, PassesComeToRestWhenVictimsStopAtOnce) {
+  Options o;
+  o.settle = true;
+  o.twin = false;
+  // GPUCLOUD_SETTLE_SEEDS=600 searches longer (the cycles fixed so far showed by seed 515).
+  const char* seeds = std::getenv("GPUCLOUD_SETTLE_SEEDS");
+  Stats s = run(o, seeds ? static_cast<uint32_t>(std::atoi(seeds)) : 80);
+  EXPECT_GT(s.preemptions, 80);
+  EXPECT_GT(s.borrowed, 30);
+}
+
+TEST_P(SchedulerProperties, PassesComeToRestUnderLas) {
+  Options o;
+  o.settle = true;
+  o.twin = false;
+  o.queue_policy = "las";
+  Stats s = run(o, 60);
+  EXPECT_GT(s.preemptions, 80);
 }
 
 TEST_P(SchedulerProperties, InvariantsHoldUnderLas) {

@@ -146,6 +146,50 @@ TEST(Quotas, ALenderReclaimsWhatItLentByPreemptingTheBorrower) {
   EXPECT_NE(placement_of(plan, "n"), nullptr);
 }
 
+// A borrower of a higher priority keeps what it borrowed: reclaimed, it would preempt the
+// lender's job back by priority, and the two would take turns forever.
+TEST(Quotas, ALenderDoesNotReclaimFromABorrowerOfAHigherPriority) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8)});
+  s->set_tenants({tenant("vision", "ml", 4), tenant("nlp", "ml", 4)});
+  for (const char* id : {"v-a", "v-b"}) {
+    JobRequest urgent = for_tenant(job(id, 4), "vision", 0);
+    urgent.priority = 1000;
+    ASSERT_TRUE(s->submit(urgent).ok());
+  }
+  ASSERT_EQ(s->schedule(0).placements.size(), 2u) << "vision borrows nlp's idle quota";
+  ASSERT_TRUE(s->submit(for_tenant(job("n", 4), "nlp", 2)).ok());
+  Plan plan = s->schedule(kMinute);
+  EXPECT_TRUE(plan.preemptions.empty()) << *preempted(plan).begin();
+  EXPECT_THAT(reason_of(plan, "n"), HasSubstr("needs 4×GPU on one node"));
+}
+
+// While a lender waits for the borrowers it preempted to stop, what they free is not lent again:
+// a stopped borrower that comes back waits instead of taking it (and being preempted again).
+TEST(Quotas, QuotaBeingReclaimedIsNotLentAgain) {
+  auto s = make();
+  // n2's GPUs are free, but vision's use (8) is the cohort's whole nominal quota.
+  add_nodes(*s, {gpu_node("n1", 8), gpu_node("n2", 2)});
+  s->set_tenants({tenant("vision", "ml", 4), tenant("nlp", "ml", 4)});
+  ASSERT_TRUE(s->submit(for_tenant(job("v-own", 4), "vision", 0)).ok());
+  ASSERT_TRUE(s->submit(for_tenant(job("v-a", 2), "vision", 1)).ok());
+  ASSERT_TRUE(s->submit(for_tenant(job("v-b", 2), "vision", 2)).ok());
+  ASSERT_EQ(s->schedule(0).placements.size(), 3u);
+  ASSERT_TRUE(s->submit(for_tenant(job("n", 4), "nlp", 3)).ok());
+  Plan plan = s->schedule(kMinute);
+  ASSERT_EQ(preempted(plan), (std::set<std::string>{"v-a", "v-b"}));
+  // v-a stops first and is queued again (n2 would take it); v-b still runs.
+  s->finish("v-a");
+  ASSERT_TRUE(s->submit(for_tenant(job("v-a", 2), "vision", 1)).ok());
+  plan = s->schedule(2 * kMinute);
+  EXPECT_EQ(placement_of(plan, "v-a"), nullptr) << "took back the quota nlp reclaims";
+  EXPECT_THAT(reason_of(plan, "v-a"), HasSubstr("tenant nlp is taking back quota it lent"));
+  s->finish("v-b");
+  plan = s->schedule(3 * kMinute);
+  EXPECT_NE(placement_of(plan, "n"), nullptr);
+  EXPECT_EQ(placement_of(plan, "v-a"), nullptr);
+}
+
 TEST(FairShare, TheTenantWithTheSmallerDominantShareGoesFirst) {
   auto s = make();
   add_nodes(*s, {gpu_node("n1", 8)});
