@@ -322,6 +322,9 @@ class ClusterScheduler final : public Scheduler {
   // cluster_scheduler_preempt.cpp: choosing victims.
   bool may_preempt(const PendingJob& job, const RunningJob& victim) const;
   bool may_reclaim(const PendingJob& job, const RunningJob& victim) const;
+  // Whether the node is held for another preemptor the job may not take it from (see
+  // node_usable).
+  bool held_against(const PendingJob& job, int slot) const;
   // Whether the job may preempt the victim only as a lender reclaiming its quota (not by
   // priority or for spot capacity).
   bool reclaims_only(const PendingJob& job, const RunningJob& victim) const;
@@ -335,7 +338,11 @@ class ClusterScheduler final : public Scheduler {
   const std::optional<VictimOption>& victims_on(const PendingJob& job, const JobRequest& request,
                                                 VictimMemos& memos, int slot);
   // `fits_freely` (if given) is set when a node fits the job without preempting anything.
+  // Nodes held for another preemptor the job may not take, or reserved for another job when
+  // the job does not end before the reservation (`ends_before_reservation`), are left out: it
+  // could not start there.
   std::optional<std::vector<std::string>> choose_victims(const PendingJob& job,
+                                                         bool ends_before_reservation,
                                                          bool* fits_freely = nullptr);
   // The borrowers to preempt so that the job's tenant gets back the quota it lent, and the GPU
   // model it reclaims.

@@ -123,7 +123,7 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
       StatTimer timer(stats_.preemption_ns);
       ++stats_.preemption_searches;
       victims = quota_blocked ? choose_reclaim_victims(job, &reclaimed_model)
-                              : choose_victims(job, &fits_freely);
+                              : choose_victims(job, f.ends_before_reservation, &fits_freely);
     }
     if (victims) {
       std::set<int> where;

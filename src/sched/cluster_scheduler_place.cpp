@@ -13,12 +13,10 @@ bool ClusterScheduler::node_usable(int slot, Filter& f) const {
     f.skipped_reserved = true;
     return false;
   }
-  if (slot < static_cast<int>(nominees_by_slot_.size()))
-    for (const auto& [priority, preemptor] : nominees_by_slot_[slot])
-      if (priority >= job.req.priority && preemptor != job.req.job_id) {
-        f.skipped_reserved = true;
-        return false;
-      }
+  if (held_against(job, slot)) {
+    f.skipped_reserved = true;
+    return false;
+  }
   return true;
 }
 

@@ -70,6 +70,13 @@ bool ClusterScheduler::reclaims_only(const PendingJob& job, const RunningJob& vi
   return may_reclaim(job, victim);
 }
 
+bool ClusterScheduler::held_against(const PendingJob& job, int slot) const {
+  if (slot >= static_cast<int>(nominees_by_slot_.size())) return false;
+  for (const auto& [priority, preemptor] : nominees_by_slot_[slot])
+    if (priority >= job.req.priority && preemptor != job.req.job_id) return true;
+  return false;
+}
+
 bool ClusterScheduler::may_reclaim(const PendingJob& job, const RunningJob& victim) const {
   // A lender reclaims quota it lent: only from borrowers of its own cohort, only as far as its
   // own nominal quota goes, and never from a job that outranks it (a higher priority, or the
@@ -179,7 +186,10 @@ bool ClusterScheduler::possible_victim(const VictimKey& key, const RunningJob& r
   if (r.preempting || r.placed_pass == pass_) return false;
   if (r.req.priority < priority) return true;
   if (r.req.preemptible() && !spot && r.req.priority <= priority) return true;
-  // Borrowers of the cohort, whatever they borrow: may_reclaim decides per node.
+  // Borrowers of the cohort that do not outrank the key, whatever they borrow: may_reclaim
+  // decides per node.
+  if (r.req.priority > priority || (r.req.priority == priority && spot && !r.req.preemptible()))
+    return false;
   return r.borrowed && !cohort.empty() && tenants_.cohort_of(r.req.tenant) == cohort;
 }
 
@@ -239,7 +249,18 @@ void ClusterScheduler::victim_chosen(const RunningJob& victim) {
 }
 
 ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const PendingJob& job) {
-  VictimKey key{job.req.priority, job.req.preemptible(), tenants_.cohort_of(job.req.tenant)};
+  // Borrowers are candidates only for a lender that may reclaim: within its nominal quota of
+  // one of the models the job could run on (else every node with a borrower would be one).
+  std::string cohort = tenants_.cohort_of(job.req.tenant);
+  if (!cohort.empty()) {
+    int64_t milli = gpu_milli_of(job.req);
+    const auto& models = shape_models(shapes_[job.shape]);
+    if (milli == 0 || std::none_of(models.begin(), models.end(), [&](const std::string& model) {
+          return tenants_.within_nominal(job.req.tenant, model, milli);
+        }))
+      cohort.clear();
+  }
+  VictimKey key{job.req.priority, job.req.preemptible(), std::move(cohort)};
   auto [it, fresh] = victim_slots_.try_emplace(key);
   VictimCandidates& c = it->second;
   if (!fresh && c.epoch == victim_epoch_) return c;
@@ -343,8 +364,8 @@ bool ClusterScheduler::could_free_enough(const VictimCandidates& c, int slot, Sh
   return false;
 }
 
-std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const PendingJob& job,
-                                                                         bool* fits_freely) {
+std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
+    const PendingJob& job, bool ends_before_reservation, bool* fits_freely) {
   JobRequest one = job.req;
   one.replicas = 1;
   // A gang may also fit on one node as a whole.
@@ -376,7 +397,10 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(const P
   auto add_slot = [&](int slot, bool candidate) {
     if (marked[slot] || !nodes_[slot].present) return;
     marked[slot] = 1;
-    if (!slot_could_fit(shapes_[job.shape], slot)) return;
+    if (!slot_could_fit(shapes_[job.shape], slot) || held_against(job, slot)) return;
+    if (reservation_ && !ends_before_reservation && reservation_->job_id != job.req.job_id &&
+        slot < static_cast<int>(reserved_slot_.size()) && reserved_slot_[slot])
+      return;
     slots.push_back(slot);
     slot_candidate.push_back(candidate);
   };

@@ -185,13 +185,24 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
     for (const auto& g : n.state.gpus) used.push_back(g.used_milli);
     cpu = n.state.cpu_milli - n.state.cpu_used_milli;
     memory = n.state.memory_mib - n.state.memory_used_mib;
+    // Per priority of the borrowers, all borrowers up to it: a lender reclaims only from
+    // borrowers that do not outrank it, so for jobs of that priority or higher.
+    std::vector<const RunningJob*> borrowers;
     for (const auto& [level, r] : eligible)
-      if (r->borrowed && r->req.tenant != tenant_name) release(*r);
-    // Only jobs the quota holds back now, within the tenant's nominal quota (what it lent).
-    WaitCapacity cap = cap_now(std::numeric_limits<int>::min(),
-                               tenants_.nominal_headroom(tenant_name, classes_.get(c).gpu_model));
-    cap.quota_blocked_above = quota;
-    caps.push_back({group, cap});
+      if (r->borrowed && r->req.tenant != tenant_name) borrowers.push_back(r);
+    std::stable_sort(
+        borrowers.begin(), borrowers.end(),
+        [](const RunningJob* a, const RunningJob* b) { return a->req.priority < b->req.priority; });
+    const int64_t nominal = tenants_.nominal_headroom(tenant_name, classes_.get(c).gpu_model);
+    for (size_t i = 0; i < borrowers.size(); ++i) {
+      release(*borrowers[i]);
+      if (i + 1 < borrowers.size() && borrowers[i + 1]->req.priority == borrowers[i]->req.priority)
+        continue;
+      // Only jobs the quota holds back now, within the tenant's nominal quota (what it lent).
+      WaitCapacity cap = cap_now(borrowers[i]->req.priority - 1, nominal);
+      cap.quota_blocked_above = quota;
+      caps.push_back({group, cap});
+    }
   }
 }
 

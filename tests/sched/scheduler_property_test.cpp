@@ -372,6 +372,7 @@ class Harness {
     pending_[j.job_id] = j;
     last_reason_.erase(j.job_id);
     victims_of_.erase(j.job_id);
+    held_for_.erase(j.job_id);
   }
   void submit_new() {
     std::vector<std::string> tenants = kQuotaTenants;
@@ -760,6 +761,7 @@ class Harness {
         << describe(job) << ": " << pr.reason;
     victim.preempted_for = preemptor;
     victims_of_[preemptor].insert(pr.job_id);
+    for (const auto& rp : victim.where.replicas) held_for_[preemptor].insert(rp.node_id);
   }
 
   // A quota reclaim (after set_tenants shrank a quota): the victim's tenant holds more of the
@@ -835,6 +837,12 @@ class Harness {
       ++stats_->checked_pending;
       for (const auto& [node_id, n] : nodes_) {
         if (removed_.count(node_id) || touched_.count(node_id) || fits_now(j, n)) continue;
+        // Held for another preemptor of at least its priority: not the job's to take.
+        bool held = false;
+        for (const auto& [preemptor, held_nodes] : held_for_)
+          held |= preemptor != id && pending_.count(preemptor) &&
+                  pending_.at(preemptor).priority >= j.priority && held_nodes.count(node_id);
+        if (held) continue;
         NodeState scratch = n;
         std::vector<std::string> victims;
         for (const auto& [vid, run] : running_) {
@@ -883,6 +891,8 @@ class Harness {
   std::map<std::string, TimeMs> started_at_;
   std::map<std::string, std::string> last_reason_;
   std::map<std::string, std::set<std::string>> victims_of_;  // preemptor -> victims
+  // Preemptor -> the nodes of its victims, held for it until it starts or leaves the queue.
+  std::map<std::string, std::set<std::string>> held_for_;
   bool full_pass_ = true;          // something was freed or changed since the last pass
   std::set<std::string> touched_;  // nodes that got a replica in this pass
   bool last_pass_quiet_ = true;    // the last pass placed and preempted nothing
