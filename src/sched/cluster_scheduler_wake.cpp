@@ -153,7 +153,8 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
     }
   };
   // Held for a reservation (only jobs that end before it) or for preemptors (only jobs of a
-  // higher priority): what is free there. (Choosing victims looks at neither.)
+  // higher priority): what is free there. The preemption levels below ignore both: more
+  // jobs woken than can act, never fewer.
   int64_t runtime_limit = WaitCapacity::kAny;
   if (reservation_ && slot < static_cast<int>(reserved_slot_.size()) && reserved_slot_[slot])
     runtime_limit =
