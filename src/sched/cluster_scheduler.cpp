@@ -660,6 +660,12 @@ Plan ClusterScheduler::schedule(TimeMs now) {
       bool freed = std::any_of(
           reservation_->slots.begin(), reservation_->slots.end(),
           [&](int slot) { return std::count(wake_slots_.begin(), wake_slots_.end(), slot); });
+      // Or a job started on one of them that it may preempt (the preemption wake-ups of a
+      // reserved node admit only jobs that end before the reservation).
+      for (const auto& [priority, seq] : wake_victims_)
+        if (auto v = by_priority_.find({priority, seq}); v != by_priority_.end())
+          for (const auto& [slot, rp] : v->second->replicas)
+            freed |= slot < static_cast<int>(reserved_slot_.size()) && reserved_slot_[slot];
       if (auto it = pending_.find(reservation_->job_id); it != pending_.end() && freed)
         reconsider.push_back(&it->second);
     }

@@ -153,8 +153,7 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
     }
   };
   // Held for a reservation (only jobs that end before it) or for preemptors (only jobs of a
-  // higher priority): what is free there. The preemption levels below ignore both: more
-  // jobs woken than can act, never fewer.
+  // higher priority): what is free there; and so for the preemption levels below.
   int64_t runtime_limit = WaitCapacity::kAny;
   if (reservation_ && slot < static_cast<int>(reserved_slot_.size()) && reserved_slot_[slot])
     runtime_limit =
@@ -175,7 +174,10 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
     release(r);
     spot_at_level |= r.req.preemptible();
     if (i + 1 < eligible.size() && eligible[i + 1].first == eligible[i].first) continue;
-    WaitCapacity cap = cap_now(eligible[i].first, quota);
+    // As choose_victims: not on a node held for a preemptor of at least the job's priority,
+    // nor on one reserved for another job unless the job ends before the reservation.
+    WaitCapacity cap = cap_now(std::max(eligible[i].first, held_for), quota);
+    cap.runtime_limit = runtime_limit;
     if (spot_at_level) cap.spot_excluded_priority = eligible[i].first + 1;
     caps.push_back({group, cap});
     spot_at_level = false;
