@@ -119,6 +119,7 @@ class ClusterScheduler final : public Scheduler {
       return {req.priority, rank, req.created_at, &req.job_id, id_high, id_low};
     }
     uint64_t id_high = 0, id_low = 0;  // QueueKey's prefix of the job id, set at submit
+    bool quota_held = false;  // its tenant's quota held it back when last decided (WaitNeed)
   };
   struct RunningJob {
     JobRequest req;
@@ -182,6 +183,7 @@ class ClusterScheduler final : public Scheduler {
     std::string reason;
     std::string reservation;  // the reserving job's id when the reason was found, or ""
     TimeMs now = 0;           // the pass's time then (reasons may say how long until ...)
+    bool quota_held = false;  // the reason is the tenant's quota
   };
   struct Reservation {
     std::string job_id;
@@ -247,8 +249,8 @@ class ClusterScheduler final : public Scheduler {
   // What the static group offers a tenant whose quota grew (its free GPUs, at most).
   void quota_caps(int tenant, int group, std::vector<std::pair<int, WaitCapacity>>& caps);
   // A wake-up capacity as a key: (static group, WaitCapacity's fields in order).
-  using WakeCapKey =
-      std::tuple<int, int32_t, int32_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t>;
+  using WakeCapKey = std::tuple<int, int32_t, int32_t, int64_t, int64_t, int64_t, int64_t, int, int,
+                                int64_t, bool>;
   // The nodes whose capacity wakes jobs in this pass (freed ones, and those of new possible
   // victims), and what they offer any tenant, kept up to date as the pass changes them.
   void start_wake_sources();
@@ -272,7 +274,11 @@ class ClusterScheduler final : public Scheduler {
                        std::vector<std::pair<int, WaitCapacity>>& caps);
   void set_reason(PendingJob& job, std::string reason, Plan& plan);
   // set_reason for a job that waits, remembered for the jobs with the same key.
-  void set_wait(PendingJob& job, const WaitKey& key, std::string reason, TimeMs now, Plan& plan);
+  void set_wait(PendingJob& job, const WaitKey& key, std::string reason, TimeMs now, Plan& plan,
+                bool quota_held = false);
+  // Records whether the job's tenant's quota held it back (re-indexed when that changes): only
+  // such jobs are woken when the quota grows.
+  void set_quota_held(PendingJob& job, bool held);
   void commit_placement(PendingJob& job, Placement placement, TimeMs now);
   // Removes the job from the queue; false if it was not pending.
   bool erase_pending(const std::string& job_id);

@@ -42,6 +42,7 @@ WaitNeed ClusterScheduler::wait_need(const PendingJob& job) const {
   n.quota_milli = job_gpu_milli(r);
   n.runtime_ms = r.max_runtime_ms;
   n.spot = r.preemptible();
+  n.quota_held = job.quota_held;
   return n;
 }
 
@@ -49,6 +50,14 @@ void ClusterScheduler::index_waiting(PendingJob& job) {
   if (waiting_groups_ != classes_.static_groups()) return;  // rebuilt before the next pass
   job.signature = fit_signature(shapes_[job.shape]);
   waiting_.add(job.tenant, job.signature, job.key(), wait_need(job), &job);
+}
+
+void ClusterScheduler::set_quota_held(PendingJob& job, bool held) {
+  if (job.quota_held == held) return;
+  bool indexed = job.signature >= 0;
+  unindex_waiting(job);
+  job.quota_held = held;
+  if (indexed) index_waiting(job);
 }
 
 void ClusterScheduler::unindex_waiting(PendingJob& job) {
@@ -178,6 +187,7 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
     // nor on one reserved for another job unless the job ends before the reservation.
     WaitCapacity cap = cap_now(std::max(eligible[i].first, held_for), quota);
     cap.runtime_limit = runtime_limit;
+    cap.by_preempting = true;
     if (spot_at_level) cap.spot_excluded_priority = eligible[i].first + 1;
     caps.push_back({group, cap});
     spot_at_level = false;
@@ -204,6 +214,7 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
       // Only jobs the quota holds back now, within the tenant's nominal quota (what it lent).
       WaitCapacity cap = cap_now(borrowers[i]->req.priority - 1, nominal);
       cap.quota_blocked_above = quota;
+      cap.by_preempting = true;
       caps.push_back({group, cap});
     }
   }
@@ -245,6 +256,7 @@ void ClusterScheduler::quota_caps(int tenant, int group,
     cap.cpu_milli = c.cpu_free_milli;
     cap.memory_mib = c.memory_free_mib;
     cap.quota_milli = quota;
+    cap.quota_held_only = true;
     if (found.size() <= kMaxClasses) {
       caps.push_back({group, cap});
       continue;
@@ -256,6 +268,7 @@ void ClusterScheduler::quota_caps(int tenant, int group,
   }
   if (found.size() > kMaxClasses) {
     merged.quota_milli = quota;
+    merged.quota_held_only = true;
     caps.push_back({group, merged});
   }
 }
@@ -264,7 +277,7 @@ namespace {
 
 // ClusterScheduler::WakeCapKey.
 using CapKey =
-    std::tuple<int, int32_t, int32_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t>;
+    std::tuple<int, int32_t, int32_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t, bool>;
 
 CapKey cap_key(int group, const WaitCapacity& w) {
   return {group,
@@ -276,14 +289,16 @@ CapKey cap_key(int group, const WaitCapacity& w) {
           w.runtime_limit,
           w.min_priority,
           w.spot_excluded_priority,
-          w.quota_blocked_above};
+          w.quota_blocked_above,
+          w.by_preempting};
 }
 
 std::pair<int, WaitCapacity> cap_of(const CapKey& k) {
   WaitCapacity w;
   int group = std::get<0>(k);
   std::tie(std::ignore, w.whole_gpus, w.max_free_milli, w.cpu_milli, w.memory_mib, w.quota_milli,
-           w.runtime_limit, w.min_priority, w.spot_excluded_priority, w.quota_blocked_above) = k;
+           w.runtime_limit, w.min_priority, w.spot_excluded_priority, w.quota_blocked_above,
+           w.by_preempting) = k;
   return {group, w};
 }
 
@@ -383,13 +398,16 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
   };
   // The tenant's quota on each shared capacity's GPU model, asked once per call. Within its
   // nominal quota a job may preempt even where its cohort lent that quota out (choose_victims),
-  // so the nominal headroom counts too.
+  // so where a capacity is offered by preempting, the nominal headroom counts too. (Where it is
+  // free, a job the quota holds back there can only reclaim, which no node's capacity decides.)
   std::vector<int64_t> headroom;
   headroom.reserve(shared_list_.size());
   for (const auto& [group, shared] : shared_list_) {
     const std::string& model = classes_.group_example(group).gpu_model;
-    headroom.push_back(std::max(quota_headroom(tenant, model),
-                                tenants_.nominal_headroom(tenant_names_[tenant], model)));
+    int64_t allowed = quota_headroom(tenant, model);
+    headroom.push_back(shared.by_preempting ? std::max(allowed, tenants_.nominal_headroom(
+                                                                    tenant_names_[tenant], model))
+                                            : allowed);
   }
   PendingJob* best = nullptr;
   QueueKey best_key;

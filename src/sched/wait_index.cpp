@@ -7,7 +7,9 @@ namespace gpucloud::sched {
 void WaitIndex::Block::summarise() {
   min_whole = min_share = std::numeric_limits<int32_t>::max();
   min_cpu = min_memory = min_quota = min_runtime = WaitCapacity::kAny;
+  any_quota_held = false;
   for (const Entry& e : entries) {
+    any_quota_held |= e.need.quota_held;
     if (e.need.share_milli > 0)
       min_share = std::min(min_share, e.need.share_milli);
     else
@@ -23,6 +25,7 @@ bool WaitIndex::Block::may_admit(const WaitCapacity& cap) const {
   if (min_whole > cap.whole_gpus && min_share > cap.max_free_milli) return false;
   if (min_cpu > cap.cpu_milli || min_memory > cap.memory_mib || min_quota > cap.quota_milli)
     return false;
+  if (cap.quota_held_only && !any_quota_held) return false;
   return cap.runtime_limit == WaitCapacity::kAny || min_runtime <= cap.runtime_limit;
 }
 
@@ -66,6 +69,7 @@ void WaitIndex::add(int tenant, int signature, const QueueKey& key, const WaitNe
   block.min_memory = std::min(block.min_memory, need.memory_mib);
   block.min_quota = std::min(block.min_quota, need.quota_milli);
   if (need.runtime_ms > 0) block.min_runtime = std::min(block.min_runtime, need.runtime_ms);
+  block.any_quota_held |= need.quota_held;
 }
 
 void WaitIndex::remove(int tenant, int signature, const QueueKey& key) {
@@ -129,7 +133,8 @@ bool WaitIndex::consistent() const {
       copy.summarise();
       if (copy.min_whole != block.min_whole || copy.min_share != block.min_share ||
           copy.min_cpu != block.min_cpu || copy.min_memory != block.min_memory ||
-          copy.min_quota != block.min_quota || copy.min_runtime != block.min_runtime)
+          copy.min_quota != block.min_quota || copy.min_runtime != block.min_runtime ||
+          copy.any_quota_held != block.any_quota_held)
         return false;
       for (size_t i = 1; i < block.entries.size(); ++i)
         if (!(block.entries[i - 1].key < block.entries[i].key)) return false;

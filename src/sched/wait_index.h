@@ -55,6 +55,7 @@ struct WaitNeed {
   int64_t runtime_ms = 0;   // declared max_runtime; 0: none
   bool spot = false;        // the job accepts being preempted (it preempts no spot job of its
                             // own priority)
+  bool quota_held = false;  // its tenant's quota held it back when it was last decided
 };
 
 /// What a node (or a group of nodes) offers a tenant's jobs. Large values mean "no limit".
@@ -67,6 +68,8 @@ struct WaitCapacity {
   int64_t quota_milli = kAny;        // what the tenant's quota still allows on this GPU model
   int64_t quota_blocked_above = -1;  // >= 0: only jobs asking for more than this (reclaiming)
   int64_t runtime_limit = kAny;      // below kAny: only jobs with 0 < runtime <= limit (reserved)
+  bool quota_held_only = false;      // only jobs their tenant's quota held back (its quota grew)
+  bool by_preempting = false;        // offered by preempting running jobs (not free now)
   int min_priority = std::numeric_limits<int>::min();  // only jobs of a higher priority
   // Spot jobs of this priority are not admitted (what is offered includes spot jobs of their
   // own priority, which they may not preempt).
@@ -80,6 +83,7 @@ struct WaitCapacity {
     if (n.cpu_milli > cpu_milli || n.memory_mib > memory_mib || n.quota_milli > quota_milli)
       return false;
     if (quota_blocked_above >= 0 && n.quota_milli <= quota_blocked_above) return false;
+    if (quota_held_only && !n.quota_held) return false;
     return runtime_limit == kAny || (n.runtime_ms > 0 && n.runtime_ms <= runtime_limit);
   }
 };
@@ -128,6 +132,7 @@ class WaitIndex {
     int32_t min_share = std::numeric_limits<int32_t>::max();
     int64_t min_cpu = WaitCapacity::kAny, min_memory = WaitCapacity::kAny;
     int64_t min_quota = WaitCapacity::kAny, min_runtime = WaitCapacity::kAny;
+    bool any_quota_held = false;
     void summarise();
     bool may_admit(const WaitCapacity& cap) const;
   };
