@@ -246,6 +246,8 @@ class ClusterScheduler final : public Scheduler {
   PendingJob* next_woken(int tenant, const QueueKey* after, TimeMs now);
   // The capacities the wake-ups of this pass offer the tenant now, as (static group, capacity).
   const std::vector<std::pair<int, WaitCapacity>>& wake_caps(int tenant, TimeMs now);
+  // Drops the capacities another one of the same static group admits every job of.
+  static void drop_dominated(std::vector<std::pair<int, WaitCapacity>>& caps);
   // What the static group offers a tenant whose quota grew (its free GPUs, at most).
   void quota_caps(int tenant, int group, std::vector<std::pair<int, WaitCapacity>>& caps);
   // A wake-up capacity as a key: (static group, WaitCapacity's fields in order).

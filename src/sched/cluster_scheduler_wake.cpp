@@ -275,6 +275,43 @@ void ClusterScheduler::quota_caps(int tenant, int group,
 
 namespace {
 
+// Whether `a` admits every job `b` admits (so queries need not ask `b`).
+bool admits_all_of(const WaitCapacity& a, const WaitCapacity& b) {
+  return a.whole_gpus >= b.whole_gpus && a.max_free_milli >= b.max_free_milli &&
+         a.cpu_milli >= b.cpu_milli && a.memory_mib >= b.memory_mib &&
+         a.quota_milli >= b.quota_milli && a.runtime_limit >= b.runtime_limit &&
+         a.min_priority <= b.min_priority &&
+         (a.spot_excluded_priority == std::numeric_limits<int>::min() ||
+          a.spot_excluded_priority == b.spot_excluded_priority) &&
+         (a.quota_blocked_above < 0 ||
+          (b.quota_blocked_above >= 0 && a.quota_blocked_above <= b.quota_blocked_above)) &&
+         (!a.quota_held_only || b.quota_held_only) && a.by_preempting >= b.by_preempting;
+}
+
+}  // namespace
+
+void ClusterScheduler::drop_dominated(std::vector<std::pair<int, WaitCapacity>>& caps) {
+  // Each query asks every capacity: one that admits less than another of its group is dropped
+  // (of equal ones, the first is kept). Quadratic: long lists (many sources) are kept whole.
+  constexpr size_t kMaxPruned = 256;
+  if (caps.size() < 2 || caps.size() > kMaxPruned) return;
+  std::vector<char> dropped(caps.size(), 0);
+  for (size_t i = 0; i < caps.size(); ++i) {
+    if (dropped[i]) continue;
+    for (size_t j = 0; j < caps.size(); ++j)
+      if (j != i && !dropped[j] && caps[j].first == caps[i].first &&
+          admits_all_of(caps[i].second, caps[j].second) &&
+          (j > i || !admits_all_of(caps[j].second, caps[i].second)))
+        dropped[j] = 1;
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < caps.size(); ++i)
+    if (!dropped[i]) caps[kept++] = caps[i];
+  caps.resize(kept);
+}
+
+namespace {
+
 // ClusterScheduler::WakeCapKey.
 using CapKey =
     std::tuple<int, int32_t, int32_t, int64_t, int64_t, int64_t, int64_t, int, int, int64_t, bool>;
@@ -351,6 +388,7 @@ const std::vector<std::pair<int, WaitCapacity>>& ClusterScheduler::wake_caps(int
   if (shared_version_ != wake_version_ || !shared_valid_) {
     shared_list_.clear();
     for (const auto& [k, count] : shared_caps_) shared_list_.push_back(cap_of(k));
+    drop_dominated(shared_list_);  // (their quota is every tenant's own: kAny here)
     shared_version_ = wake_version_;
     shared_valid_ = true;
   }
@@ -382,6 +420,7 @@ const std::vector<std::pair<int, WaitCapacity>>& ClusterScheduler::wake_caps(int
         if (cap.second.quota_blocked_above >= 0) caps.push_back(cap);
     }
   }
+  drop_dominated(caps);
   cached.valid = true;
   cached.version = wake_version_;
   cached.changes = tenants_.changes();

@@ -4,29 +4,44 @@
 
 namespace gpucloud::sched {
 
-void WaitIndex::Block::summarise() {
-  min_whole = min_share = std::numeric_limits<int32_t>::max();
-  min_cpu = min_memory = min_quota = min_runtime = WaitCapacity::kAny;
-  any_quota_held = false;
-  for (const Entry& e : entries) {
-    any_quota_held |= e.need.quota_held;
-    if (e.need.share_milli > 0)
-      min_share = std::min(min_share, e.need.share_milli);
-    else
-      min_whole = std::min(min_whole, e.need.whole_gpus);
-    min_cpu = std::min(min_cpu, e.need.cpu_milli);
-    min_memory = std::min(min_memory, e.need.memory_mib);
-    min_quota = std::min(min_quota, e.need.quota_milli);
-    if (e.need.runtime_ms > 0) min_runtime = std::min(min_runtime, e.need.runtime_ms);
-  }
+void WaitIndex::Summary::add(const WaitNeed& need) {
+  if (need.share_milli > 0)
+    min_share = std::min(min_share, need.share_milli);
+  else
+    min_whole = std::min(min_whole, need.whole_gpus);
+  min_cpu = std::min(min_cpu, need.cpu_milli);
+  min_memory = std::min(min_memory, need.memory_mib);
+  min_quota = std::min(min_quota, need.quota_milli);
+  if (need.runtime_ms > 0) min_runtime = std::min(min_runtime, need.runtime_ms);
+  any_quota_held |= need.quota_held;
 }
 
-bool WaitIndex::Block::may_admit(const WaitCapacity& cap) const {
+void WaitIndex::Summary::add(const Summary& o) {
+  min_whole = std::min(min_whole, o.min_whole);
+  min_share = std::min(min_share, o.min_share);
+  min_cpu = std::min(min_cpu, o.min_cpu);
+  min_memory = std::min(min_memory, o.min_memory);
+  min_quota = std::min(min_quota, o.min_quota);
+  min_runtime = std::min(min_runtime, o.min_runtime);
+  any_quota_held |= o.any_quota_held;
+}
+
+bool WaitIndex::Summary::may_admit(const WaitCapacity& cap) const {
   if (min_whole > cap.whole_gpus && min_share > cap.max_free_milli) return false;
   if (min_cpu > cap.cpu_milli || min_memory > cap.memory_mib || min_quota > cap.quota_milli)
     return false;
   if (cap.quota_held_only && !any_quota_held) return false;
   return cap.runtime_limit == WaitCapacity::kAny || min_runtime <= cap.runtime_limit;
+}
+
+void WaitIndex::Block::summarise() {
+  summary = {};
+  for (const Entry& e : entries) summary.add(e.need);
+}
+
+void WaitIndex::Partition::summarise() {
+  summary = {};
+  for (const Block& b : blocks) summary.add(b.summary);
 }
 
 size_t WaitIndex::block_for(const Partition& p, const QueueKey& key) {
@@ -58,18 +73,12 @@ void WaitIndex::add(int tenant, int signature, const QueueKey& key, const WaitNe
     block.summarise();
     upper.summarise();
     p.blocks.insert(p.blocks.begin() + static_cast<long>(b) + 1, std::move(upper));
+    p.summary.add(need);
     return;
   }
   // Adding can only lower the least needs.
-  if (need.share_milli > 0)
-    block.min_share = std::min(block.min_share, need.share_milli);
-  else
-    block.min_whole = std::min(block.min_whole, need.whole_gpus);
-  block.min_cpu = std::min(block.min_cpu, need.cpu_milli);
-  block.min_memory = std::min(block.min_memory, need.memory_mib);
-  block.min_quota = std::min(block.min_quota, need.quota_milli);
-  if (need.runtime_ms > 0) block.min_runtime = std::min(block.min_runtime, need.runtime_ms);
-  block.any_quota_held |= need.quota_held;
+  block.summary.add(need);
+  p.summary.add(need);
 }
 
 void WaitIndex::remove(int tenant, int signature, const QueueKey& key) {
@@ -87,6 +96,7 @@ void WaitIndex::remove(int tenant, int signature, const QueueKey& key) {
   if (block.entries.empty()) {
     p.blocks.erase(p.blocks.begin() + static_cast<long>(b));
     if (p.blocks.empty()) by_tenant_[tenant].erase(signature);
+    p.summarise();
     return;
   }
   // A small block takes in its successor while both fit one block (removals do not leave a
@@ -98,6 +108,7 @@ void WaitIndex::remove(int tenant, int signature, const QueueKey& key) {
     p.blocks.erase(p.blocks.begin() + static_cast<long>(b) + 1);
   }
   p.blocks[b].summarise();
+  p.summarise();
 }
 
 void WaitIndex::clear() {
@@ -126,16 +137,15 @@ void* WaitIndex::first_after(int partition, const QueueKey* after, QueueKey* key
 
 bool WaitIndex::consistent() const {
   for (const Partition& p : partitions_) {
+    Partition copy = p;
+    copy.summarise();
+    if (!(copy.summary == p.summary)) return false;
     for (size_t b = 0; b < p.blocks.size(); ++b) {
       const Block& block = p.blocks[b];
       if (block.entries.empty()) return false;
       Block copy = block;
       copy.summarise();
-      if (copy.min_whole != block.min_whole || copy.min_share != block.min_share ||
-          copy.min_cpu != block.min_cpu || copy.min_memory != block.min_memory ||
-          copy.min_quota != block.min_quota || copy.min_runtime != block.min_runtime ||
-          copy.any_quota_held != block.any_quota_held)
-        return false;
+      if (!(copy.summary == block.summary)) return false;
       for (size_t i = 1; i < block.entries.size(); ++i)
         if (!(block.entries[i - 1].key < block.entries[i].key)) return false;
       if (b > 0 && !(p.blocks[b - 1].entries.back().key < block.entries.front().key)) return false;

@@ -125,19 +125,29 @@ class WaitIndex {
     WaitNeed need;
     void* owner = nullptr;
   };
-  struct Block {
-    std::vector<Entry> entries;  // in queue order
-    // The least need of the block's jobs in each dimension (kAny-like when no job has it).
+
+  // The least needs over blocks (or a partition's blocks), for skipping them whole.
+  struct Summary {
     int32_t min_whole = std::numeric_limits<int32_t>::max();
     int32_t min_share = std::numeric_limits<int32_t>::max();
     int64_t min_cpu = WaitCapacity::kAny, min_memory = WaitCapacity::kAny;
     int64_t min_quota = WaitCapacity::kAny, min_runtime = WaitCapacity::kAny;
     bool any_quota_held = false;
-    void summarise();
+    void add(const WaitNeed& need);
+    void add(const Summary& other);
     bool may_admit(const WaitCapacity& cap) const;
+    bool operator==(const Summary&) const = default;
+  };
+  struct Block {
+    std::vector<Entry> entries;  // in queue order
+    // The least need of the block's jobs in each dimension (kAny-like when no job has it).
+    Summary summary;
+    void summarise();
   };
   struct Partition {
     std::vector<Block> blocks;  // in queue order, none empty
+    Summary summary;            // of all its blocks
+    void summarise();
   };
   // The block that holds (or would hold) the key.
   static size_t block_for(const Partition& p, const QueueKey& key);
@@ -152,13 +162,14 @@ template <typename Accept>
 void* WaitIndex::first_admitted(int partition, const QueueKey* after, const WaitCapacity& cap,
                                 Accept&& accept, const QueueKey* before) const {
   const Partition& p = partitions_[partition];
+  if (!p.summary.may_admit(cap)) return nullptr;
   size_t b = after ? block_for(p, *after) : 0;
   for (; b < p.blocks.size(); ++b) {
     const Block& block = p.blocks[b];
     if (before && !(block.entries.front().key < *before)) return nullptr;
     if (block.entries.front().key.priority <= cap.min_priority)
       return nullptr;  // lower from here on
-    if (!block.may_admit(cap)) continue;
+    if (!block.summary.may_admit(cap)) continue;
     for (const Entry& e : block.entries) {
       if (after && !(*after < e.key)) continue;
       if (before && !(e.key < *before)) return nullptr;
