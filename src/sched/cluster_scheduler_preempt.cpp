@@ -266,8 +266,10 @@ ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const Pending
   if (!fresh && c.epoch == victim_epoch_) return c;
   c.epoch = victim_epoch_;
   c.nothing_freeable.clear();
-  // A long backlog (the first pass after a large one) costs more than finding them afresh.
-  if (fresh || victim_log_.size() - c.log_cursor > nodes_.size() / 4)
+  // Catching up refreshes each logged node once; finding them afresh walks every running job
+  // they may preempt and refreshes every node of those: only a backlog longer than the nodes
+  // (a key unused for long) is found afresh.
+  if (fresh || victim_log_.size() - c.log_cursor > nodes_.size())
     find_candidates(key, c);
   else
     catch_up_candidates(key, c);
@@ -343,7 +345,7 @@ void ClusterScheduler::trim_victim_log() {
   // this victim epoch, which stay as they are until it ends), then the part all others read.
   std::erase_if(victim_slots_, [&](const auto& kv) {
     return kv.second.epoch != victim_epoch_ &&
-           victim_log_.size() - kv.second.log_cursor > nodes_.size() / 4;
+           victim_log_.size() - kv.second.log_cursor > nodes_.size();
   });
   size_t read = victim_log_.size();
   for (const auto& [key, c] : victim_slots_) read = std::min(read, c.log_cursor);
@@ -375,6 +377,12 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
   whole.memory_mib = one.memory_mib * job.req.replicas;
   bool try_whole = job.req.replicas > 1 && one.gpu_milli == 0;
   int whole_shape = try_whole ? intern_shape(whole) : -1;  // may grow shapes_: before any Shape&
+  if (try_whole) {  // only where some kind of node could hold the whole gang
+    bool somewhere = false;
+    for (int g = 0; g < static_cast<int>(classes_.static_groups()) && !somewhere; ++g)
+      somewhere = classes_.group_members(g) > 0 && could_fit(shapes_[whole_shape], g);
+    try_whole = somewhere;
+  }
   int64_t milli = one.gpu_milli > 0 ? one.gpu_milli : int64_t{one.gpus} * 1000;
   std::map<std::string, bool> model_allowed;  // the tenant may take the GPUs of this model
   auto allowed = [&](const std::string& model) {
@@ -447,10 +455,6 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
   const int32_t need = one.gpu_milli > 0 ? one.gpu_milli : 1000;
   for (size_t k = 0; k < slots.size(); ++k) {
     int slot = slots[k];
-    if (job.req.replicas > 1) {
-      order.push_back({0, 0, slot});
-      continue;
-    }
     uint64_t mask = gpu_match_mask(shapes_[job.shape], classes_.group_of_slot(slot));
     int64_t least_victim = 0;  // every option here has a victim at least this large
     if (slot_candidate[k]) {
@@ -468,24 +472,40 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
   std::make_heap(order.begin(), order.end(), std::greater<>());
   VictimMemos& one_memos = victim_memos(job, job.shape);
   VictimMemos* whole_memos = try_whole ? &victim_memos(job, whole_shape) : nullptr;
-  per_replica.reserve(order.size());          // best_single points into it
-  const VictimOption* best_single = nullptr;  // the cheapest option so far, for one replica
+  // A gang takes its `replicas` cheapest options (spread below): once that many are kept and
+  // the costliest of them has at most one victim, a node whose bound is above it cannot
+  // displace it. (Not while a whole-gang option on one node may still be found.)
+  const size_t want = static_cast<size_t>(job.req.replicas);
+  const bool may_stop = !try_whole;
+  std::vector<size_t>
+      kept;  // into per_replica: the cheapest so far, a heap with the costliest on top
+  auto costlier = [&](size_t a, size_t b) { return by_cost(per_replica[a], per_replica[b]); };
   while (!order.empty()) {
     std::pop_heap(order.begin(), order.end(), std::greater<>());
     const auto [least, node_jobs, slot] = order.back();
     order.pop_back();
     const Node& n = nodes_[slot];
-    if (best_single && best_single->victims.size() == 1 &&
-        std::tie(least, node_jobs, slot) >
-            std::tie(best_single->victim_gpu_milli, best_single->node_jobs, best_single->slot))
-      break;
+    if (may_stop && kept.size() == want) {
+      const VictimOption& worst = per_replica[kept.front()];
+      if (worst.victims.size() <= 1 &&
+          std::tie(least, node_jobs, slot) >
+              std::tie(worst.victim_gpu_milli, worst.node_jobs, worst.slot))
+        break;
+    }
     if (one.gpus > 0 && !n.state.gpus.empty() && !allowed(n.state.gpus[0].model)) continue;
     if (const auto& o = victims_on(job, one, one_memos, slot)) {
       if (o->victims.empty() && fits_freely) *fits_freely = true;
       if (job.req.replicas == 1 && o->victims.empty()) continue;  // fits: not a preemption
       per_replica.push_back(*o);
-      if (job.req.replicas == 1 && (!best_single || by_cost(per_replica.back(), *best_single)))
-        best_single = &per_replica.back();
+      size_t added = per_replica.size() - 1;
+      if (kept.size() < want) {
+        kept.push_back(added);
+        std::push_heap(kept.begin(), kept.end(), costlier);
+      } else if (by_cost(per_replica[added], per_replica[kept.front()])) {
+        std::pop_heap(kept.begin(), kept.end(), costlier);
+        kept.back() = added;
+        std::push_heap(kept.begin(), kept.end(), costlier);
+      }
     }
     if (try_whole && slot_could_fit(shapes_[whole_shape], slot))
       if (const auto& o = victims_on(job, whole, *whole_memos, slot)) per_gang.push_back(*o);
