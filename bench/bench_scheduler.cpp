@@ -5,7 +5,11 @@
 // The headline (scheduler_events.h; `--events-only` runs only it): on 10,000 nodes × 8 GPUs,
 // full, with 1,000 / 10,000 / 100,000 jobs waiting, the p50/p99 time from one event (a job
 // finishing, a node joining, a job submitted) to its plan; and the same without wake-ups (every
-// pass after a release decides every job) at the two smallest queues, in the same run.
+// pass after a release decides every job) at the two smallest queues, in the same run. Between
+// events the queue is settled (victims stop, pass after pass until one places and preempts
+// nothing; "unsettled" counts the events after which 20 passes did not), so an event's pass
+// does its own work only. The slowest events are listed with what their pass did (PassStats:
+// decisions, wake-up queries, placement, preemption and reservation searches, reasons).
 //
 // Then the older figures (issue 3, "Performance"), described below.
 //
