@@ -20,7 +20,7 @@ void add_queue_policy_flags(CLI::App* command, QueuePolicyFlags& flags) {
                    "(default 3600,36000)")
       ->delimiter(',');
   command->add_option("--las-starvation", flags.las_starvation,
-                      "las: a job pending this long goes back to the first level (default 4h; "
+                      "las: a job pending this long goes back to the first level (default 8h; "
                       "0: never)");
 }
 

@@ -139,7 +139,7 @@ struct PolicySettings {
   std::vector<double> las_thresholds_gpu_s = {3600, 36000};
   // las starvation guard: a job pending this long since it last entered the queue goes back
   // to the first level (its service so far no longer counts for levels). 0: no guard.
-  int64_t las_starvation_ms = 4 * 3600 * 1000;
+  int64_t las_starvation_ms = 8 * 3600 * 1000;
 };
 
 /// Checks a policy's settings that a user may give (queue policy, las levels); the message
