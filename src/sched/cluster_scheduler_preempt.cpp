@@ -486,8 +486,11 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
     order.pop_back();
     const Node& n = nodes_[slot];
     if (may_stop && kept.size() == want) {
+      // A node whose bound is 0 may fit a gang's replica without victims, which beats any
+      // option with one.
       const VictimOption& worst = per_replica[kept.front()];
-      if (worst.victims.size() <= 1 &&
+      bool may_fit_freely = least == 0 && job.req.replicas > 1;
+      if ((worst.victims.empty() || (worst.victims.size() == 1 && !may_fit_freely)) &&
           std::tie(least, node_jobs, slot) >
               std::tie(worst.victim_gpu_milli, worst.node_jobs, worst.slot))
         break;

@@ -461,6 +461,9 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
     for (size_t i = 0; i < shared_list_.size(); ++i) {
       WaitCapacity cap = shared_list_[i].second;
       cap.quota_milli = headroom[i];
+      // Free capacity wakes a job its quota did not hold back whatever its quota now: decided,
+      // it is marked quota-held if the quota holds it back, and the quota's growth wakes it.
+      cap.quota_limits_held_only = !cap.by_preempting;
       query(shared_list_[i].first, cap);
     }
     for (const auto& [group, cap] : own) query(group, cap);

@@ -18,9 +18,6 @@
 
 namespace gpucloud::sched {
 
-/// Turns events into plans. Placements returned by schedule() are applied at once (the jobs
-/// count as running from `now`); preemption victims keep running until the caller reports them
-/// finished, and a preempted job that should run again is submitted again.
 /// What the last schedule() did and where its time went: for benchmarks and the server's
 /// metrics. Times are wall-clock nanoseconds of the parts (they overlap: a decision's time
 /// includes its placement, preemption and reservation searches).
@@ -34,6 +31,9 @@ struct PassStats {
           reason_ns = 0;
 };
 
+/// Turns events into plans. Placements returned by schedule() are applied at once (the jobs
+/// count as running from `now`); preemption victims keep running until the caller reports them
+/// finished, and a preempted job that should run again is submitted again.
 class Scheduler {
  public:
   virtual ~Scheduler() = default;

@@ -28,8 +28,8 @@ void WaitIndex::Summary::add(const Summary& o) {
 
 bool WaitIndex::Summary::may_admit(const WaitCapacity& cap) const {
   if (min_whole > cap.whole_gpus && min_share > cap.max_free_milli) return false;
-  if (min_cpu > cap.cpu_milli || min_memory > cap.memory_mib || min_quota > cap.quota_milli)
-    return false;
+  if (min_cpu > cap.cpu_milli || min_memory > cap.memory_mib) return false;
+  if (min_quota > cap.quota_milli && !cap.quota_limits_held_only) return false;
   if (cap.quota_held_only && !any_quota_held) return false;
   return cap.runtime_limit == WaitCapacity::kAny || min_runtime <= cap.runtime_limit;
 }

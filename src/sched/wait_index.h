@@ -70,6 +70,9 @@ struct WaitCapacity {
   int64_t runtime_limit = kAny;      // below kAny: only jobs with 0 < runtime <= limit (reserved)
   bool quota_held_only = false;      // only jobs their tenant's quota held back (its quota grew)
   bool by_preempting = false;        // offered by preempting running jobs (not free now)
+  // quota_milli limits only jobs marked quota_held (the others are admitted on resources, and
+  // deciding them marks them when the quota holds them back).
+  bool quota_limits_held_only = false;
   int min_priority = std::numeric_limits<int>::min();  // only jobs of a higher priority
   // Spot jobs of this priority are not admitted (what is offered includes spot jobs of their
   // own priority, which they may not preempt).
@@ -80,8 +83,8 @@ struct WaitCapacity {
     if (priority <= min_priority || (n.spot && priority == spot_excluded_priority)) return false;
     if (n.share_milli > 0 ? n.share_milli > max_free_milli : n.whole_gpus > whole_gpus)
       return false;
-    if (n.cpu_milli > cpu_milli || n.memory_mib > memory_mib || n.quota_milli > quota_milli)
-      return false;
+    if (n.cpu_milli > cpu_milli || n.memory_mib > memory_mib) return false;
+    if (n.quota_milli > quota_milli && (!quota_limits_held_only || n.quota_held)) return false;
     if (quota_blocked_above >= 0 && n.quota_milli <= quota_blocked_above) return false;
     if (quota_held_only && !n.quota_held) return false;
     return runtime_limit == kAny || (n.runtime_ms > 0 && n.runtime_ms <= runtime_limit);
