@@ -568,20 +568,15 @@ void ClusterScheduler::nominate(const std::string& job_id, int priority,
                                 const std::set<int>& slots) {
   ++wake_version_;
   if (nominees_by_slot_.size() < nodes_.size()) nominees_by_slot_.resize(nodes_.size());
-  // Nodes held since an earlier search stay held: their victims stopped for this job (a gang
-  // may need them and the new ones together), and letting others back onto them would make it
-  // preempt there again, round and round.
-  std::set<int> held(slots);
-  if (auto it = nominated_slots_.find(job_id); it != nominated_slots_.end())
-    for (int slot : it->second) {
-      held.insert(slot);
-      std::erase_if(nominees_by_slot_[slot], [&](const auto& n) { return n.second == job_id; });
-    }
-  for (int slot : held) {
+  // The nodes of the option chosen now replace those held before: a gang's option includes the
+  // nodes its earlier victims freed when it still needs them (they fit a replica without
+  // victims), so others do not take them back; nodes it no longer needs are given back.
+  clear_nomination(job_id);
+  for (int slot : slots) {
     nominees_by_slot_[slot].push_back({priority, job_id});
     mark_source_dirty(slot);
   }
-  nominated_slots_[job_id].assign(held.begin(), held.end());
+  nominated_slots_[job_id].assign(slots.begin(), slots.end());
 }
 
 void ClusterScheduler::hold_reclaim(const PendingJob& job, const std::string& model) {

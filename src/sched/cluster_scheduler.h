@@ -349,8 +349,11 @@ class ClusterScheduler final : public Scheduler {
   // Nodes held for another preemptor the job may not take, or reserved for another job when
   // the job does not end before the reservation (`ends_before_reservation`), are left out: it
   // could not start there.
+  // `nodes` gets the nodes of the chosen option (a gang's include those its replicas fit on
+  // without victims), which are held for the job while its victims stop.
   std::optional<std::vector<std::string>> choose_victims(const PendingJob& job,
                                                          bool ends_before_reservation,
+                                                         std::set<int>* nodes,
                                                          bool* fits_freely = nullptr);
   // The borrowers to preempt so that the job's tenant gets back the quota it lent, and the GPU
   // model it reclaims.

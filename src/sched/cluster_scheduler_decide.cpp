@@ -121,14 +121,16 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
     bool fits_freely = false;
     std::optional<std::vector<std::string>> victims;
     std::string reclaimed_model;
+    std::set<int> chosen_nodes;  // the option's nodes, with or without victims
     {
       StatTimer timer(stats_.preemption_ns);
       ++stats_.preemption_searches;
-      victims = quota_blocked ? choose_reclaim_victims(job, &reclaimed_model)
-                              : choose_victims(job, f.ends_before_reservation, &fits_freely);
+      victims = quota_blocked
+                    ? choose_reclaim_victims(job, &reclaimed_model)
+                    : choose_victims(job, f.ends_before_reservation, &chosen_nodes, &fits_freely);
     }
     if (victims) {
-      std::set<int> where;
+      std::set<int> where = chosen_nodes;
       for (const auto& v : *victims) {
         RunningJob& r = running_.at(v);
         r.preempting = true;

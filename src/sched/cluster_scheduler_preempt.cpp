@@ -367,7 +367,7 @@ bool ClusterScheduler::could_free_enough(const VictimCandidates& c, int slot, Sh
 }
 
 std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
-    const PendingJob& job, bool ends_before_reservation, bool* fits_freely) {
+    const PendingJob& job, bool ends_before_reservation, std::set<int>* nodes, bool* fits_freely) {
   JobRequest one = job.req;
   one.replicas = 1;
   // A gang may also fit on one node as a whole.
@@ -525,9 +525,15 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
   std::optional<std::set<std::string>> together;
   if (!per_gang.empty()) together.emplace(per_gang[0].victims.begin(), per_gang[0].victims.end());
   const std::set<std::string>* best = nullptr;
-  if (spread && !spread->empty()) best = &*spread;
-  if (together && !together->empty() && (!best || together->size() <= best->size()))
+  if (spread && !spread->empty()) {
+    best = &*spread;
+    nodes->clear();
+    for (int i = 0; i < job.req.replicas; ++i) nodes->insert(per_replica[i].slot);
+  }
+  if (together && !together->empty() && (!best || together->size() <= best->size())) {
     best = &*together;
+    *nodes = {per_gang[0].slot};
+  }
   if (!best) return std::nullopt;
   return std::vector<std::string>(best->begin(), best->end());
 }
