@@ -23,6 +23,10 @@ Status validate(const JobRequest& r) {
     return invalid_request(fmt::format("gpu_milli: {} is outside 0..999", r.gpu_milli));
   if (r.gpu_milli > 0 && r.gpus != 1)
     return invalid_request("gpu_milli: a GPU share asks for exactly one GPU (gpus = 1)");
+  // Preemption levels compare priorities one below a job's own: keep that in range.
+  constexpr int kMaxPriority = 1'000'000'000;
+  if (r.priority < -kMaxPriority || r.priority > kMaxPriority)
+    return invalid_request(fmt::format("priority: {} is outside ±{}", r.priority, kMaxPriority));
   if (r.cpu_milli < 0 || r.memory_mib < 0 || r.gpu_memory_mib < 0 || r.max_runtime_ms < 0 ||
       r.expected_runtime_ms < 0 || r.attained_gpu_ms < 0)
     return invalid_request(

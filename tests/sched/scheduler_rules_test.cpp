@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "cluster.h"
 #include "sched/scheduler.h"
 
@@ -484,6 +486,11 @@ TEST(Events, BadRequestsAreRefusedWithTheField) {
   JobRequest none = job("none", 1);
   none.replicas = 0;
   EXPECT_FALSE(s->submit(none).ok());
+  JobRequest lowest = job("lowest", 1);
+  lowest.priority = std::numeric_limits<int>::min();
+  st = s->submit(lowest);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.error().message, HasSubstr("priority: -2147483648 is outside"));
   Placement nowhere{"x", {{0, "no-such-node", {}, 0, 0}}};
   EXPECT_FALSE(s->start(job("x", 0), nowhere, 0).ok());
 }
