@@ -989,7 +989,8 @@ TEST_P(SchedulerProperties, PassesComeToRestUnderLas) {
   o.settle = true;
   o.twin = false;
   o.queue_policy = "las";
-  Stats s = run(o, 60);
+  const char* seeds = std::getenv("GPUCLOUD_SETTLE_SEEDS");
+  Stats s = run(o, seeds ? static_cast<uint32_t>(std::atoi(seeds)) : 60);
   EXPECT_GT(s.preemptions, 80);
 }
 
