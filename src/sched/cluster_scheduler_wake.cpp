@@ -285,7 +285,9 @@ bool admits_all_of(const WaitCapacity& a, const WaitCapacity& b) {
           a.spot_excluded_priority == b.spot_excluded_priority) &&
          (a.quota_blocked_above < 0 ||
           (b.quota_blocked_above >= 0 && a.quota_blocked_above <= b.quota_blocked_above)) &&
-         (!a.quota_held_only || b.quota_held_only) && a.by_preempting >= b.by_preempting;
+         (!a.quota_held_only || b.quota_held_only) &&
+         // Queries apply quota to the two kinds differently (see next_woken): never across.
+         a.by_preempting == b.by_preempting;
 }
 
 }  // namespace
