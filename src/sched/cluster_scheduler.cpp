@@ -480,9 +480,7 @@ void ClusterScheduler::finish(const std::string& job_id) {
   if (auto t = tenant_ids_.find(r.req.tenant);
       t != tenant_ids_.end() && tenants_.limited(r.req.tenant))
     quota_freed_.insert(t->second);
-  if (const std::string& cohort = tenants_.cohort_of(r.req.tenant); !cohort.empty())
-    for (const auto& [name, id] : tenant_ids_)
-      if (tenants_.cohort_of(name) == cohort) quota_freed_.insert(id);
+  wake_cohort_quota(r.req.tenant);
   if (r.expected_end != kNever) ends_.erase({r.expected_end, job_id});
   las_untrack_running(r);
   if (!r.preempting) las_discount_.erase(job_id);  // it leaves for good
@@ -591,15 +589,18 @@ void ClusterScheduler::hold_reclaim(const PendingJob& job, const std::string& mo
   reclaim_holds_[job.req.job_id] = {job.req.tenant, model, milli};
 }
 
+void ClusterScheduler::wake_cohort_quota(const std::string& tenant) {
+  if (const std::string& cohort = tenants_.cohort_of(tenant); !cohort.empty())
+    for (const auto& [name, id] : tenant_ids_)
+      if (tenants_.cohort_of(name) == cohort) quota_freed_.insert(id);
+}
+
 void ClusterScheduler::release_reclaim_hold(const std::string& job_id) {
   auto hold = reclaim_holds_.find(job_id);
   if (hold == reclaim_holds_.end()) return;
   const auto& [tenant, model, milli] = hold->second;
   tenants_.hold_reclaim(tenant, model, milli, -1);
-  // What the cohort may lend grew: its members' jobs that wait to borrow may start.
-  if (const std::string& cohort = tenants_.cohort_of(tenant); !cohort.empty())
-    for (const auto& [name, id] : tenant_ids_)
-      if (tenants_.cohort_of(name) == cohort) quota_freed_.insert(id);
+  wake_cohort_quota(tenant);  // its members' jobs that wait to borrow may start
   reclaim_holds_.erase(hold);
 }
 

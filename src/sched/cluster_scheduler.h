@@ -295,6 +295,8 @@ class ClusterScheduler final : public Scheduler {
   // release_reclaim_hold (clear_nomination: the job starts or leaves).
   void hold_reclaim(const PendingJob& job, const std::string& model);
   void release_reclaim_hold(const std::string& job_id);
+  // What the tenant's cohort may lend grew: the next pass wakes its members' quota-held jobs.
+  void wake_cohort_quota(const std::string& tenant);
 
   // cluster_scheduler_las.cpp: queue policy las (least attained service).
   // The level of a job that received this much service (GPU-ms) since its last promotion.

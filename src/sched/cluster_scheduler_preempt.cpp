@@ -51,23 +51,33 @@ int64_t least_victim_milli(const JobRequest& req, const NodeState& node, uint64_
   return sum;
 }
 
+// A job of (priority, spot) may preempt the victim for its rank alone: a lower priority, or a
+// spot job of no higher priority when the job is not spot.
+bool outranks_victim(int priority, bool spot, const JobRequest& victim) {
+  return victim.priority < priority ||
+         (victim.preemptible() && !spot && victim.priority <= priority);
+}
+
+// The victim outranks a job of (priority, spot): a higher priority, or the same and not spot
+// where the job is spot. A lender never reclaims from such a borrower.
+bool outranked_by(int priority, bool spot, const JobRequest& victim) {
+  return victim.priority > priority ||
+         (victim.priority == priority && spot && !victim.preemptible());
+}
+
 }  // namespace
 
 bool ClusterScheduler::may_preempt(const PendingJob& job, const RunningJob& victim) const {
   // Neither one already chosen nor one placed in this very pass (do not churn). A job is never
   // pending and running at once, so the victim is never the job itself.
   if (victim.preempting || victim.placed_pass == pass_) return false;
-  if (victim.req.priority < job.req.priority) return true;
-  if (victim.req.preemptible() && !job.req.preemptible() && victim.req.priority <= job.req.priority)
-    return true;
+  if (outranks_victim(job.req.priority, job.req.preemptible(), victim.req)) return true;
   return may_reclaim(job, victim);
 }
 
 bool ClusterScheduler::reclaims_only(const PendingJob& job, const RunningJob& victim) const {
-  if (victim.req.priority < job.req.priority) return false;
-  if (victim.req.preemptible() && !job.req.preemptible() && victim.req.priority <= job.req.priority)
-    return false;
-  return may_reclaim(job, victim);
+  return !outranks_victim(job.req.priority, job.req.preemptible(), victim.req) &&
+         may_reclaim(job, victim);
 }
 
 bool ClusterScheduler::held_against(const PendingJob& job, int slot) const {
@@ -84,10 +94,7 @@ bool ClusterScheduler::may_reclaim(const PendingJob& job, const RunningJob& vict
   // preempt it back by priority, and the two would take turns forever.
   if (!victim.borrowed || victim.req.tenant == job.req.tenant || victim.models.empty())
     return false;
-  if (victim.req.priority > job.req.priority ||
-      (victim.req.priority == job.req.priority && job.req.preemptible() &&
-       !victim.req.preemptible()))
-    return false;
+  if (outranked_by(job.req.priority, job.req.preemptible(), victim.req)) return false;
   const std::string& cohort = tenants_.cohort_of(job.req.tenant);
   if (cohort.empty() || cohort != tenants_.cohort_of(victim.req.tenant)) return false;
   int64_t milli = gpu_milli_of(job.req);
@@ -184,12 +191,10 @@ const std::optional<ClusterScheduler::VictimOption>& ClusterScheduler::victims_o
 bool ClusterScheduler::possible_victim(const VictimKey& key, const RunningJob& r) const {
   const auto& [priority, spot, cohort] = key;
   if (r.preempting || r.placed_pass == pass_) return false;
-  if (r.req.priority < priority) return true;
-  if (r.req.preemptible() && !spot && r.req.priority <= priority) return true;
+  if (outranks_victim(priority, spot, r.req)) return true;
   // Borrowers of the cohort that do not outrank the key, whatever they borrow: may_reclaim
   // decides per node.
-  if (r.req.priority > priority || (r.req.priority == priority && spot && !r.req.preemptible()))
-    return false;
+  if (outranked_by(priority, spot, r.req)) return false;
   return r.borrowed && !cohort.empty() && tenants_.cohort_of(r.req.tenant) == cohort;
 }
 
