@@ -248,6 +248,12 @@ class ClusterScheduler final : public Scheduler {
   const std::vector<std::pair<int, WaitCapacity>>& wake_caps(int tenant, TimeMs now);
   // Drops the capacities another one of the same static group admits every job of.
   static void drop_dominated(std::vector<std::pair<int, WaitCapacity>>& caps);
+  // Merges the capacities of a static group that differ only in size (whole GPUs, GPU milli,
+  // CPUs, memory) into one with the most of each: it admits every job one of them admits, and
+  // some that none does (the GPUs of one node, the CPUs of another), which are decided and
+  // wait, as any job a capacity admits by one dimension at a time. Queries then ask a few
+  // capacities per group, not one per node and priority level.
+  static void merge_sizes(std::vector<std::pair<int, WaitCapacity>>& caps);
   // What the static group offers a tenant whose quota grew (its free GPUs, at most).
   void quota_caps(int tenant, int group, std::vector<std::pair<int, WaitCapacity>>& caps);
   // A wake-up capacity as a key: (static group, WaitCapacity's fields in order).
@@ -466,7 +472,13 @@ class ClusterScheduler final : public Scheduler {
   bool all_sources_dirty_ = false;
   bool sources_started_ =
       false;  // sources_ is this pass's                         // a hold changed: every source
-  std::map<WakeCapKey, int> shared_caps_;                  // capacities of the sources, with counts
+  // The sources' capacities by WakeCapKey with the sizes left out (merge_sizes): the sizes
+  // of those merged (whole GPUs, GPU milli, CPUs, memory), with counts; the list offers the
+  // most of each.
+  struct Envelope {
+    std::array<std::map<int64_t, int>, 4> sizes;
+  };
+  std::map<WakeCapKey, Envelope> shared_caps_;
   std::map<int, std::vector<WakeCapKey>> source_caps_;     // slot -> its part of shared_caps_
   std::vector<std::pair<int, WaitCapacity>> shared_list_;  // shared_caps_ as a list
   uint64_t shared_version_ = 0;

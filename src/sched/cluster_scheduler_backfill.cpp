@@ -10,13 +10,17 @@
 namespace gpucloud::sched {
 namespace {
 
-// How many replicas of `req` (up to `limit`) fit on the node as it is.
-int replicas_fitting(const JobRequest& req, NodeState node, int limit) {
+// How many replicas of `req` (up to `limit`) fit on the node as it is. The node is copied only
+// when a second replica needs the first one's use applied.
+int replicas_fitting(const JobRequest& req, const NodeState& node, int limit) {
+  if (limit <= 0 || !cpu_memory_fit(req, node) || !gpus_fit(req, node)) return 0;
+  if (limit == 1) return 1;
+  NodeState copy = node;
   int n = 0;
-  while (n < limit && cpu_memory_fit(req, node)) {
-    auto choice = choose_gpus(req, node);
+  while (n < limit && cpu_memory_fit(req, copy)) {
+    auto choice = choose_gpus(req, copy);
     if (!choice) break;
-    apply_choice(req, *choice, node);
+    apply_choice(req, *choice, copy);
     ++n;
   }
   return n;
@@ -65,7 +69,15 @@ std::optional<ClusterScheduler::Reservation> ClusterScheduler::find_reservation(
       const RunningJob& r = running_.at(id);
       for (const auto& [slot, rp] : r.replicas) {
         if (!nodes_[slot].present || !slot_could_fit(shapes_[job.shape], slot)) continue;
-        auto [it, fresh] = scratch.try_emplace(slot, nodes_[slot].state);
+        auto [it, fresh] = scratch.try_emplace(slot);
+        if (fresh) {  // what fitting reads (labels stay out: copying them would allocate)
+          const NodeState& node = nodes_[slot].state;
+          it->second.gpus = node.gpus;
+          it->second.cpu_milli = node.cpu_milli;
+          it->second.cpu_used_milli = node.cpu_used_milli;
+          it->second.memory_mib = node.memory_mib;
+          it->second.memory_used_mib = node.memory_used_mib;
+        }
         apply_replica_use(it->second, r.req, rp, -1);
         int k = replicas_fitting(one, it->second, want);
         total += k - fit_now[slot];

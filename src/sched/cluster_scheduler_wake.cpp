@@ -341,7 +341,39 @@ std::pair<int, WaitCapacity> cap_of(const CapKey& k) {
   return {group, w};
 }
 
+// The key with the sizes left out (GPUs, GPU milli, CPUs, memory): capacities merged.
+CapKey envelope_key(CapKey k) {
+  std::get<1>(k) = std::get<2>(k) = 0;
+  std::get<3>(k) = std::get<4>(k) = 0;
+  return k;
+}
+
+// The sizes of a key, in the order of ClusterScheduler::Envelope::sizes.
+std::array<int64_t, 4> sizes(const CapKey& k) {
+  return {std::get<1>(k), std::get<2>(k), std::get<3>(k), std::get<4>(k)};
+}
+
 }  // namespace
+
+void ClusterScheduler::merge_sizes(std::vector<std::pair<int, WaitCapacity>>& caps) {
+  std::map<std::tuple<CapKey, bool, bool>, size_t> merged;  // -> index into caps
+  size_t kept = 0;
+  for (size_t i = 0; i < caps.size(); ++i) {
+    const auto& [group, cap] = caps[i];
+    auto [it, fresh] = merged.try_emplace(
+        {envelope_key(cap_key(group, cap)), cap.quota_held_only, cap.quota_limits_held_only}, kept);
+    if (fresh) {
+      caps[kept++] = caps[i];
+      continue;
+    }
+    WaitCapacity& into = caps[it->second].second;
+    into.whole_gpus = std::max(into.whole_gpus, cap.whole_gpus);
+    into.max_free_milli = std::max(into.max_free_milli, cap.max_free_milli);
+    into.cpu_milli = std::max(into.cpu_milli, cap.cpu_milli);
+    into.memory_mib = std::max(into.memory_mib, cap.memory_mib);
+  }
+  caps.resize(kept);
+}
 
 void ClusterScheduler::start_wake_sources() {
   shared_caps_.clear();
@@ -360,15 +392,24 @@ void ClusterScheduler::start_wake_sources() {
 void ClusterScheduler::refresh_wake_sources() {
   auto refresh = [&](int slot, bool free_too) {
     auto& mine = source_caps_[slot];
-    for (const auto& k : mine)
-      if (auto it = shared_caps_.find(k); it != shared_caps_.end() && --it->second == 0)
-        shared_caps_.erase(it);
+    for (const auto& k : mine) {
+      auto it = shared_caps_.find(envelope_key(k));
+      if (it == shared_caps_.end()) continue;
+      auto values = sizes(k);
+      for (size_t d = 0; d < values.size(); ++d)
+        if (auto c = it->second.sizes[d].find(values[d]);
+            c != it->second.sizes[d].end() && --c->second == 0)
+          it->second.sizes[d].erase(c);
+      if (it->second.sizes[0].empty()) shared_caps_.erase(it);
+    }
     mine.clear();
     std::vector<std::pair<int, WaitCapacity>> caps;
     preemption_caps(-1, slot, free_too, caps);
     for (const auto& [group, cap] : caps) {
       mine.push_back(cap_key(group, cap));
-      ++shared_caps_[mine.back()];
+      Envelope& envelope = shared_caps_[envelope_key(mine.back())];
+      auto values = sizes(mine.back());
+      for (size_t d = 0; d < values.size(); ++d) ++envelope.sizes[d][values[d]];
     }
   };
   if (all_sources_dirty_) {
@@ -389,7 +430,14 @@ const std::vector<std::pair<int, WaitCapacity>>& ClusterScheduler::wake_caps(int
   // Shared by every tenant (their quota is applied per query): what the wake-ups' nodes offer.
   if (shared_version_ != wake_version_ || !shared_valid_) {
     shared_list_.clear();
-    for (const auto& [k, count] : shared_caps_) shared_list_.push_back(cap_of(k));
+    // Capacities that differ only in size, as one with the most of each (merge_sizes).
+    for (const auto& [k, envelope] : shared_caps_) {
+      WaitCapacity& cap = shared_list_.emplace_back(cap_of(k)).second;
+      cap.whole_gpus = static_cast<int32_t>(envelope.sizes[0].rbegin()->first);
+      cap.max_free_milli = static_cast<int32_t>(envelope.sizes[1].rbegin()->first);
+      cap.cpu_milli = envelope.sizes[2].rbegin()->first;
+      cap.memory_mib = envelope.sizes[3].rbegin()->first;
+    }
     drop_dominated(shared_list_);  // (their quota is every tenant's own: kAny here)
     shared_version_ = wake_version_;
     shared_valid_ = true;
@@ -422,6 +470,7 @@ const std::vector<std::pair<int, WaitCapacity>>& ClusterScheduler::wake_caps(int
         if (cap.second.quota_blocked_above >= 0) caps.push_back(cap);
     }
   }
+  merge_sizes(caps);
   drop_dominated(caps);
   cached.valid = true;
   cached.version = wake_version_;
@@ -437,39 +486,41 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
     const PendingJob& job = *static_cast<const PendingJob*>(owner);
     return job.decided_pass != pass_ && !waits_now(job, now);
   };
-  // The tenant's quota on each shared capacity's GPU model, asked once per call. Within its
-  // nominal quota a job may preempt even where its cohort lent that quota out (choose_victims),
-  // so where a capacity is offered by preempting, the nominal headroom counts too. (Where it is
-  // free, a job the quota holds back there can only reclaim, which no node's capacity decides.)
-  std::vector<int64_t> headroom;
-  headroom.reserve(shared_list_.size());
+  // Every capacity with the tenant's quota applied, by static group (the quota of a group's GPU
+  // model asked once per call). Within its nominal quota a job may preempt even where its
+  // cohort lent that quota out (choose_victims), so where a capacity is offered by preempting,
+  // the nominal headroom counts too. (Where it is free, a job the quota holds back there can
+  // only reclaim, which no node's capacity decides.)
+  std::vector<std::vector<WaitCapacity>> by_group(classes_.static_groups());
+  std::vector<std::pair<int64_t, int64_t>> quota(by_group.size(), {-1, -1});  // allowed, nominal
   for (const auto& [group, shared] : shared_list_) {
-    const std::string& model = classes_.group_example(group).gpu_model;
-    int64_t allowed = quota_headroom(tenant, model);
-    headroom.push_back(shared.by_preempting ? std::max(allowed, tenants_.nominal_headroom(
-                                                                    tenant_names_[tenant], model))
-                                            : allowed);
+    if (group >= static_cast<int>(by_group.size())) continue;
+    auto& [allowed, nominal] = quota[group];
+    if (allowed < 0) {
+      const std::string& model = classes_.group_example(group).gpu_model;
+      allowed = quota_headroom(tenant, model);
+      nominal = std::max(allowed, tenants_.nominal_headroom(tenant_names_[tenant], model));
+    }
+    WaitCapacity cap = shared;
+    cap.quota_milli = shared.by_preempting ? nominal : allowed;
+    // Free capacity wakes a job its quota did not hold back whatever its quota now: decided,
+    // it is marked quota-held if the quota holds it back, and the quota's growth wakes it.
+    cap.quota_limits_held_only = !cap.by_preempting;
+    by_group[group].push_back(cap);
   }
-  PendingJob* best = nullptr;
-  QueueKey best_key;
+  for (const auto& [group, cap] : own)
+    if (group < static_cast<int>(by_group.size())) by_group[group].push_back(cap);
+  std::vector<WaitIndex::PartitionQuery> queries;
   for (const auto& [signature, partition] : waiting_.partitions_of(tenant)) {
     const std::string& fits = signature_bits_[signature];
-    auto query = [&](int group, const WaitCapacity& cap) {
-      if (group >= static_cast<int>(fits.size()) || fits[group] != '1') return;
-      auto* found = static_cast<PendingJob*>(
-          waiting_.first_admitted(partition, after, cap, accept, best ? &best_key : nullptr));
-      if (found) best = found, best_key = found->key();
-    };
-    for (size_t i = 0; i < shared_list_.size(); ++i) {
-      WaitCapacity cap = shared_list_[i].second;
-      cap.quota_milli = headroom[i];
-      // Free capacity wakes a job its quota did not hold back whatever its quota now: decided,
-      // it is marked quota-held if the quota holds it back, and the quota's growth wakes it.
-      cap.quota_limits_held_only = !cap.by_preempting;
-      query(shared_list_[i].first, cap);
-    }
-    for (const auto& [group, cap] : own) query(group, cap);
+    WaitIndex::PartitionQuery q{partition, {}};
+    for (size_t g = 0; g < by_group.size() && g < fits.size(); ++g)
+      if (fits[g] == '1')
+        for (const WaitCapacity& cap : by_group[g])
+          if (waiting_.may_admit(partition, cap)) q.caps.push_back(&cap);
+    if (!q.caps.empty()) queries.push_back(std::move(q));
   }
+  auto* best = static_cast<PendingJob*>(waiting_.first_admitted(queries, after, accept));
   return best;
 }
 

@@ -7,6 +7,8 @@
 // signature are not looked at); the scheduler decides it for real.
 #pragma once
 
+#include <algorithm>
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -105,13 +107,29 @@ class WaitIndex {
   /// The partitions (signatures) of a tenant that hold jobs, as (signature, partition id).
   const std::map<int, int>& partitions_of(int tenant) const;
 
-  /// The first job of the partition after `after` (nullptr: from the start) that the capacity
-  /// admits and `accept(owner)` accepts, as its owner; nullptr when there is none. Visits the
-  /// blocks that may hold one, and in them the jobs in order.
-  /// With `before`, only jobs ahead of it count.
+  /// Whether the partition may hold a job the capacity admits (by the least needs of its jobs).
+  bool may_admit(int partition, const WaitCapacity& cap) const {
+    return partitions_[partition].summary.may_admit(cap);
+  }
+  /// The capacities to ask of one partition.
+  struct PartitionQuery {
+    int partition = 0;
+    std::vector<const WaitCapacity*> caps;
+  };
+  /// The first job in queue order, over the queries' partitions, after `after` (nullptr: from
+  /// the start), that one of its partition's capacities admits and `accept(owner)` accepts, as
+  /// its owner; nullptr when there is none. The partitions' blocks that may hold one are visited
+  /// in queue order across partitions, and none past the first such job: jobs after it are not
+  /// looked at, and `accept` is asked once per admitted job before it.
   template <typename Accept>
-  void* first_admitted(int partition, const QueueKey* after, const WaitCapacity& cap,
-                       Accept&& accept, const QueueKey* before = nullptr) const;
+  void* first_admitted(const std::vector<PartitionQuery>& queries, const QueueKey* after,
+                       Accept&& accept) const;
+  /// The same for one partition.
+  template <typename Accept>
+  void* first_admitted(int partition, const QueueKey* after,
+                       const std::vector<const WaitCapacity*>& caps, Accept&& accept) const {
+    return first_admitted(std::vector<PartitionQuery>{{partition, caps}}, after, accept);
+  }
   /// The first job of the partition after `after`, with its key (nullptr: none).
   void* first_after(int partition, const QueueKey* after, QueueKey* key = nullptr) const;
 
@@ -162,25 +180,77 @@ class WaitIndex {
 };
 
 template <typename Accept>
-void* WaitIndex::first_admitted(int partition, const QueueKey* after, const WaitCapacity& cap,
-                                Accept&& accept, const QueueKey* before) const {
-  const Partition& p = partitions_[partition];
-  if (!p.summary.may_admit(cap)) return nullptr;
-  size_t b = after ? block_for(p, *after) : 0;
-  for (; b < p.blocks.size(); ++b) {
-    const Block& block = p.blocks[b];
-    if (before && !(block.entries.front().key < *before)) return nullptr;
-    if (block.entries.front().key.priority <= cap.min_priority)
-      return nullptr;  // lower from here on
-    if (!block.summary.may_admit(cap)) continue;
-    for (const Entry& e : block.entries) {
-      if (after && !(*after < e.key)) continue;
-      if (before && !(e.key < *before)) return nullptr;
-      if (e.key.priority <= cap.min_priority) return nullptr;
-      if (cap.admits(e.need, e.key.priority) && accept(e.owner)) return e.owner;
+void* WaitIndex::first_admitted(const std::vector<PartitionQuery>& queries, const QueueKey* after,
+                                Accept&& accept) const {
+  // Fills `active` with the query's capacities that may admit a job of the block (asking the
+  // block's summary); false when none admits the block's first priority, nor so any later one.
+  boost::container::small_vector<const WaitCapacity*, 32> active;
+  auto ask = [&](const PartitionQuery& q, const Block& block) {
+    active.clear();
+    bool higher_priority = false;
+    for (const WaitCapacity* cap : q.caps) {
+      if (block.entries.front().key.priority <= cap->min_priority) continue;
+      higher_priority = true;
+      if (block.summary.may_admit(*cap)) active.push_back(cap);
+    }
+    return higher_priority;
+  };
+  // The next block at or after `b` of the query's partition that may hold an admitted job (the
+  // partition's block count when none).
+  auto next_block = [&](const PartitionQuery& q, size_t b) {
+    const Partition& p = partitions_[q.partition];
+    for (; b < p.blocks.size(); ++b) {
+      if (!ask(q, p.blocks[b])) return p.blocks.size();
+      if (!active.empty()) return b;
+    }
+    return b;
+  };
+  // Candidate blocks, the first in queue order on top: (query, block).
+  auto later = [&](const std::pair<size_t, size_t>& a, const std::pair<size_t, size_t>& b) {
+    const QueueKey& ka = partitions_[queries[a.first].partition].blocks[a.second].entries[0].key;
+    const QueueKey& kb = partitions_[queries[b.first].partition].blocks[b.second].entries[0].key;
+    return kb < ka;
+  };
+  std::vector<std::pair<size_t, size_t>> heap;
+  for (size_t i = 0; i < queries.size(); ++i) {
+    const Partition& p = partitions_[queries[i].partition];
+    size_t b = next_block(queries[i], after ? block_for(p, *after) : 0);
+    if (b < p.blocks.size()) heap.push_back({i, b});
+  }
+  std::make_heap(heap.begin(), heap.end(), later);
+  void* best = nullptr;
+  const QueueKey* best_key = nullptr;
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    auto [i, b] = heap.back();
+    heap.pop_back();
+    const PartitionQuery& q = queries[i];
+    const Block& block = partitions_[q.partition].blocks[b];
+    if (best_key && !(block.entries.front().key < *best_key)) break;  // none of them is earlier
+    ask(q, block);
+    auto e = block.entries.begin();
+    if (after)
+      e = std::upper_bound(e, block.entries.end(), *after,
+                           [](const QueueKey& k, const Entry& x) { return k < x.key; });
+    bool found = false;
+    for (; e != block.entries.end(); ++e) {
+      if (best_key && !(e->key < *best_key)) break;
+      bool admitted = std::any_of(active.begin(), active.end(), [&](const WaitCapacity* cap) {
+        return cap->admits(e->need, e->key.priority);
+      });
+      if (admitted && accept(e->owner)) {
+        best = e->owner, best_key = &e->key, found = true;
+        break;
+      }
+    }
+    if (found) continue;  // the partition's later jobs come after it
+    size_t next = next_block(q, b + 1);
+    if (next < partitions_[q.partition].blocks.size()) {
+      heap.push_back({i, next});
+      std::push_heap(heap.begin(), heap.end(), later);
     }
   }
-  return nullptr;
+  return best;
 }
 
 }  // namespace gpucloud::sched

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <list>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -118,19 +119,32 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
           if (j.tenant == tenant && j.signature == signature) part.push_back(&j);
         std::sort(part.begin(), part.end(),
                   [](const Job* a, const Job* b) { return a->key() < b->key(); });
-        WaitCapacity cap = random_capacity(rng);
+        // One to three capacities at once.
+        std::vector<WaitCapacity> caps;
+        for (int k = 1 + pick(3); k > 0; --k) caps.push_back(random_capacity(rng));
+        std::vector<const WaitCapacity*> cap_ptrs;
+        for (const auto& cap : caps) cap_ptrs.push_back(&cap);
         const Job* after =
             pick(2) && !part.empty() ? part[pick(static_cast<int>(part.size()))] : nullptr;
         QueueKey after_key = after ? after->key() : QueueKey{};
         const Job* expected = nullptr;
         for (const Job* j : part) {
           if (after && !(after_key < j->key())) continue;
-          if (j->refused || !cap.admits(j->need, j->priority)) continue;
+          bool admitted = std::any_of(caps.begin(), caps.end(), [&](const WaitCapacity& cap) {
+            return cap.admits(j->need, j->priority);
+          });
+          if (j->refused || !admitted) continue;
           expected = j;
           break;
         }
+        bool may_admit = std::any_of(caps.begin(), caps.end(), [&](const WaitCapacity& cap) {
+          return index.may_admit(partition, cap);
+        });
+        if (expected) {
+          ASSERT_TRUE(may_admit) << "round " << round;
+        }
         auto accept = [](void* owner) { return !static_cast<Job*>(owner)->refused; };
-        void* got = index.first_admitted(partition, after ? &after_key : nullptr, cap, accept);
+        void* got = index.first_admitted(partition, after ? &after_key : nullptr, cap_ptrs, accept);
         ++queries;
         found += expected != nullptr;
         ASSERT_EQ(got, static_cast<const void*>(expected))
@@ -139,6 +153,44 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
         void* first = index.first_after(partition, nullptr, &first_key);
         ASSERT_EQ(first, static_cast<const void*>(part.front()));
       }
+    // A query over all of a tenant's partitions at once, each with its own capacities: the
+    // first job in the tenant's queue order that its partition's capacities admit.
+    for (int tenant = 0; tenant < 3; ++tenant) {
+      std::map<int, std::vector<WaitCapacity>> caps;  // by signature
+      std::vector<WaitIndex::PartitionQuery> all;
+      for (const auto& [signature, partition] : index.partitions_of(tenant))
+        for (int k = pick(3); k > 0; --k) caps[signature].push_back(random_capacity(rng));
+      for (const auto& [signature, partition] : index.partitions_of(tenant)) {
+        WaitIndex::PartitionQuery q{partition, {}};
+        for (const auto& cap : caps[signature]) q.caps.push_back(&cap);
+        if (!q.caps.empty()) all.push_back(std::move(q));
+      }
+      std::vector<const Job*> queue;
+      for (const auto& j : jobs)
+        if (j.tenant == tenant) queue.push_back(&j);
+      std::sort(queue.begin(), queue.end(),
+                [](const Job* a, const Job* b) { return a->key() < b->key(); });
+      const Job* after =
+          pick(2) && !queue.empty() ? queue[pick(static_cast<int>(queue.size()))] : nullptr;
+      QueueKey after_key = after ? after->key() : QueueKey{};
+      const Job* expected = nullptr;
+      for (const Job* j : queue) {
+        if (after && !(after_key < j->key())) continue;
+        const auto& mine = caps[j->signature];
+        bool admitted = std::any_of(mine.begin(), mine.end(), [&](const WaitCapacity& cap) {
+          return cap.admits(j->need, j->priority);
+        });
+        if (j->refused || !admitted) continue;
+        expected = j;
+        break;
+      }
+      auto accept = [](void* owner) { return !static_cast<Job*>(owner)->refused; };
+      void* got = index.first_admitted(all, after ? &after_key : nullptr, accept);
+      ++queries;
+      found += expected != nullptr;
+      ASSERT_EQ(got, static_cast<const void*>(expected))
+          << "round " << round << " tenant " << tenant;
+    }
   }
   // The generator must give queries that find something and queries that do not.
   EXPECT_GT(found, queries / 10);
