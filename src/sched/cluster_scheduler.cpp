@@ -162,6 +162,7 @@ void ClusterScheduler::set_tenants(const std::vector<TenantSpec>& tenants) {
   tenants_changed_ = true;
   decide_all_ = true;  // every quota may have changed
   drop_victim_candidates();
+  node_victims_.clear();  // cohorts may have changed
   ++release_epoch_;
 }
 
@@ -311,6 +312,7 @@ ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job) {
   RunningJob& r = running_.emplace(std::move(id), std::move(job)).first->second;
   for (const auto& [slot, rp] : r.replicas) {
     nodes_[slot].jobs.emplace(r.seq, &r);
+    ++slot_version_[slot];  // its running jobs changed (victims_on, node_victim_list)
     // A job placed in this pass may not be preempted in it, and within the pass the victim
     // candidates' bounds may be higher than what is free: its nodes are logged at the next
     // pass. A job the caller started may be a victim at once.
@@ -473,6 +475,7 @@ void ClusterScheduler::finish(const std::string& job_id) {
   for (const auto& [slot, rp] : r.replicas) {
     apply_replica(slot, r.req, rp, -1);
     nodes_[slot].jobs.erase(r.seq);
+    ++slot_version_[slot];  // its running jobs changed (victims_on, node_victim_list)
     log_victim_change(slot);
     note_freed(slot);
   }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <boost/container/small_vector.hpp>
 #include <chrono>
 #include <limits>
 #include <map>
@@ -148,6 +149,7 @@ class ClusterScheduler final : public Scheduler {
     std::vector<int64_t> least_victim;  // the GPU milli of the smallest possible victim there
     std::vector<int32_t> gpu_free;      // milli per GPU position, flat: gpu_offset[slot] ...
     std::vector<size_t> gpu_offset;
+    int cohort = -1;          // the key's cohort, interned (cohort_id)
     size_t log_cursor = 0;    // into victim_log_
     uint64_t epoch = 0;       // victim_epoch_ when brought up to date
     size_t listed_count = 0;  // slots in group_slots
@@ -277,9 +279,10 @@ class ClusterScheduler final : public Scheduler {
     if (sources_started_ && sources_.count(slot)) dirty_sources_.push_back(slot);
   }
   // What the slot offers the tenant's jobs, as (static group, capacity): what is free (with
-  // `free_too`), and per priority level what preempting would free.
+  // `free_too`), per priority level what preempting would free, and (tenant >= 0) what
+  // reclaiming from its cohort's borrowers would free; with `reclaim_only`, only the last.
   void preemption_caps(int tenant, int slot, bool free_too,
-                       std::vector<std::pair<int, WaitCapacity>>& caps);
+                       std::vector<std::pair<int, WaitCapacity>>& caps, bool reclaim_only = false);
   void set_reason(PendingJob& job, std::string reason, Plan& plan);
   // set_reason for a job that waits, remembered for the jobs with the same key.
   void set_wait(PendingJob& job, const WaitKey& key, std::string reason, TimeMs now, Plan& plan,
@@ -372,11 +375,28 @@ class ClusterScheduler final : public Scheduler {
   VictimCandidates& victim_slots(const PendingJob& job);
   // (priority, spot, cohort) of the jobs whose victim candidates victim_slots_ holds.
   using VictimKey = std::tuple<int, bool, std::string>;
+  // What a running job on a node would free there were it preempted, and what decides for
+  // whom it may be a victim: read by every key's candidates (bound_candidate) instead of the
+  // jobs themselves.
+  struct NodeVictim {
+    int priority = 0;
+    bool spot = false, borrowed = false, preempting = false;
+    int cohort = -1;  // its tenant's cohort, interned (cohort_id); -1: none
+    uint64_t placed_pass = 0;
+    int64_t job_gpu_milli = 0;                                            // of all its replicas
+    int64_t cpu_milli = 0, memory_mib = 0;                                // its replicas' here
+    boost::container::small_vector<std::pair<uint8_t, int32_t>, 8> gpus;  // position, milli
+  };
+  // The node's running jobs as NodeVictims, built again when the node's version changed.
+  const std::vector<NodeVictim>& node_victim_list(int slot);
+  // An id per cohort name, for NodeVictim (-1 for no cohort).
+  int cohort_id(const std::string& cohort);
   // Whether a running job may be a victim for some job of the key (a superset of may_preempt).
+  bool possible_victim(const VictimKey& key, int cohort, const NodeVictim& v) const;
   bool possible_victim(const VictimKey& key, const RunningJob& r) const;
   // Sets the candidate's bounds: what its node would have free were its possible victims gone.
-  // Returns whether it has any possible victim.
-  bool bound_candidate(const VictimKey& key, VictimCandidates& c, int slot) const;
+  // Returns whether it has any possible victim (the bounds are set only then).
+  bool bound_candidate(const VictimKey& key, VictimCandidates& c, int slot);
   // Whether the slot is a candidate now (and its bounds, if so).
   void refresh_candidate(const VictimKey& key, VictimCandidates& c, int slot);
   // Finds the key's candidates afresh, from the indexes of running jobs.
@@ -506,6 +526,13 @@ class ClusterScheduler final : public Scheduler {
   // Kept up to date through victim_log_; dropped on a node or tenant change.
   std::map<VictimKey, VictimCandidates> victim_slots_;
   std::vector<int> victim_log_;  // slots whose running jobs changed, for victim_slots_
+  struct NodeVictims {
+    bool built = false;
+    uint64_t version = 0;  // slot_version_ when built
+    std::vector<NodeVictim> jobs;
+  };
+  std::vector<NodeVictims> node_victims_;  // by slot (see node_victim_list)
+  std::unordered_map<std::string, int> cohort_ids_;
   // Bumps where candidates found earlier would have gone stale (see schedule()).
   uint64_t victim_epoch_ = 1;
   std::vector<int> placed_slots_;     // slots of the jobs placed in this pass

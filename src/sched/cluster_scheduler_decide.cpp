@@ -137,7 +137,6 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
         victim_chosen(r);
         for (const auto& [slot, rp] : r.replicas) {
           where.insert(slot);
-          ++slot_version_[slot];  // its victim options change (victims_on)
           mark_source_dirty(slot);
         }
         std::string why =

@@ -51,18 +51,35 @@ int64_t least_victim_milli(const JobRequest& req, const NodeState& node, uint64_
   return sum;
 }
 
-// A job of (priority, spot) may preempt the victim for its rank alone: a lower priority, or a
-// spot job of no higher priority when the job is not spot.
+// A job of (priority, spot) may preempt a victim of (victim_priority, victim_spot) for its rank
+// alone: a lower priority, or a spot job of no higher priority when the job is not spot.
+bool outranks_victim(int priority, bool spot, int victim_priority, bool victim_spot) {
+  return victim_priority < priority || (victim_spot && !spot && victim_priority <= priority);
+}
 bool outranks_victim(int priority, bool spot, const JobRequest& victim) {
-  return victim.priority < priority ||
-         (victim.preemptible() && !spot && victim.priority <= priority);
+  return outranks_victim(priority, spot, victim.priority, victim.preemptible());
 }
 
 // The victim outranks a job of (priority, spot): a higher priority, or the same and not spot
 // where the job is spot. A lender never reclaims from such a borrower.
+bool outranked_by(int priority, bool spot, int victim_priority, bool victim_spot) {
+  return victim_priority > priority || (victim_priority == priority && spot && !victim_spot);
+}
 bool outranked_by(int priority, bool spot, const JobRequest& victim) {
-  return victim.priority > priority ||
-         (victim.priority == priority && spot && !victim.preemptible());
+  return outranked_by(priority, spot, victim.priority, victim.preemptible());
+}
+
+// Whether a running job of (victim_priority, victim_spot) may be a victim for some job of the
+// key's (priority, spot, cohort) (a superset of may_preempt): not one already chosen nor one
+// placed in this pass; one it outranks; or, unless it outranks the key, a borrower of the
+// key's cohort (`cohort_borrower()`; may_reclaim decides per node what it borrows).
+template <typename CohortBorrower>
+bool victim_for_key(int priority, bool spot, int victim_priority, bool victim_spot,
+                    bool unavailable, CohortBorrower&& cohort_borrower) {
+  if (unavailable) return false;
+  if (outranks_victim(priority, spot, victim_priority, victim_spot)) return true;
+  if (outranked_by(priority, spot, victim_priority, victim_spot)) return false;
+  return cohort_borrower();
 }
 
 }  // namespace
@@ -188,41 +205,77 @@ const std::optional<ClusterScheduler::VictimOption>& ClusterScheduler::victims_o
   return m.option;
 }
 
-bool ClusterScheduler::possible_victim(const VictimKey& key, const RunningJob& r) const {
-  const auto& [priority, spot, cohort] = key;
-  if (r.preempting || r.placed_pass == pass_) return false;
-  if (outranks_victim(priority, spot, r.req)) return true;
-  // Borrowers of the cohort that do not outrank the key, whatever they borrow: may_reclaim
-  // decides per node.
-  if (outranked_by(priority, spot, r.req)) return false;
-  return r.borrowed && !cohort.empty() && tenants_.cohort_of(r.req.tenant) == cohort;
+int ClusterScheduler::cohort_id(const std::string& cohort) {
+  if (cohort.empty()) return -1;
+  return cohort_ids_.try_emplace(cohort, static_cast<int>(cohort_ids_.size())).first->second;
 }
 
-bool ClusterScheduler::bound_candidate(const VictimKey& key, VictimCandidates& c, int slot) const {
+const std::vector<ClusterScheduler::NodeVictim>& ClusterScheduler::node_victim_list(int slot) {
+  if (node_victims_.size() < nodes_.size()) node_victims_.resize(nodes_.size());
+  NodeVictims& built = node_victims_[slot];
+  if (built.built && built.version == slot_version_[slot]) return built.jobs;
+  built.built = true;
+  built.version = slot_version_[slot];
+  built.jobs.clear();
   const NodeState& n = nodes_[slot].state;
-  bool any = false;
+  for (const auto& [seq, r] : nodes_[slot].jobs) {
+    NodeVictim& v = built.jobs.emplace_back();
+    v.priority = r->req.priority;
+    v.spot = r->req.preemptible();
+    v.borrowed = r->borrowed;
+    v.preempting = r->preempting;
+    v.cohort = cohort_id(tenants_.cohort_of(r->req.tenant));
+    v.placed_pass = r->placed_pass;
+    v.job_gpu_milli = gpu_milli_of(r->req);
+    for (const auto& [s, rp] : r->replicas) {
+      if (s != slot) continue;
+      v.cpu_milli += rp.cpu_milli;
+      v.memory_mib += rp.memory_mib;
+      for (const auto& share : rp.gpus)
+        for (size_t p = 0; p < n.gpus.size() && p < 256; ++p)
+          if (n.gpus[p].index == share.index)
+            v.gpus.push_back({static_cast<uint8_t>(p), static_cast<int32_t>(share.milli)});
+    }
+  }
+  return built.jobs;
+}
+
+bool ClusterScheduler::possible_victim(const VictimKey& key, int cohort,
+                                       const NodeVictim& v) const {
+  const auto& [priority, spot, cohort_name] = key;
+  return victim_for_key(priority, spot, v.priority, v.spot, v.preempting || v.placed_pass == pass_,
+                        [&] { return v.borrowed && cohort >= 0 && v.cohort == cohort; });
+}
+
+bool ClusterScheduler::possible_victim(const VictimKey& key, const RunningJob& r) const {
+  const auto& [priority, spot, cohort] = key;
+  return victim_for_key(
+      priority, spot, r.req.priority, r.req.preemptible(), r.preempting || r.placed_pass == pass_,
+      [&] { return r.borrowed && !cohort.empty() && tenants_.cohort_of(r.req.tenant) == cohort; });
+}
+
+bool ClusterScheduler::bound_candidate(const VictimKey& key, VictimCandidates& c, int slot) {
+  const std::vector<NodeVictim>& victims = node_victim_list(slot);
+  if (std::none_of(victims.begin(), victims.end(),
+                   [&](const NodeVictim& v) { return possible_victim(key, c.cohort, v); }))
+    return false;
+  const NodeState& n = nodes_[slot].state;
   int64_t cpu = n.cpu_milli - n.cpu_used_milli, memory = n.memory_mib - n.memory_used_mib;
   int64_t least_victim = std::numeric_limits<int64_t>::max();
   size_t offset = c.gpu_offset[slot];
   for (size_t p = 0; p < n.gpus.size(); ++p)
     c.gpu_free[offset + p] = static_cast<int32_t>(n.gpus[p].free_milli());
-  for (const auto& [seq, r] : nodes_[slot].jobs) {
-    if (!possible_victim(key, *r)) continue;
-    any = true;
-    least_victim = std::min(least_victim, gpu_milli_of(r->req));
-    for (const auto& [s, rp] : r->replicas) {
-      if (s != slot) continue;
-      cpu += rp.cpu_milli;
-      memory += rp.memory_mib;
-      for (const auto& share : rp.gpus)
-        for (size_t p = 0; p < n.gpus.size(); ++p)
-          if (n.gpus[p].index == share.index) c.gpu_free[offset + p] += share.milli;
-    }
+  for (const NodeVictim& v : victims) {
+    if (!possible_victim(key, c.cohort, v)) continue;
+    least_victim = std::min(least_victim, v.job_gpu_milli);
+    cpu += v.cpu_milli;
+    memory += v.memory_mib;
+    for (const auto& [p, milli] : v.gpus) c.gpu_free[offset + p] += milli;
   }
   c.cpu_free[slot] = cpu;
   c.memory_free[slot] = memory;
   c.least_victim[slot] = least_victim;
-  return any;
+  return true;
 }
 
 void ClusterScheduler::refresh_candidate(const VictimKey& key, VictimCandidates& c, int slot) {
@@ -245,6 +298,7 @@ void ClusterScheduler::refresh_candidate(const VictimKey& key, VictimCandidates&
 
 void ClusterScheduler::victim_chosen(const RunningJob& victim) {
   ++wake_version_;  // what preempting would free there shrank
+  for (const auto& [slot, rp] : victim.replicas) ++slot_version_[slot];  // victims_on, NodeVictim
   // Candidates found in this victim epoch stay candidates until the next one (as if found now);
   // their bounds shrink at once.
   for (auto& [key, c] : victim_slots_)
@@ -296,6 +350,7 @@ void ClusterScheduler::find_candidates(const VictimKey& key, VictimCandidates& c
   c.group_slots.assign(classes_.static_groups(), {});
   c.listed_count = c.not_members = 0;
   c.log_cursor = victim_log_.size();
+  c.cohort = cohort_id(std::get<2>(key));
   // The nodes of the running jobs that may be victims for the key (the indexes hold them all).
   const auto& [priority, spot, cohort] = key;
   std::vector<char>& seen = victim_scratch_;

@@ -92,10 +92,7 @@ void ClusterScheduler::reclaim_over_limit(Plan& plan) {
     for (RunningJob* r : chosen) {
       r->preempting = true;
       victim_chosen(*r);
-      for (const auto& [slot, rp] : r->replicas) {
-        ++slot_version_[slot];
-        mark_source_dirty(slot);
-      }
+      for (const auto& [slot, rp] : r->replicas) mark_source_dirty(slot);
       plan.preemptions.push_back(
           {r->req.job_id,
            fmt::format("preempted: quota reclaim, tenant {} holds {} {} GPUs above its quota in "

@@ -111,7 +111,8 @@ int64_t ClusterScheduler::quota_headroom(int tenant, const std::string& model) {
 }
 
 void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
-                                       std::vector<std::pair<int, WaitCapacity>>& caps) {
+                                       std::vector<std::pair<int, WaitCapacity>>& caps,
+                                       bool reclaim_only) {
   int c = classes_.class_of(slot);
   if (c < 0 || !nodes_[slot].present) return;
   const Node& n = nodes_[slot];
@@ -171,14 +172,14 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
   if (slot < static_cast<int>(nominees_by_slot_.size()))
     for (const auto& [priority, id] : nominees_by_slot_[slot])
       held_for = std::max(held_for, priority);
-  if (free_too) {
+  if (free_too && !reclaim_only) {
     WaitCapacity cap = cap_now(held_for, quota);
     cap.runtime_limit = runtime_limit;
     caps.push_back({group, cap});
   }
   if (!settings_.preemption) return;
   bool spot_at_level = false;  // the level holds a spot job of the level's priority + 1
-  for (size_t i = 0; i < eligible.size(); ++i) {
+  for (size_t i = 0; i < eligible.size() && !reclaim_only; ++i) {
     const RunningJob& r = *eligible[i].second;
     release(r);
     spot_at_level |= r.req.preemptible();
@@ -460,14 +461,12 @@ const std::vector<std::pair<int, WaitCapacity>>& ClusterScheduler::wake_caps(int
       for (const auto& [seq, r] : borrowed_running_)
         if (tenants_.cohort_of(r->req.tenant) == cohort)
           for (const auto& [slot, rp] : r->replicas) slots.insert(slot);
+    const std::string& name = tenant_names_[tenant];
     for (int slot : slots) {
-      bool borrowed = false;
-      for (const auto& [seq, r] : nodes_[slot].jobs) borrowed |= r->borrowed;
-      if (!borrowed) continue;
-      std::vector<std::pair<int, WaitCapacity>> own;
-      preemption_caps(tenant, slot, false, own);
-      for (const auto& cap : own)
-        if (cap.second.quota_blocked_above >= 0) caps.push_back(cap);
+      bool lent = false;  // a job here borrows quota the tenant's cohort lends
+      for (const auto& [seq, r] : nodes_[slot].jobs)
+        lent |= r->borrowed && r->req.tenant != name && tenants_.cohort_of(r->req.tenant) == cohort;
+      if (lent) preemption_caps(tenant, slot, false, caps, true);
     }
   }
   merge_sizes(caps);
