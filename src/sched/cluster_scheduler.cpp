@@ -88,6 +88,7 @@ void ClusterScheduler::update_capacity() {
   int64_t gpu = 0, cpu = 0, memory = 0, max_cpu = 0;
   int max_gpus = 0;
   zones_.clear();
+  const std::string* last_zone = nullptr;
   for (int slot = 0; slot < static_cast<int>(nodes_.size()); ++slot) {
     const Node& n = nodes_[slot];
     if (!n.present) continue;
@@ -96,7 +97,10 @@ void ClusterScheduler::update_capacity() {
     memory += n.state.memory_mib;
     max_cpu = std::max(max_cpu, n.state.cpu_milli);
     max_gpus = std::max(max_gpus, static_cast<int>(n.state.gpus.size()));
-    if (classes_.class_of(slot) >= 0) zones_.insert(classes_.of_slot(slot).zone);
+    if (classes_.class_of(slot) < 0) continue;
+    // Most nodes share a zone with the node before them: a set insert each would dominate.
+    const std::string& zone = classes_.of_slot(slot).zone;
+    if (!last_zone || *last_zone != zone) zones_.insert(zone), last_zone = &zone;
   }
   tenants_.set_capacity(gpu, cpu, memory);
   ScoreNormalizers norm;
@@ -310,6 +314,7 @@ ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job) {
   job.seq = next_running_seq_++;
   std::string id = job.req.job_id;
   RunningJob& r = running_.emplace(std::move(id), std::move(job)).first->second;
+  if (r.expected_end != kNever) ends_.emplace(std::pair{r.expected_end, r.req.job_id}, &r);
   for (const auto& [slot, rp] : r.replicas) {
     nodes_[slot].jobs.emplace(r.seq, &r);
     ++slot_version_[slot];  // its running jobs changed (victims_on, node_victim_list)
@@ -451,10 +456,7 @@ Status ClusterScheduler::start(const JobRequest& job, const Placement& where, Ti
     r.replicas.push_back({slot, rp});
     r.models.push_back(model);
   }
-  if (job.max_runtime_ms > 0) {
-    r.expected_end = started_at + job.max_runtime_ms;
-    ends_.insert({r.expected_end, job.job_id});
-  }
+  if (job.max_runtime_ms > 0) r.expected_end = started_at + job.max_runtime_ms;
   las_track_running(add_running(std::move(r)));
   placed_last_pass_ = true;  // a new possible victim
   return {};
@@ -531,10 +533,7 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
     r.models.push_back(model);
     r.replicas.push_back({slot, rp});
   }
-  if (job.req.max_runtime_ms > 0) {
-    r.expected_end = now + job.req.max_runtime_ms;
-    ends_.insert({r.expected_end, job.req.job_id});
-  }
+  if (job.req.max_runtime_ms > 0) r.expected_end = now + job.req.max_runtime_ms;
   clear_nomination(job.req.job_id);
   placed_last_pass_ = true;
   std::string id = job.req.job_id;

@@ -246,8 +246,12 @@ class ClusterScheduler final : public Scheduler {
   // The first job of the tenant after `after`, in queue order, that the wake-ups of this pass
   // may let start (0: none).
   PendingJob* next_woken(int tenant, const QueueKey* after, TimeMs now);
-  // The capacities the wake-ups of this pass offer the tenant now, as (static group, capacity).
-  const std::vector<std::pair<int, WaitCapacity>>& wake_caps(int tenant, TimeMs now);
+  // The capacities the wake-ups of this pass offer the tenant now, per static group, with the
+  // tenant's quota applied.
+  const std::vector<std::vector<WaitCapacity>>& wake_caps(int tenant, TimeMs now);
+  // The tenant's own wake-up capacities, as (static group, capacity): where its quota grew
+  // (quota_caps), and where it may reclaim what its cohort lent.
+  void own_caps(int tenant, std::vector<std::pair<int, WaitCapacity>>& caps);
   // Drops the capacities another one of the same static group admits every job of.
   static void drop_dominated(std::vector<std::pair<int, WaitCapacity>>& caps);
   // Merges the capacities of a static group that differ only in size (whole GPUs, GPU milli,
@@ -447,7 +451,8 @@ class ClusterScheduler final : public Scheduler {
   size_t ranking_groups_ = 0;  // static groups when rankings_ were made (fit signatures change)
   std::map<std::string, PendingJob> pending_;
   std::map<std::string, RunningJob> running_;
-  std::set<std::pair<TimeMs, std::string>> ends_;  // expected end, job id
+  // Running jobs with a declared max_runtime, by (expected end, job id).
+  std::map<std::pair<TimeMs, std::string>, const RunningJob*> ends_;
   // Running jobs that some pending job might preempt: by priority, spot ones, borrowing ones.
   std::map<std::pair<int, uint64_t>, const RunningJob*> by_priority_;      // (priority, seq)
   std::map<uint64_t, const RunningJob*> spot_running_, borrowed_running_;  // by seq
@@ -484,11 +489,12 @@ class ClusterScheduler final : public Scheduler {
   struct WakeCaps {
     bool valid = false;
     uint64_t version = 0, changes = 0;
-    std::vector<std::pair<int, WaitCapacity>> caps;
+    std::vector<std::vector<WaitCapacity>> by_group;  // (queries point into these)
   };
   std::unordered_map<int, WakeCaps> wake_caps_;
-  std::map<int, bool> sources_;     // slot -> what is free counts too
-  std::vector<int> dirty_sources_;  // sources whose node changed in the pass
+  std::vector<WaitIndex::PartitionQuery> wake_queries_;  // next_woken's, reused
+  std::map<int, bool> sources_;                          // slot -> what is free counts too
+  std::vector<int> dirty_sources_;                       // sources whose node changed in the pass
   bool all_sources_dirty_ = false;
   bool sources_started_ =
       false;  // sources_ is this pass's                         // a hold changed: every source

@@ -65,8 +65,9 @@ std::optional<ClusterScheduler::Reservation> ClusterScheduler::find_reservation(
   std::map<int, NodeState> scratch;
   TimeMs start = kNever;
   if (total < want) {
-    for (const auto& [end, id] : ends_) {
-      const RunningJob& r = running_.at(id);
+    for (const auto& [end_id, running] : ends_) {
+      const RunningJob& r = *running;
+      const TimeMs end = end_id.first;
       for (const auto& [slot, rp] : r.replicas) {
         if (!nodes_[slot].present || !slot_could_fit(shapes_[job.shape], slot)) continue;
         auto [it, fresh] = scratch.try_emplace(slot);

@@ -423,31 +423,7 @@ void ClusterScheduler::refresh_wake_sources() {
   dirty_sources_.clear();
 }
 
-const std::vector<std::pair<int, WaitCapacity>>& ClusterScheduler::wake_caps(int tenant,
-                                                                             TimeMs now) {
-  last_now_ = now;
-  if (!sources_started_) start_wake_sources();
-  refresh_wake_sources();
-  // Shared by every tenant (their quota is applied per query): what the wake-ups' nodes offer.
-  if (shared_version_ != wake_version_ || !shared_valid_) {
-    shared_list_.clear();
-    // Capacities that differ only in size, as one with the most of each (merge_sizes).
-    for (const auto& [k, envelope] : shared_caps_) {
-      WaitCapacity& cap = shared_list_.emplace_back(cap_of(k)).second;
-      cap.whole_gpus = static_cast<int32_t>(envelope.sizes[0].rbegin()->first);
-      cap.max_free_milli = static_cast<int32_t>(envelope.sizes[1].rbegin()->first);
-      cap.cpu_milli = envelope.sizes[2].rbegin()->first;
-      cap.memory_mib = envelope.sizes[3].rbegin()->first;
-    }
-    drop_dominated(shared_list_);  // (their quota is every tenant's own: kAny here)
-    shared_version_ = wake_version_;
-    shared_valid_ = true;
-  }
-  // The tenant's own: its quota grew, or it may reclaim what its cohort lent.
-  WakeCaps& cached = wake_caps_[tenant];
-  if (cached.valid && cached.version == wake_version_ && cached.changes == tenants_.changes())
-    return cached.caps;
-  auto& caps = cached.caps;
+void ClusterScheduler::own_caps(int tenant, std::vector<std::pair<int, WaitCapacity>>& caps) {
   caps.clear();
   if (wake_quota_.count(tenant))
     for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
@@ -471,35 +447,54 @@ const std::vector<std::pair<int, WaitCapacity>>& ClusterScheduler::wake_caps(int
   }
   merge_sizes(caps);
   drop_dominated(caps);
-  cached.valid = true;
-  cached.version = wake_version_;
-  cached.changes = tenants_.changes();
-  return caps;
 }
 
-ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const QueueKey* after,
-                                                           TimeMs now) {
-  const auto& own = wake_caps(tenant, now);
-  if (own.empty() && shared_list_.empty()) return nullptr;
-  auto accept = [&](void* owner) {
-    const PendingJob& job = *static_cast<const PendingJob*>(owner);
-    return job.decided_pass != pass_ && !waits_now(job, now);
-  };
-  // Every capacity with the tenant's quota applied, by static group (the quota of a group's GPU
-  // model asked once per call). Within its nominal quota a job may preempt even where its
-  // cohort lent that quota out (choose_victims), so where a capacity is offered by preempting,
-  // the nominal headroom counts too. (Where it is free, a job the quota holds back there can
-  // only reclaim, which no node's capacity decides.)
-  std::vector<std::vector<WaitCapacity>> by_group(classes_.static_groups());
+const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int tenant, TimeMs now) {
+  last_now_ = now;
+  if (!sources_started_) start_wake_sources();
+  refresh_wake_sources();
+  // Shared by every tenant (their quota is applied per query): what the wake-ups' nodes offer.
+  if (shared_version_ != wake_version_ || !shared_valid_) {
+    shared_list_.clear();
+    // Capacities that differ only in size, as one with the most of each (merge_sizes).
+    for (const auto& [k, envelope] : shared_caps_) {
+      WaitCapacity& cap = shared_list_.emplace_back(cap_of(k)).second;
+      cap.whole_gpus = static_cast<int32_t>(envelope.sizes[0].rbegin()->first);
+      cap.max_free_milli = static_cast<int32_t>(envelope.sizes[1].rbegin()->first);
+      cap.cpu_milli = envelope.sizes[2].rbegin()->first;
+      cap.memory_mib = envelope.sizes[3].rbegin()->first;
+    }
+    drop_dominated(shared_list_);  // (their quota is every tenant's own: kAny here)
+    shared_version_ = wake_version_;
+    shared_valid_ = true;
+  }
+  // The tenant's own: its quota grew, or it may reclaim what its cohort lent.
+  WakeCaps& cached = wake_caps_[tenant];
+  if (cached.valid && cached.version == wake_version_ && cached.changes == tenants_.changes())
+    return cached.by_group;
+  std::vector<std::pair<int, WaitCapacity>> caps;
+  own_caps(tenant, caps);
+
+  // With the shared ones, the tenant's quota applied, by static group (the quota of a group's
+  // GPU model asked once). Within its nominal quota a job may preempt even where its cohort
+  // lent that quota out (choose_victims), so where a capacity is offered by preempting, the
+  // nominal headroom counts too. (Where it is free, a job the quota holds back there can only
+  // reclaim, which no node's capacity decides.)
+  auto& by_group = cached.by_group;
+  by_group.assign(classes_.static_groups(), {});
   std::vector<std::pair<int64_t, int64_t>> quota(by_group.size(), {-1, -1});  // allowed, nominal
-  for (const auto& [group, shared] : shared_list_) {
-    if (group >= static_cast<int>(by_group.size())) continue;
+  auto quota_of = [&](int group) -> const std::pair<int64_t, int64_t>& {
     auto& [allowed, nominal] = quota[group];
     if (allowed < 0) {
       const std::string& model = classes_.group_example(group).gpu_model;
       allowed = quota_headroom(tenant, model);
       nominal = std::max(allowed, tenants_.nominal_headroom(tenant_names_[tenant], model));
     }
+    return quota[group];
+  };
+  for (const auto& [group, shared] : shared_list_) {
+    if (group >= static_cast<int>(by_group.size())) continue;
+    const auto& [allowed, nominal] = quota_of(group);
     WaitCapacity cap = shared;
     cap.quota_milli = shared.by_preempting ? nominal : allowed;
     // Free capacity wakes a job its quota did not hold back whatever its quota now: decided,
@@ -507,20 +502,38 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
     cap.quota_limits_held_only = !cap.by_preempting;
     by_group[group].push_back(cap);
   }
-  for (const auto& [group, cap] : own)
+  for (const auto& [group, cap] : caps)
     if (group < static_cast<int>(by_group.size())) by_group[group].push_back(cap);
-  std::vector<WaitIndex::PartitionQuery> queries;
+  cached.valid = true;
+  cached.version = wake_version_;
+  cached.changes = tenants_.changes();
+  return by_group;
+}
+
+ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const QueueKey* after,
+                                                           TimeMs now) {
+  const auto& by_group = wake_caps(tenant, now);
+  auto accept = [&](void* owner) {
+    const PendingJob& job = *static_cast<const PendingJob*>(owner);
+    return job.decided_pass != pass_ && !waits_now(job, now);
+  };
+  std::vector<WaitIndex::PartitionQuery>& queries = wake_queries_;  // reused: no allocations
+  size_t used = 0;
   for (const auto& [signature, partition] : waiting_.partitions_of(tenant)) {
     const std::string& fits = signature_bits_[signature];
-    WaitIndex::PartitionQuery q{partition, {}};
+    if (used == queries.size()) queries.emplace_back();
+    WaitIndex::PartitionQuery& q = queries[used];
+    q.partition = partition;
+    q.caps.clear();
     for (size_t g = 0; g < by_group.size() && g < fits.size(); ++g)
       if (fits[g] == '1')
         for (const WaitCapacity& cap : by_group[g])
           if (waiting_.may_admit(partition, cap)) q.caps.push_back(&cap);
-    if (!q.caps.empty()) queries.push_back(std::move(q));
+    if (!q.caps.empty()) ++used;
   }
-  auto* best = static_cast<PendingJob*>(waiting_.first_admitted(queries, after, accept));
-  return best;
+  if (used == 0) return nullptr;
+  return static_cast<PendingJob*>(waiting_.first_admitted(
+      std::span<const WaitIndex::PartitionQuery>(queries.data(), used), after, accept));
 }
 
 void ClusterScheduler::decide_woken(TimeMs now, Plan& plan, bool full,

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -122,13 +123,14 @@ class WaitIndex {
   /// in queue order across partitions, and none past the first such job: jobs after it are not
   /// looked at, and `accept` is asked once per admitted job before it.
   template <typename Accept>
-  void* first_admitted(const std::vector<PartitionQuery>& queries, const QueueKey* after,
+  void* first_admitted(std::span<const PartitionQuery> queries, const QueueKey* after,
                        Accept&& accept) const;
   /// The same for one partition.
   template <typename Accept>
   void* first_admitted(int partition, const QueueKey* after,
                        const std::vector<const WaitCapacity*>& caps, Accept&& accept) const {
-    return first_admitted(std::vector<PartitionQuery>{{partition, caps}}, after, accept);
+    PartitionQuery q{partition, caps};
+    return first_admitted(std::span<const PartitionQuery>(&q, 1), after, accept);
   }
   /// The first job of the partition after `after`, with its key (nullptr: none).
   void* first_after(int partition, const QueueKey* after, QueueKey* key = nullptr) const;
@@ -180,7 +182,7 @@ class WaitIndex {
 };
 
 template <typename Accept>
-void* WaitIndex::first_admitted(const std::vector<PartitionQuery>& queries, const QueueKey* after,
+void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const QueueKey* after,
                                 Accept&& accept) const {
   // Fills `active` with the query's capacities that may admit a job of the block (asking the
   // block's summary); false when none admits the block's first priority, nor so any later one.
