@@ -124,6 +124,11 @@ void ClusterScheduler::reset_rankings() {
 
 void ClusterScheduler::upsert_node(const NodeState& incoming) {
   int slot = slot_of(incoming.id);
+  // Its kind and GPU count before, for the victim candidates (-1: new, or not in a class).
+  const int old_group =
+      slot >= 0 && classes_.class_of(slot) >= 0 ? classes_.group_of_slot(slot) : -1;
+  const size_t old_gpus = slot >= 0 ? nodes_[slot].state.gpus.size() : 0;
+  const bool known = slot >= 0;
   if (slot < 0) {
     slot = static_cast<int>(nodes_.size());
     nodes_.push_back({});
@@ -145,7 +150,14 @@ void ClusterScheduler::upsert_node(const NodeState& incoming) {
   reindex(slot);
   note_freed(slot);
   drop_reservation_on(slot);
-  drop_victim_candidates();
+  // A new node, or one of the same kind and GPU count, is brought up to date in the victim
+  // candidates like a node whose jobs changed; any other change finds them afresh (their
+  // per-kind lists and per-GPU bounds would no longer hold).
+  if (known && (old_group < 0 || old_group != classes_.group_of_slot(slot) ||
+                old_gpus != nodes_[slot].state.gpus.size()))
+    drop_victim_candidates();
+  else
+    log_victim_change(slot);
   capacity_dirty_ = true;  // totals, normalisers and zones: once, before the next pass
   ++release_epoch_;
 }
@@ -156,7 +168,7 @@ void ClusterScheduler::remove_node(const std::string& node_id) {
   nodes_[slot].present = false;
   reindex(slot);
   drop_reservation_on(slot);
-  drop_victim_candidates();
+  log_victim_change(slot);  // no longer a candidate
   capacity_dirty_ = true;
   ++release_epoch_;
 }

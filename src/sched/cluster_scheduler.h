@@ -405,6 +405,14 @@ class ClusterScheduler final : public Scheduler {
   void refresh_candidate(const VictimKey& key, VictimCandidates& c, int slot);
   // Finds the key's candidates afresh, from the indexes of running jobs.
   void find_candidates(const VictimKey& key, VictimCandidates& c);
+  // Extends the key's per-slot vectors to nodes that joined since (and its per-kind lists to
+  // new kinds); the new nodes are in the log.
+  void grow_candidates(VictimCandidates& c);
+  // A key whose backlog in victim_log_ is longer than this times the nodes is found afresh.
+  // Catching up refreshes each logged node once; finding afresh walks the running jobs the key
+  // may preempt and refreshes their nodes: for a key of a low priority (few possible victims)
+  // that is cheaper than a long catch-up, for one of a high priority it is not.
+  static constexpr size_t kVictimBacklog = 1;
   // Brings the key's candidates up to date with the nodes logged since it last read the log.
   void catch_up_candidates(const VictimKey& key, VictimCandidates& c);
   // The job was chosen as a victim: it no longer counts in any candidate's bounds.
@@ -416,9 +424,9 @@ class ClusterScheduler final : public Scheduler {
     if (!victim_slots_.empty()) victim_log_.push_back(slot);
   }
   // Drops the part of victim_log_ every key has read (and keys of past victim epochs too far
-  // behind to catch up), once the log is as long as the nodes.
+  // behind to catch up), once the log is kVictimBacklog times as long as the nodes.
   void trim_victim_log();
-  // Node or tenant changes: candidates are found afresh.
+  // Tenant changes, or a node that changed kind or GPU count: candidates are found afresh.
   void drop_victim_candidates() {
     victim_slots_.clear();
     victim_log_.clear();

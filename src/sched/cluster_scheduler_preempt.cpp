@@ -303,7 +303,8 @@ void ClusterScheduler::victim_chosen(const RunningJob& victim) {
   // their bounds shrink at once.
   for (auto& [key, c] : victim_slots_)
     for (const auto& [slot, rp] : victim.replicas)
-      if (c.member[slot]) bound_candidate(key, c, slot);
+      if (static_cast<size_t>(slot) < c.member.size() && c.member[slot])
+        bound_candidate(key, c, slot);
   for (const auto& [slot, rp] : victim.replicas) log_victim_change(slot);
 }
 
@@ -326,12 +327,14 @@ ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const Pending
   c.epoch = victim_epoch_;
   c.nothing_freeable.clear();
   // Catching up refreshes each logged node once; finding them afresh walks every running job
-  // they may preempt and refreshes every node of those: only a backlog longer than the nodes
-  // (a key unused for long) is found afresh.
-  if (fresh || victim_log_.size() - c.log_cursor > nodes_.size())
+  // they may preempt and refreshes every node of those: only a backlog longer than
+  // kVictimBacklog times the nodes (a key unused for long) is found afresh.
+  if (fresh || victim_log_.size() - c.log_cursor > kVictimBacklog * nodes_.size()) {
     find_candidates(key, c);
-  else
+  } else {
+    grow_candidates(c);  // nodes that joined since are in the log
     catch_up_candidates(key, c);
+  }
   trim_victim_log();
   return c;
 }
@@ -375,6 +378,23 @@ void ClusterScheduler::find_candidates(const VictimKey& key, VictimCandidates& c
   }
 }
 
+void ClusterScheduler::grow_candidates(VictimCandidates& c) {
+  size_t old = c.member.size(), n = nodes_.size();
+  if (old < n) {
+    c.listed.resize(n, 0);
+    c.member.resize(n, 0);
+    c.cpu_free.resize(n, 0);
+    c.memory_free.resize(n, 0);
+    c.least_victim.resize(n, 0);
+    c.gpu_offset.resize(n + 1, 0);
+    for (size_t slot = old; slot < n; ++slot)
+      c.gpu_offset[slot + 1] = c.gpu_offset[slot] + nodes_[slot].state.gpus.size();
+    c.gpu_free.resize(c.gpu_offset[n], 0);
+  }
+  if (c.group_slots.size() < classes_.static_groups())
+    c.group_slots.resize(classes_.static_groups());
+}
+
 void ClusterScheduler::catch_up_candidates(const VictimKey& key, VictimCandidates& c) {
   std::vector<char>& seen = victim_scratch_;
   seen.resize(nodes_.size(), 0);
@@ -400,12 +420,12 @@ void ClusterScheduler::catch_up_candidates(const VictimKey& key, VictimCandidate
 }
 
 void ClusterScheduler::trim_victim_log() {
-  if (victim_log_.size() < nodes_.size()) return;
+  if (victim_log_.size() < kVictimBacklog * nodes_.size()) return;
   // Keys far behind would be found afresh anyway: drop them (not those brought up to date in
   // this victim epoch, which stay as they are until it ends), then the part all others read.
   std::erase_if(victim_slots_, [&](const auto& kv) {
     return kv.second.epoch != victim_epoch_ &&
-           victim_log_.size() - kv.second.log_cursor > nodes_.size();
+           victim_log_.size() - kv.second.log_cursor > kVictimBacklog * nodes_.size();
   });
   size_t read = victim_log_.size();
   for (const auto& [key, c] : victim_slots_) read = std::min(read, c.log_cursor);
