@@ -624,9 +624,9 @@ void ClusterScheduler::clear_nomination(const std::string& job_id) {
   if (it == nominated_slots_.end()) return;
   ++wake_version_;
   for (int slot : it->second) {
-    mark_source_dirty(slot);
     std::erase_if(nominees_by_slot_[slot], [&](const auto& n) { return n.second == job_id; });
     note_freed(slot);
+    wake_in_pass(slot);  // jobs after it in queue order may use the node in this pass
   }
   nominated_slots_.erase(it);
 }

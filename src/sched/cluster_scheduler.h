@@ -241,6 +241,9 @@ class ClusterScheduler final : public Scheduler {
   void rebuild_waiting();
   // Capacity freed on the node (a job ended, the node joined or changed, a hold ended).
   void note_freed(int slot);
+  // A hold on the node ended within the pass (its preemptor started, or holds elsewhere now):
+  // what it frees wakes jobs in this pass too, as a pass deciding every job would place them.
+  void wake_in_pass(int slot);
   // What the tenant's quota still allows of the model, in GPU milli.
   int64_t quota_headroom(int tenant, const std::string& model);
   // The first job of the tenant after `after`, in queue order, that the wake-ups of this pass

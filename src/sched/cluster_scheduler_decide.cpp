@@ -125,9 +125,11 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
     {
       StatTimer timer(stats_.preemption_ns);
       ++stats_.preemption_searches;
-      victims = quota_blocked
-                    ? choose_reclaim_victims(job, &reclaimed_model)
-                    : choose_victims(job, f.ends_before_reservation, &chosen_nodes, &fits_freely);
+      if (quota_blocked) victims = choose_reclaim_victims(job, &reclaimed_model);
+      // A job its quota holds back on one GPU model (a node of it is free) may still preempt on
+      // another its quota allows: choose_victims looks only at those.
+      if (!victims)
+        victims = choose_victims(job, f.ends_before_reservation, &chosen_nodes, &fits_freely);
     }
     if (victims) {
       std::set<int> where = chosen_nodes;
@@ -150,7 +152,7 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
       nominate(job.req.job_id, job.req.priority, where);
       // Victims that only a lender may preempt (borrowers it outranks by neither priority nor
       // spot): it reclaims their quota.
-      if (!quota_blocked)
+      if (reclaimed_model.empty())
         for (const auto& v : *victims)
           if (const RunningJob& r = running_.at(v); reclaims_only(job, r)) {
             reclaimed_model = r.models[0];
@@ -274,7 +276,8 @@ std::string ClusterScheduler::resource_reason(const PendingJob& job) {
         if (req.replicas == 1) continue;
         bool whole_counted = req.gpus > 0 && req.gpu_milli == 0 && shape.all_match[g];
         if (whole_counted && c.free_gpus < req.gpus && !gpus_enough) break;  // fewer from here on
-        if (!cpu_ok) continue;
+        // The reason counts at most replicas - 1 placeable nodes: no more fits to check.
+        if (!cpu_ok || placeable >= req.replicas - 1) continue;
         bool fits =
             req.gpus == 0 ||
             (req.gpu_milli > 0

@@ -83,6 +83,15 @@ void ClusterScheduler::note_freed(int slot) {
   freed_slots_.push_back(slot);
 }
 
+void ClusterScheduler::wake_in_pass(int slot) {
+  if (sources_started_) {
+    sources_[slot] = true;
+    dirty_sources_.push_back(slot);
+  } else if (std::find(wake_slots_.begin(), wake_slots_.end(), slot) == wake_slots_.end()) {
+    wake_slots_.push_back(slot);
+  }
+}
+
 int64_t ClusterScheduler::quota_headroom(int tenant, const std::string& model) {
   if (headroom_changes_ != tenants_.changes()) {
     headroom_.clear();
@@ -194,7 +203,7 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
     spot_at_level = false;
   }
   if (lent) {
-    // Reclaiming: any priority, beyond what the quota allows now.
+    // Reclaiming: jobs of the tenant of at least the borrowers' priority.
     used.clear();
     for (const auto& g : n.state.gpus) used.push_back(g.used_milli);
     cpu = n.state.cpu_milli - n.state.cpu_used_milli;
@@ -212,9 +221,10 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
       release(*borrowers[i]);
       if (i + 1 < borrowers.size() && borrowers[i + 1]->req.priority == borrowers[i]->req.priority)
         continue;
-      // Only jobs the quota holds back now, within the tenant's nominal quota (what it lent).
+      // Jobs within the tenant's nominal quota (what it lent), whether its quota holds them
+      // back now or not: a job of the borrowers' priority reclaims though it may not preempt
+      // them by priority.
       WaitCapacity cap = cap_now(borrowers[i]->req.priority - 1, nominal);
-      cap.quota_blocked_above = quota;
       cap.by_preempting = true;
       caps.push_back({group, cap});
     }
@@ -572,8 +582,10 @@ void ClusterScheduler::decide_woken(TimeMs now, Plan& plan, bool full,
     for (const PendingJob* job : jobs) listed[tenant].push_back(job->seq);
   }
   // Nothing to wake when every waiting job is new (an idle cluster's submissions).
+  // (Or a preemptor may start in this pass and give back nodes held for it: wake_in_pass.)
   bool wakes = settings_.wake_ups && waiting_.size() > undecided_.size() &&
-               (!wake_slots_.empty() || !wake_quota_.empty() || !wake_victims_.empty());
+               (!wake_slots_.empty() || !wake_quota_.empty() || !wake_victims_.empty() ||
+                !nominated_slots_.empty());
   struct Cursor {
     size_t listed = 0;     // next in `listed`
     bool started = false;  // `key` holds the last decided job's key
