@@ -125,11 +125,9 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
     {
       StatTimer timer(stats_.preemption_ns);
       ++stats_.preemption_searches;
-      if (quota_blocked) victims = choose_reclaim_victims(job, &reclaimed_model);
-      // A job its quota holds back on one GPU model (a node of it is free) may still preempt on
-      // another its quota allows: choose_victims looks only at those.
-      if (!victims)
-        victims = choose_victims(job, f.ends_before_reservation, &chosen_nodes, &fits_freely);
+      victims = quota_blocked
+                    ? choose_reclaim_victims(job, &reclaimed_model)
+                    : choose_victims(job, f.ends_before_reservation, &chosen_nodes, &fits_freely);
     }
     if (victims) {
       std::set<int> where = chosen_nodes;
@@ -152,7 +150,7 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
       nominate(job.req.job_id, job.req.priority, where);
       // Victims that only a lender may preempt (borrowers it outranks by neither priority nor
       // spot): it reclaims their quota.
-      if (reclaimed_model.empty())
+      if (!quota_blocked)
         for (const auto& v : *victims)
           if (const RunningJob& r = running_.at(v); reclaims_only(job, r)) {
             reclaimed_model = r.models[0];

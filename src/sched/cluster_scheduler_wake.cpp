@@ -203,7 +203,7 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
     spot_at_level = false;
   }
   if (lent) {
-    // Reclaiming: jobs of the tenant of at least the borrowers' priority.
+    // Reclaiming: any priority, beyond what the quota allows now.
     used.clear();
     for (const auto& g : n.state.gpus) used.push_back(g.used_milli);
     cpu = n.state.cpu_milli - n.state.cpu_used_milli;
@@ -221,10 +221,9 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
       release(*borrowers[i]);
       if (i + 1 < borrowers.size() && borrowers[i + 1]->req.priority == borrowers[i]->req.priority)
         continue;
-      // Jobs within the tenant's nominal quota (what it lent), whether its quota holds them
-      // back now or not: a job of the borrowers' priority reclaims though it may not preempt
-      // them by priority.
+      // Only jobs the quota holds back now, within the tenant's nominal quota (what it lent).
       WaitCapacity cap = cap_now(borrowers[i]->req.priority - 1, nominal);
+      cap.quota_blocked_above = quota;
       cap.by_preempting = true;
       caps.push_back({group, cap});
     }
