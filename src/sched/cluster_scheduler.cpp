@@ -150,6 +150,7 @@ void ClusterScheduler::upsert_node(const NodeState& incoming) {
   reindex(slot);
   note_freed(slot);
   drop_reservation_on(slot);
+  ++unending_freed_;
   // A new node, or one of the same kind and GPU count, is brought up to date in the victim
   // candidates like a node whose jobs changed; any other change finds them afresh (their
   // per-kind lists and per-GPU bounds would no longer hold).
@@ -168,6 +169,7 @@ void ClusterScheduler::remove_node(const std::string& node_id) {
   nodes_[slot].present = false;
   reindex(slot);
   drop_reservation_on(slot);
+  ++unending_freed_;
   log_victim_change(slot);  // no longer a candidate
   capacity_dirty_ = true;
   ++release_epoch_;
@@ -498,7 +500,10 @@ void ClusterScheduler::finish(const std::string& job_id) {
       t != tenant_ids_.end() && tenants_.limited(r.req.tenant))
     quota_freed_.insert(t->second);
   wake_cohort_quota(r.req.tenant);
-  if (r.expected_end != kNever) ends_.erase({r.expected_end, job_id});
+  if (r.expected_end != kNever)
+    ends_.erase({r.expected_end, job_id});
+  else
+    ++unending_freed_;  // what no reservation could count on grew
   las_untrack_running(r);
   if (!r.preempting) las_discount_.erase(job_id);  // it leaves for good
   index_running(r, false);

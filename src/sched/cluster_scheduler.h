@@ -343,7 +343,8 @@ class ClusterScheduler final : public Scheduler {
 
   // cluster_scheduler_backfill.cpp: EASY reservations.
   std::optional<Reservation> reserve(const PendingJob& job, TimeMs now);
-  std::optional<Reservation> find_reservation(const PendingJob& job, TimeMs now);
+  // `never` is set when the job would not fit even were every job with a declared end gone.
+  std::optional<Reservation> find_reservation(const PendingJob& job, TimeMs now, bool* never);
 
   // cluster_scheduler_preempt.cpp: choosing victims.
   bool may_preempt(const PendingJob& job, const RunningJob& victim) const;
@@ -522,13 +523,19 @@ class ClusterScheduler final : public Scheduler {
   bool shared_valid_ = false;
   // The tenants' first jobs when they were last decided again for want of a reservation.
   std::vector<uint64_t> heads_tried_;  // by seq
+  uint64_t heads_unending_freed_ = 0;  // unending_freed_ when they were
   uint64_t wake_version_ = 0;          // bumps when a node's use, a hold or a victim changes
   uint64_t release_epoch_ = 1;         // bumps when capacity frees up or the rules change
   uint64_t pass_epoch_ = 0;            // release_epoch_ at the last full pass
   std::optional<Reservation> reservation_;
   std::unordered_map<int, std::string> failed_shapes_;  // shape -> reason, valid this epoch
   std::set<std::pair<int, int>> failed_reserves_;       // (shape, replicas) without a start
-  std::map<WaitKey, Wait> waits_;                       // see WaitKey
+  // (shape, replicas) that would not fit even were every job with a declared end gone, with
+  // unending_freed_ then: valid while it is unchanged.
+  std::map<std::pair<int, int>, uint64_t> never_reservable_;
+  uint64_t unending_freed_ = 0;  // bumps when a job without a declared end ends or a node changes
+  uint64_t never_reservable_at_ = 0;  // unending_freed_ when never_reservable_ was last cleared
+  std::map<WaitKey, Wait> waits_;     // see WaitKey
   // Resource reasons per (shape, replicas), valid this epoch.
   std::map<std::pair<int, int>, std::string> resource_reasons_;
   // (shape, replicas, priority, tenant) whose preemption search failed. This and the next are

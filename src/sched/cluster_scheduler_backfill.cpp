@@ -36,20 +36,31 @@ std::optional<ClusterScheduler::Reservation> ClusterScheduler::reserve(const Pen
   // A job of the same request found no start since capacity last changed: neither does this.
   auto memo = std::make_pair(job.shape, job.req.replicas);
   if (failed_reserves_.count(memo)) return std::nullopt;
-  auto result = find_reservation(job, now);
+  // Nor while it could not fit even were every job with a declared end gone, and nothing
+  // else was freed since (a job without one ended, or a node changed).
+  if (never_reservable_at_ != unending_freed_) never_reservable_.clear();
+  never_reservable_at_ = unending_freed_;
+  if (auto never = never_reservable_.find(memo);
+      never != never_reservable_.end() && never->second == unending_freed_)
+    return std::nullopt;
+  bool never = false;
+  auto result = find_reservation(job, now, &never);
   if (!result) failed_reserves_.insert(memo);
+  if (never) never_reservable_[memo] = unending_freed_;
   return result;
 }
 
 std::optional<ClusterScheduler::Reservation> ClusterScheduler::find_reservation(
-    const PendingJob& job, TimeMs now) {
+    const PendingJob& job, TimeMs now, bool* never) {
   JobRequest one = job.req;
   one.replicas = 1;
   const int want = job.req.replicas;
   // Replicas that fit now, per node, and in all (nodes statically able to run the job only).
   std::map<int, int> fit_now;
   int total = 0;
-  for (int id : classes_.active()) {
+  // The classes one replica fits now are those of the shape's ranking (its memory aside, which
+  // replicas_fitting checks); if all that fits now is too little, every one of them counts.
+  for (const auto& [score, id] : refresh_ranking(job.shape).ranked) {
     const NodeClass& c = classes_.get(id);
     if (c.members.empty() || !could_fit(shapes_[job.shape], c)) continue;
     int k = replicas_fitting(one, c.state, want);
@@ -89,7 +100,10 @@ std::optional<ClusterScheduler::Reservation> ClusterScheduler::find_reservation(
         break;
       }
     }
-    if (total < want) return std::nullopt;  // not even then: nothing to reserve
+    if (total < want) {  // not even then: nothing to reserve
+      *never = true;
+      return std::nullopt;
+    }
   } else {
     return std::nullopt;  // it fits now; it was kept out by quota or other reservations
   }

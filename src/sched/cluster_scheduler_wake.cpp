@@ -568,8 +568,12 @@ void ClusterScheduler::decide_woken(TimeMs now, Plan& plan, bool full,
     }
     std::vector<uint64_t> seqs;
     for (const PendingJob* head : heads) seqs.push_back(head->seq);
-    if (seqs != heads_tried_) reconsider.insert(reconsider.end(), heads.begin(), heads.end());
+    // Again when what no reservation could count on was freed (a job without a declared end
+    // ended, a node changed): a head that could never start may get a reservation now.
+    if (seqs != heads_tried_ || heads_unending_freed_ != unending_freed_)
+      reconsider.insert(reconsider.end(), heads.begin(), heads.end());
     heads_tried_ = std::move(seqs);
+    heads_unending_freed_ = unending_freed_;
   }
   for (PendingJob* job : reconsider) by_tenant[job->tenant].push_back(job);
   // Kept by sequence number: a job placed in this pass is gone.

@@ -120,8 +120,8 @@ class WaitIndex {
   /// The first job in queue order, over the queries' partitions, after `after` (nullptr: from
   /// the start), that one of its partition's capacities admits and `accept(owner)` accepts, as
   /// its owner; nullptr when there is none. The partitions' blocks that may hold one are visited
-  /// in queue order across partitions, and none past the first such job: jobs after it are not
-  /// looked at, and `accept` is asked once per admitted job before it.
+  /// in queue order across partitions (by their first job), and none that starts past the answer
+  /// found so far; `accept` is asked about admitted jobs in those blocks, at most once each.
   template <typename Accept>
   void* first_admitted(std::span<const PartitionQuery> queries, const QueueKey* after,
                        Accept&& accept) const;
@@ -234,9 +234,12 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
     if (after)
       e = std::upper_bound(e, block.entries.end(), *after,
                            [](const QueueKey& k, const Entry& x) { return k < x.key; });
-    bool found = false;
+    bool found = false, past_best = false;
     for (; e != block.entries.end(); ++e) {
-      if (best_key && !(e->key < *best_key)) break;
+      if (best_key && !(e->key < *best_key)) {
+        past_best = true;
+        break;
+      }
       bool admitted = std::any_of(active.begin(), active.end(), [&](const WaitCapacity* cap) {
         return cap->admits(e->need, e->key.priority);
       });
@@ -245,7 +248,7 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
         break;
       }
     }
-    if (found) continue;  // the partition's later jobs come after it
+    if (found || past_best) continue;  // the partition's later jobs come after the answer
     size_t next = next_block(q, b + 1);
     if (next < partitions_[q.partition].blocks.size()) {
       heap.push_back({i, next});

@@ -259,6 +259,26 @@ TEST(Gangs, TwoGangsThatCannotBothFitNeverHoldHalves) {
   EXPECT_THAT(reason_of(plan, "g2"), HasSubstr("gang of 2 replicas, 1 placeable now"));
 }
 
+TEST(Backfill, AJobThatCouldNeverStartGetsAReservationOnceAJobWithoutAnEndLeaves) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8)});
+  JobRequest endless = job("endless", 4), timed = job("timed", 4);
+  timed.max_runtime_ms = 60 * kMinute;
+  ASSERT_TRUE(s->submit(endless).ok());
+  ASSERT_TRUE(s->submit(timed).ok());
+  ASSERT_EQ(s->schedule(0).placements.size(), 2u);
+  JobRequest big = job("big", 8);
+  big.created_at = 1;
+  ASSERT_TRUE(s->submit(big).ok());
+  // "endless" declared no end: no start can be promised.
+  Plan plan = s->schedule(kMinute);
+  EXPECT_THAT(reason_of(plan, "big"), Not(HasSubstr("reserved start")));
+  // Once it leaves, "timed"'s end frees the rest.
+  s->finish("endless");
+  plan = s->schedule(2 * kMinute);
+  EXPECT_THAT(reason_of(plan, "big"), HasSubstr("reserved start in ~58 min on n1"));
+}
+
 TEST(Backfill, TheBlockedJobGetsAReservationAndShortJobsRunBeforeIt) {
   auto s = make();
   add_nodes(*s, {gpu_node("n1", 8)});
