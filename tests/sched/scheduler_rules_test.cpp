@@ -330,6 +330,32 @@ TEST(Preemption, TheSmallestSetOfLowerPriorityVictims) {
   EXPECT_EQ(placement_of(after, "normal"), nullptr);
 }
 
+TEST(Preemption, AVictimOnANodeThatJoinedLaterIsFound) {
+  // The victim candidates of priority 1000 are found on n1 first; n2 joins afterwards and runs
+  // the only job left to preempt.
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8)});
+  JobRequest low1 = job("low-1", 8);
+  ASSERT_TRUE(s->submit(low1).ok());
+  ASSERT_EQ(s->schedule(0).placements.size(), 1u);
+  JobRequest high1 = job("high-1", 8);
+  high1.priority = 1000;
+  ASSERT_TRUE(s->submit(high1).ok());
+  ASSERT_EQ(preempted(s->schedule(kMinute)), std::set<std::string>{"low-1"});
+  s->finish("low-1");
+  ASSERT_NE(placement_of(s->schedule(2 * kMinute), "high-1"), nullptr);
+  add_nodes(*s, {gpu_node("n2", 8)});
+  ASSERT_TRUE(s->submit(job("low-2", 8)).ok());
+  Plan plan = s->schedule(3 * kMinute);
+  ASSERT_NE(placement_of(plan, "low-2"), nullptr);
+  EXPECT_EQ(placement_of(plan, "low-2")->replicas[0].node_id, "id-n2");
+  JobRequest high2 = job("high-2", 8);
+  high2.priority = 1000;
+  ASSERT_TRUE(s->submit(high2).ok());
+  plan = s->schedule(4 * kMinute);
+  EXPECT_EQ(preempted(plan), std::set<std::string>{"low-2"});
+}
+
 TEST(Preemption, APreemptorStartsOnItsHeldNodeBeforeTheRestOfTheQueue) {
   auto s = make();
   add_nodes(*s, {gpu_node("n1", 8)});
