@@ -340,17 +340,14 @@ ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const Pending
 }
 
 void ClusterScheduler::find_candidates(const VictimKey& key, VictimCandidates& c) {
-  size_t n = nodes_.size();
-  c.listed.assign(n, 0);
-  c.member.assign(n, 0);
-  c.cpu_free.assign(n, 0);
-  c.memory_free.assign(n, 0);
-  c.least_victim.assign(n, 0);
-  c.gpu_offset.assign(n + 1, 0);
-  for (size_t slot = 0; slot < n; ++slot)
-    c.gpu_offset[slot + 1] = c.gpu_offset[slot] + nodes_[slot].state.gpus.size();
-  c.gpu_free.assign(c.gpu_offset[n], 0);
-  c.group_slots.assign(classes_.static_groups(), {});
+  // Emptied, then grown to every node.
+  for (auto* v : {&c.listed, &c.member}) v->clear();
+  for (auto* v : {&c.cpu_free, &c.memory_free, &c.least_victim}) v->clear();
+  c.gpu_offset.assign(1, 0);
+  c.gpu_free.clear();
+  c.group_slots.clear();
+  grow_candidates(c);
+  const size_t n = nodes_.size();
   c.listed_count = c.not_members = 0;
   c.log_cursor = victim_log_.size();
   c.cohort = cohort_id(std::get<2>(key));

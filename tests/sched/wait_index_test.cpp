@@ -29,6 +29,32 @@ struct Job {
   }
 };
 
+// The jobs that `in` selects, in queue order.
+template <typename In>
+std::vector<const Job*> in_queue_order(const std::list<Job>& jobs, In in) {
+  std::vector<const Job*> out;
+  for (const auto& j : jobs)
+    if (in(j)) out.push_back(&j);
+  std::sort(out.begin(), out.end(), [](const Job* a, const Job* b) { return a->key() < b->key(); });
+  return out;
+}
+
+// What a query must answer, by a walk: the first job of `queue` after `after` (nullptr: from
+// the start) that is not refused and that one of `caps_of(job)` admits.
+template <typename CapsOf>
+const Job* first_admitted_by_walk(const std::vector<const Job*>& queue, const Job* after,
+                                  CapsOf caps_of) {
+  for (const Job* j : queue) {
+    if (after && !(after->key() < j->key())) continue;
+    const std::vector<WaitCapacity>& caps = caps_of(*j);
+    bool admitted = std::any_of(caps.begin(), caps.end(), [&](const WaitCapacity& cap) {
+      return cap.admits(j->need, j->priority);
+    });
+    if (!j->refused && admitted) return j;
+  }
+  return nullptr;
+}
+
 WaitNeed random_need(std::mt19937& rng) {
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   WaitNeed n;
@@ -114,11 +140,8 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
     // A query per partition, from the start or after a random job of it.
     for (int tenant = 0; tenant < 3; ++tenant)
       for (const auto& [signature, partition] : index.partitions_of(tenant)) {
-        std::vector<const Job*> part;
-        for (const auto& j : jobs)
-          if (j.tenant == tenant && j.signature == signature) part.push_back(&j);
-        std::sort(part.begin(), part.end(),
-                  [](const Job* a, const Job* b) { return a->key() < b->key(); });
+        std::vector<const Job*> part = in_queue_order(
+            jobs, [&](const Job& j) { return j.tenant == tenant && j.signature == signature; });
         // One to three capacities at once.
         std::vector<WaitCapacity> caps;
         for (int k = 1 + pick(3); k > 0; --k) caps.push_back(random_capacity(rng));
@@ -127,16 +150,8 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
         const Job* after =
             pick(2) && !part.empty() ? part[pick(static_cast<int>(part.size()))] : nullptr;
         QueueKey after_key = after ? after->key() : QueueKey{};
-        const Job* expected = nullptr;
-        for (const Job* j : part) {
-          if (after && !(after_key < j->key())) continue;
-          bool admitted = std::any_of(caps.begin(), caps.end(), [&](const WaitCapacity& cap) {
-            return cap.admits(j->need, j->priority);
-          });
-          if (j->refused || !admitted) continue;
-          expected = j;
-          break;
-        }
+        const Job* expected = first_admitted_by_walk(
+            part, after, [&](const Job&) -> auto& { return caps; });
         bool may_admit = std::any_of(caps.begin(), caps.end(), [&](const WaitCapacity& cap) {
           return index.may_admit(partition, cap);
         });
@@ -165,25 +180,13 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
         for (const auto& cap : caps[signature]) q.caps.push_back(&cap);
         if (!q.caps.empty()) all.push_back(std::move(q));
       }
-      std::vector<const Job*> queue;
-      for (const auto& j : jobs)
-        if (j.tenant == tenant) queue.push_back(&j);
-      std::sort(queue.begin(), queue.end(),
-                [](const Job* a, const Job* b) { return a->key() < b->key(); });
+      std::vector<const Job*> queue =
+          in_queue_order(jobs, [&](const Job& j) { return j.tenant == tenant; });
       const Job* after =
           pick(2) && !queue.empty() ? queue[pick(static_cast<int>(queue.size()))] : nullptr;
       QueueKey after_key = after ? after->key() : QueueKey{};
-      const Job* expected = nullptr;
-      for (const Job* j : queue) {
-        if (after && !(after_key < j->key())) continue;
-        const auto& mine = caps[j->signature];
-        bool admitted = std::any_of(mine.begin(), mine.end(), [&](const WaitCapacity& cap) {
-          return cap.admits(j->need, j->priority);
-        });
-        if (j->refused || !admitted) continue;
-        expected = j;
-        break;
-      }
+      const Job* expected = first_admitted_by_walk(
+          queue, after, [&](const Job& j) -> auto& { return caps[j.signature]; });
       auto accept = [](void* owner) { return !static_cast<Job*>(owner)->refused; };
       void* got = index.first_admitted(all, after ? &after_key : nullptr, accept);
       ++queries;
