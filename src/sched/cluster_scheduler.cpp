@@ -488,7 +488,11 @@ void ClusterScheduler::finish(const std::string& job_id) {
   auto it = running_.find(job_id);
   if (it == running_.end()) return;
   RunningJob& r = it->second;
-  for (const auto& [slot, rp] : r.replicas) {
+  for (size_t i = 0; i < r.replicas.size(); ++i) {
+    const auto& [slot, rp] = r.replicas[i];
+    int64_t milli = 0;
+    for (const auto& share : rp.gpus) milli += share.milli;
+    if (milli > 0 && i < r.models.size()) note_quota_released(r.req.tenant, r.models[i], milli);
     apply_replica(slot, r.req, rp, -1);
     nodes_[slot].jobs.erase(r.seq);
     ++slot_version_[slot];  // its running jobs changed (victims_on, node_victim_list)
@@ -614,11 +618,18 @@ void ClusterScheduler::wake_cohort_quota(const std::string& tenant) {
       if (tenants_.cohort_of(name) == cohort) quota_freed_.insert(id);
 }
 
+void ClusterScheduler::note_quota_released(const std::string& tenant, const std::string& model,
+                                           int64_t milli) {
+  const std::string& cohort = tenants_.cohort_of(tenant);
+  quota_released_[{cohort.empty() ? "/" + tenant : cohort, model}] += milli;
+}
+
 void ClusterScheduler::release_reclaim_hold(const std::string& job_id) {
   auto hold = reclaim_holds_.find(job_id);
   if (hold == reclaim_holds_.end()) return;
   const auto& [tenant, model, milli] = hold->second;
   tenants_.hold_reclaim(tenant, model, milli, -1);
+  note_quota_released(tenant, model, milli);
   wake_cohort_quota(tenant);  // its members' jobs that wait to borrow may start
   reclaim_holds_.erase(hold);
 }
@@ -654,6 +665,8 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   for (int slot : wake_slots_) slot_freed_[slot] = 0;
   wake_quota_.swap(quota_freed_);
   quota_freed_.clear();
+  wake_released_.swap(quota_released_);
+  quota_released_.clear();
   wake_victims_.swap(new_running_);
   new_running_.clear();
   wake_caps_.clear();

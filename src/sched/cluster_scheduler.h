@@ -120,7 +120,6 @@ class ClusterScheduler final : public Scheduler {
       return {req.priority, rank, req.created_at, &req.job_id, id_high, id_low};
     }
     uint64_t id_high = 0, id_low = 0;  // QueueKey's prefix of the job id, set at submit
-    bool quota_held = false;  // its tenant's quota held it back when last decided (WaitNeed)
   };
   struct RunningJob {
     JobRequest req;
@@ -185,7 +184,6 @@ class ClusterScheduler final : public Scheduler {
     std::string reason;
     std::string reservation;  // the reserving job's id when the reason was found, or ""
     TimeMs now = 0;           // the pass's time then (reasons may say how long until ...)
-    bool quota_held = false;  // the reason is the tenant's quota
   };
   struct Reservation {
     std::string job_id;
@@ -263,7 +261,9 @@ class ClusterScheduler final : public Scheduler {
   // wait, as any job a capacity admits by one dimension at a time. Queries then ask a few
   // capacities per group, not one per node and priority level.
   static void merge_sizes(std::vector<std::pair<int, WaitCapacity>>& caps);
-  // What the static group offers a tenant whose quota grew (its free GPUs, at most).
+  // What the static group offers a tenant whose quota grew: its free GPUs, at most, for the jobs
+  // that ask the quota for more than it may have allowed at the last pass and no more than it
+  // allows now.
   void quota_caps(int tenant, int group, std::vector<std::pair<int, WaitCapacity>>& caps);
   // A wake-up capacity as a key: (static group, WaitCapacity's fields in order).
   using WakeCapKey = std::tuple<int, int32_t, int32_t, int64_t, int64_t, int64_t, int64_t, int, int,
@@ -292,11 +292,7 @@ class ClusterScheduler final : public Scheduler {
                        std::vector<std::pair<int, WaitCapacity>>& caps, bool reclaim_only = false);
   void set_reason(PendingJob& job, std::string reason, Plan& plan);
   // set_reason for a job that waits, remembered for the jobs with the same key.
-  void set_wait(PendingJob& job, const WaitKey& key, std::string reason, TimeMs now, Plan& plan,
-                bool quota_held = false);
-  // Records whether the job's tenant's quota held it back (re-indexed when that changes): only
-  // such jobs are woken when the quota grows.
-  void set_quota_held(PendingJob& job, bool held);
+  void set_wait(PendingJob& job, const WaitKey& key, std::string reason, TimeMs now, Plan& plan);
   void commit_placement(PendingJob& job, Placement placement, TimeMs now);
   // Removes the job from the queue; false if it was not pending.
   bool erase_pending(const std::string& job_id);
@@ -311,8 +307,15 @@ class ClusterScheduler final : public Scheduler {
   // release_reclaim_hold (clear_nomination: the job starts or leaves).
   void hold_reclaim(const PendingJob& job, const std::string& model);
   void release_reclaim_hold(const std::string& job_id);
-  // What the tenant's cohort may lend grew: the next pass wakes its members' quota-held jobs.
+  // What the tenant's cohort may lend grew: the next pass wakes its members' jobs that the quota
+  // may have held back.
   void wake_cohort_quota(const std::string& tenant);
+  // Quota of the model that the tenant's job released (milli): its quota, and what its cohort
+  // may lend, grew by at most that much in all.
+  void note_quota_released(const std::string& tenant, const std::string& model, int64_t milli);
+  // What the tenant's jobs may ask of the model's quota and start: what the quota allows
+  // (borrowing included), or its unused nominal quota where the cohort lent it (reclaiming).
+  int64_t quota_reach(int tenant, const std::string& model);
 
   // cluster_scheduler_las.cpp: queue policy las (least attained service).
   // The level of a job that received this much service (GPU-ms) since its last promotion.
@@ -485,11 +488,15 @@ class ClusterScheduler final : public Scheduler {
   std::vector<int> freed_slots_;  // capacity freed since the last pass
   std::vector<char> slot_freed_;  // by slot: in freed_slots_
   std::set<int> quota_freed_;     // tenants (interned) whose quota use fell
+  // Quota released since the last pass, per (pool, GPU model): a pool is a cohort, or a tenant
+  // without one ("/" + name).
+  std::map<std::pair<std::string, std::string>, int64_t> quota_released_;
   // Running jobs started since the last pass, as (priority, seq): new possible victims.
   std::vector<std::pair<int, uint64_t>> new_running_;
   // What wakes jobs in this pass (taken from the three above when it begins).
   std::vector<int> wake_slots_;
   std::set<int> wake_quota_;
+  std::map<std::pair<std::string, std::string>, int64_t> wake_released_;
   std::vector<std::pair<int, uint64_t>> wake_victims_;
   std::vector<std::string> tenant_names_;    // interned tenant id -> name
   std::vector<std::string> signature_bits_;  // fit signature -> '1' per static group it fits

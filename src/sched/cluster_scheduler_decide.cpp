@@ -52,7 +52,6 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
     if (auto it = waits_.find(wait_key);
         it != waits_.end() && it->second.now == now &&
         it->second.reservation == (reservation_ ? reservation_->job_id : std::string())) {
-      set_quota_held(job, it->second.quota_held);
       set_reason(job, it->second.reason, plan);
       return;
     }
@@ -81,7 +80,6 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
     return;
   }
   bool quota_blocked = f.skipped_quota && resource_why.empty();
-  set_quota_held(job, quota_blocked);
   if (quota_blocked && job.req.replicas > 1) {
     // Said of the whole gang, not of the replicas it had tried when the quota ran out.
     int64_t per_replica = job.req.gpu_milli > 0 ? job.req.gpu_milli : int64_t{job.req.gpus} * 1000;
@@ -172,7 +170,7 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
   }
 
   if (quota_blocked) {
-    set_wait(job, wait_key, f.quota_why, now, plan, true);
+    set_wait(job, wait_key, f.quota_why, now, plan);
     return;
   }
   // EASY backfill: the first job that cannot start gets the earliest start it can have.
@@ -204,8 +202,8 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
 }
 
 void ClusterScheduler::set_wait(PendingJob& job, const WaitKey& key, std::string reason, TimeMs now,
-                                Plan& plan, bool quota_held) {
-  waits_[key] = {reason, reservation_ ? reservation_->job_id : std::string(), now, quota_held};
+                                Plan& plan) {
+  waits_[key] = {reason, reservation_ ? reservation_->job_id : std::string(), now};
   set_reason(job, std::move(reason), plan);
 }
 

@@ -42,7 +42,6 @@ WaitNeed ClusterScheduler::wait_need(const PendingJob& job) const {
   n.quota_milli = job_gpu_milli(r);
   n.runtime_ms = r.max_runtime_ms;
   n.spot = r.preemptible();
-  n.quota_held = job.quota_held;
   return n;
 }
 
@@ -50,14 +49,6 @@ void ClusterScheduler::index_waiting(PendingJob& job) {
   if (waiting_groups_ != classes_.static_groups()) return;  // rebuilt before the next pass
   job.signature = fit_signature(shapes_[job.shape]);
   waiting_.add(job.tenant, job.signature, job.key(), wait_need(job), &job);
-}
-
-void ClusterScheduler::set_quota_held(PendingJob& job, bool held) {
-  if (job.quota_held == held) return;
-  bool indexed = job.signature >= 0;
-  unindex_waiting(job);
-  job.quota_held = held;
-  if (indexed) index_waiting(job);
 }
 
 void ClusterScheduler::unindex_waiting(PendingJob& job) {
@@ -117,6 +108,11 @@ int64_t ClusterScheduler::quota_headroom(int tenant, const std::string& model) {
   }
   it->second = lo;
   return lo;
+}
+
+int64_t ClusterScheduler::quota_reach(int tenant, const std::string& model) {
+  return std::max(quota_headroom(tenant, model),
+                  tenants_.nominal_headroom(tenant_names_[tenant], model));
 }
 
 void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
@@ -236,8 +232,17 @@ void ClusterScheduler::quota_caps(int tenant, int group,
   // a reservation or a preemptor; each class's own capacity while they are few (a full
   // cluster), else each dimension at its most over them.
   constexpr size_t kMaxClasses = 16;
-  const int64_t quota = quota_headroom(tenant, classes_.group_example(group).gpu_model);
-  if (quota == 0) return;
+  const std::string& model = classes_.group_example(group).gpu_model;
+  const int64_t quota = quota_headroom(tenant, model);
+  if (quota == 0 || quota >= WaitCapacity::kAny) return;  // none, or no limit to have held jobs
+  // Since the last pass it grew by at most what its pool released: jobs asking no more than
+  // what it allowed then were not held back by it (free capacity woke them, as far as the quota
+  // allowed when it was freed).
+  const std::string& cohort = tenants_.cohort_of(tenant_names_[tenant]);
+  auto released =
+      wake_released_.find({cohort.empty() ? "/" + tenant_names_[tenant] : cohort, model});
+  if (released == wake_released_.end()) return;
+  const int64_t allowed_before = std::max<int64_t>(0, quota - released->second);
   auto usable = [&](int class_id) {
     for (int slot : classes_.get(class_id).members) {
       bool reserved =
@@ -266,7 +271,7 @@ void ClusterScheduler::quota_caps(int tenant, int group,
     cap.cpu_milli = c.cpu_free_milli;
     cap.memory_mib = c.memory_free_mib;
     cap.quota_milli = quota;
-    cap.quota_held_only = true;
+    cap.quota_blocked_above = allowed_before;
     if (found.size() <= kMaxClasses) {
       caps.push_back({group, cap});
       continue;
@@ -278,7 +283,7 @@ void ClusterScheduler::quota_caps(int tenant, int group,
   }
   if (found.size() > kMaxClasses) {
     merged.quota_milli = quota;
-    merged.quota_held_only = true;
+    merged.quota_blocked_above = allowed_before;
     caps.push_back({group, merged});
   }
 }
@@ -295,7 +300,6 @@ bool admits_all_of(const WaitCapacity& a, const WaitCapacity& b) {
           a.spot_excluded_priority == b.spot_excluded_priority) &&
          (a.quota_blocked_above < 0 ||
           (b.quota_blocked_above >= 0 && a.quota_blocked_above <= b.quota_blocked_above)) &&
-         (!a.quota_held_only || b.quota_held_only) &&
          // Queries apply quota to the two kinds differently (see next_woken): never across.
          a.by_preempting == b.by_preempting;
 }
@@ -366,12 +370,11 @@ std::array<int64_t, 4> sizes(const CapKey& k) {
 }  // namespace
 
 void ClusterScheduler::merge_sizes(std::vector<std::pair<int, WaitCapacity>>& caps) {
-  std::map<std::tuple<CapKey, bool, bool>, size_t> merged;  // -> index into caps
+  std::map<CapKey, size_t> merged;  // -> index into caps
   size_t kept = 0;
   for (size_t i = 0; i < caps.size(); ++i) {
     const auto& [group, cap] = caps[i];
-    auto [it, fresh] = merged.try_emplace(
-        {envelope_key(cap_key(group, cap)), cap.quota_held_only, cap.quota_limits_held_only}, kept);
+    auto [it, fresh] = merged.try_emplace(envelope_key(cap_key(group, cap)), kept);
     if (fresh) {
       caps[kept++] = caps[i];
       continue;
@@ -484,31 +487,25 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
   std::vector<std::pair<int, WaitCapacity>> caps;
   own_caps(tenant, caps);
 
-  // With the shared ones, the tenant's quota applied, by static group (the quota of a group's
-  // GPU model asked once). Within its nominal quota a job may preempt even where its cohort
-  // lent that quota out (choose_victims), so where a capacity is offered by preempting, the
-  // nominal headroom counts too. (Where it is free, a job the quota holds back there can only
-  // reclaim, which no node's capacity decides.)
+  // With the shared ones, the tenant's quota applied to every job, by static group (the quota of
+  // a group's GPU model asked once). Within its nominal quota a job may preempt even where its
+  // cohort lent that quota out (choose_victims), so where a capacity is offered by preempting,
+  // the nominal headroom counts too. (Where it is free, a job the quota holds back there can
+  // only reclaim, which the capacities of the nodes where its cohort borrows decide.) A job the
+  // quota holds back is so not woken by capacity alone: quota_caps wakes it when the quota grows.
   auto& by_group = cached.by_group;
   by_group.assign(classes_.static_groups(), {});
-  std::vector<std::pair<int64_t, int64_t>> quota(by_group.size(), {-1, -1});  // allowed, nominal
-  auto quota_of = [&](int group) -> const std::pair<int64_t, int64_t>& {
-    auto& [allowed, nominal] = quota[group];
+  std::vector<std::pair<int64_t, int64_t>> quota(by_group.size(), {-1, -1});  // allowed, reach
+  for (const auto& [group, shared] : shared_list_) {
+    if (group >= static_cast<int>(by_group.size())) continue;
+    auto& [allowed, reach] = quota[group];
     if (allowed < 0) {
       const std::string& model = classes_.group_example(group).gpu_model;
       allowed = quota_headroom(tenant, model);
-      nominal = std::max(allowed, tenants_.nominal_headroom(tenant_names_[tenant], model));
+      reach = quota_reach(tenant, model);
     }
-    return quota[group];
-  };
-  for (const auto& [group, shared] : shared_list_) {
-    if (group >= static_cast<int>(by_group.size())) continue;
-    const auto& [allowed, nominal] = quota_of(group);
     WaitCapacity cap = shared;
-    cap.quota_milli = shared.by_preempting ? nominal : allowed;
-    // Free capacity wakes a job its quota did not hold back whatever its quota now: decided,
-    // it is marked quota-held if the quota holds it back, and the quota's growth wakes it.
-    cap.quota_limits_held_only = !cap.by_preempting;
+    cap.quota_milli = shared.by_preempting ? reach : allowed;
     by_group[group].push_back(cap);
   }
   for (const auto& [group, cap] : caps)

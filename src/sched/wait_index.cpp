@@ -13,7 +13,7 @@ void WaitIndex::Summary::add(const WaitNeed& need) {
   min_memory = std::min(min_memory, need.memory_mib);
   min_quota = std::min(min_quota, need.quota_milli);
   if (need.runtime_ms > 0) min_runtime = std::min(min_runtime, need.runtime_ms);
-  any_quota_held |= need.quota_held;
+  max_quota = std::max(max_quota, need.quota_milli);
 }
 
 void WaitIndex::Summary::add(const Summary& o) {
@@ -23,14 +23,14 @@ void WaitIndex::Summary::add(const Summary& o) {
   min_memory = std::min(min_memory, o.min_memory);
   min_quota = std::min(min_quota, o.min_quota);
   min_runtime = std::min(min_runtime, o.min_runtime);
-  any_quota_held |= o.any_quota_held;
+  max_quota = std::max(max_quota, o.max_quota);
 }
 
 bool WaitIndex::Summary::may_admit(const WaitCapacity& cap) const {
   if (min_whole > cap.whole_gpus && min_share > cap.max_free_milli) return false;
   if (min_cpu > cap.cpu_milli || min_memory > cap.memory_mib) return false;
-  if (min_quota > cap.quota_milli && !cap.quota_limits_held_only) return false;
-  if (cap.quota_held_only && !any_quota_held) return false;
+  if (min_quota > cap.quota_milli) return false;
+  if (cap.quota_blocked_above >= 0 && max_quota <= cap.quota_blocked_above) return false;
   return cap.runtime_limit == WaitCapacity::kAny || min_runtime <= cap.runtime_limit;
 }
 

@@ -58,7 +58,6 @@ struct WaitNeed {
   int64_t runtime_ms = 0;   // declared max_runtime; 0: none
   bool spot = false;        // the job accepts being preempted (it preempts no spot job of its
                             // own priority)
-  bool quota_held = false;  // its tenant's quota held it back when it was last decided
 };
 
 /// What a node (or a group of nodes) offers a tenant's jobs. Large values mean "no limit".
@@ -68,14 +67,12 @@ struct WaitCapacity {
   int32_t max_free_milli = 0;
   int64_t cpu_milli = kAny;
   int64_t memory_mib = kAny;
-  int64_t quota_milli = kAny;        // what the tenant's quota still allows on this GPU model
-  int64_t quota_blocked_above = -1;  // >= 0: only jobs asking for more than this (reclaiming)
-  int64_t runtime_limit = kAny;      // below kAny: only jobs with 0 < runtime <= limit (reserved)
-  bool quota_held_only = false;      // only jobs their tenant's quota held back (its quota grew)
-  bool by_preempting = false;        // offered by preempting running jobs (not free now)
-  // quota_milli limits only jobs marked quota_held (the others are admitted on resources, and
-  // deciding them marks them when the quota holds them back).
-  bool quota_limits_held_only = false;
+  int64_t quota_milli = kAny;  // what the tenant's quota still allows on this GPU model
+  // >= 0: only jobs asking the quota for more than this (a lender reclaiming; or what a quota
+  // that grew allows now and did not before)
+  int64_t quota_blocked_above = -1;
+  int64_t runtime_limit = kAny;  // below kAny: only jobs with 0 < runtime <= limit (reserved)
+  bool by_preempting = false;    // offered by preempting running jobs (not free now)
   int min_priority = std::numeric_limits<int>::min();  // only jobs of a higher priority
   // Spot jobs of this priority are not admitted (what is offered includes spot jobs of their
   // own priority, which they may not preempt).
@@ -87,9 +84,8 @@ struct WaitCapacity {
     if (n.share_milli > 0 ? n.share_milli > max_free_milli : n.whole_gpus > whole_gpus)
       return false;
     if (n.cpu_milli > cpu_milli || n.memory_mib > memory_mib) return false;
-    if (n.quota_milli > quota_milli && (!quota_limits_held_only || n.quota_held)) return false;
+    if (n.quota_milli > quota_milli) return false;
     if (quota_blocked_above >= 0 && n.quota_milli <= quota_blocked_above) return false;
-    if (quota_held_only && !n.quota_held) return false;
     return runtime_limit == kAny || (n.runtime_ms > 0 && n.runtime_ms <= runtime_limit);
   }
 };
@@ -149,13 +145,14 @@ class WaitIndex {
     void* owner = nullptr;
   };
 
-  // The least needs over blocks (or a partition's blocks), for skipping them whole.
+  // The least needs over blocks (or a partition's blocks), and the most any job asks of the
+  // quota, for skipping them whole.
   struct Summary {
     int32_t min_whole = std::numeric_limits<int32_t>::max();
     int32_t min_share = std::numeric_limits<int32_t>::max();
     int64_t min_cpu = WaitCapacity::kAny, min_memory = WaitCapacity::kAny;
     int64_t min_quota = WaitCapacity::kAny, min_runtime = WaitCapacity::kAny;
-    bool any_quota_held = false;
+    int64_t max_quota = -1;
     void add(const WaitNeed& need);
     void add(const Summary& other);
     bool may_admit(const WaitCapacity& cap) const;
