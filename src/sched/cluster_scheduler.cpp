@@ -492,7 +492,8 @@ void ClusterScheduler::finish(const std::string& job_id) {
     const auto& [slot, rp] = r.replicas[i];
     int64_t milli = 0;
     for (const auto& share : rp.gpus) milli += share.milli;
-    if (milli > 0 && i < r.models.size()) note_quota_released(r.req.tenant, r.models[i], milli);
+    if (milli > 0 && i < r.models.size())
+      note_quota_released(r.req.tenant, r.models[i], milli, true);
     apply_replica(slot, r.req, rp, -1);
     nodes_[slot].jobs.erase(r.seq);
     ++slot_version_[slot];  // its running jobs changed (victims_on, node_victim_list)
@@ -619,9 +620,10 @@ void ClusterScheduler::wake_cohort_quota(const std::string& tenant) {
 }
 
 void ClusterScheduler::note_quota_released(const std::string& tenant, const std::string& model,
-                                           int64_t milli) {
+                                           int64_t milli, bool own_use) {
   const std::string& cohort = tenants_.cohort_of(tenant);
-  quota_released_[{cohort.empty() ? "/" + tenant : cohort, model}] += milli;
+  if (!cohort.empty()) quota_released_[{cohort, model}] += milli;
+  if (cohort.empty() || own_use) quota_released_[{"/" + tenant, model}] += milli;
 }
 
 void ClusterScheduler::release_reclaim_hold(const std::string& job_id) {
@@ -629,7 +631,7 @@ void ClusterScheduler::release_reclaim_hold(const std::string& job_id) {
   if (hold == reclaim_holds_.end()) return;
   const auto& [tenant, model, milli] = hold->second;
   tenants_.hold_reclaim(tenant, model, milli, -1);
-  note_quota_released(tenant, model, milli);
+  note_quota_released(tenant, model, milli, false);
   wake_cohort_quota(tenant);  // its members' jobs that wait to borrow may start
   reclaim_holds_.erase(hold);
 }

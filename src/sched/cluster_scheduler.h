@@ -310,9 +310,11 @@ class ClusterScheduler final : public Scheduler {
   // What the tenant's cohort may lend grew: the next pass wakes its members' jobs that the quota
   // may have held back.
   void wake_cohort_quota(const std::string& tenant);
-  // Quota of the model that the tenant's job released (milli): its quota, and what its cohort
-  // may lend, grew by at most that much in all.
-  void note_quota_released(const std::string& tenant, const std::string& model, int64_t milli);
+  // Quota of the model that the tenant released (milli): its quota, and what its cohort may
+  // lend, grew by at most that much in all; with `own_use`, its own use fell by that much (a
+  // job of its ended; else a hold of quota it reclaims did).
+  void note_quota_released(const std::string& tenant, const std::string& model, int64_t milli,
+                           bool own_use);
   // What the tenant's jobs may ask of the model's quota and start: what the quota allows
   // (borrowing included), or its unused nominal quota where the cohort lent it (reclaiming).
   int64_t quota_reach(int tenant, const std::string& model);
@@ -489,7 +491,7 @@ class ClusterScheduler final : public Scheduler {
   std::vector<char> slot_freed_;  // by slot: in freed_slots_
   std::set<int> quota_freed_;     // tenants (interned) whose quota use fell
   // Quota released since the last pass, per (pool, GPU model): a pool is a cohort, or a tenant
-  // without one ("/" + name).
+  // ("/" + name: what its own jobs released).
   std::map<std::pair<std::string, std::string>, int64_t> quota_released_;
   // Running jobs started since the last pass, as (priority, seq): new possible victims.
   std::vector<std::pair<int, uint64_t>> new_running_;

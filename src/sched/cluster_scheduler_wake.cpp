@@ -441,15 +441,22 @@ void ClusterScheduler::own_caps(int tenant, std::vector<std::pair<int, WaitCapac
     for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
       if (classes_.group_members(g) > 0) quota_caps(tenant, g, caps);
   if (const std::string& cohort = tenants_.cohort_of(tenant_names_[tenant]); !cohort.empty()) {
-    // The nodes that changed; and when the tenant's own use fell (it may now reclaim what it
-    // had no nominal quota left for), every node where its cohort borrows.
+    // The nodes that changed; and when the tenant's own use of a GPU model fell (it may now
+    // reclaim what it had no nominal quota left for), every node where its cohort borrows that
+    // model. (Its cohort's use falling lets it borrow more, not reclaim more.)
+    const std::string& name = tenant_names_[tenant];
     std::set<int> slots;
     for (const auto& [slot, free_too] : sources_) slots.insert(slot);
-    if (wake_quota_.count(tenant))
+    std::set<std::string> released;  // models its own use of fell
+    for (auto it = wake_released_.lower_bound({"/" + name, ""});
+         it != wake_released_.end() && it->first.first == "/" + name; ++it)
+      released.insert(it->first.second);
+    if (!released.empty())
       for (const auto& [seq, r] : borrowed_running_)
         if (tenants_.cohort_of(r->req.tenant) == cohort)
-          for (const auto& [slot, rp] : r->replicas) slots.insert(slot);
-    const std::string& name = tenant_names_[tenant];
+          for (size_t i = 0; i < r->replicas.size(); ++i)
+            if (i < r->models.size() && released.count(r->models[i]))
+              slots.insert(r->replicas[i].first);
     for (int slot : slots) {
       bool lent = false;  // a job here borrows quota the tenant's cohort lends
       for (const auto& [seq, r] : nodes_[slot].jobs)
