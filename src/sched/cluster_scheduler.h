@@ -265,6 +265,8 @@ class ClusterScheduler final : public Scheduler {
   // that ask the quota for more than it may have allowed at the last pass and no more than it
   // allows now.
   void quota_caps(int tenant, int group, std::vector<std::pair<int, WaitCapacity>>& caps);
+  // What the static group's usable free GPUs offer any tenant, without quota (for quota_caps).
+  const std::vector<WaitCapacity>& free_classes(int group);
   // A wake-up capacity as a key: (static group, WaitCapacity's fields in order).
   using WakeCapKey = std::tuple<int, int32_t, int32_t, int64_t, int64_t, int64_t, int64_t, int, int,
                                 int64_t, bool>;
@@ -499,6 +501,13 @@ class ClusterScheduler final : public Scheduler {
   std::vector<int> wake_slots_;
   std::set<int> wake_quota_;
   std::map<std::pair<std::string, std::string>, int64_t> wake_released_;
+  // free_classes() per static group, valid while wake_version_ is as it was.
+  struct FreeClasses {
+    std::vector<WaitCapacity> caps;
+    uint64_t version = 0;
+    bool valid = false;
+  };
+  std::vector<FreeClasses> free_classes_;
   std::vector<std::pair<int, uint64_t>> wake_victims_;
   std::vector<std::string> tenant_names_;    // interned tenant id -> name
   std::vector<std::string> signature_bits_;  // fit signature -> '1' per static group it fits

@@ -90,24 +90,8 @@ int64_t ClusterScheduler::quota_headroom(int tenant, const std::string& model) {
   }
   auto [it, fresh] = headroom_.try_emplace({tenant, model}, 0);
   if (!fresh) return it->second;
-  const std::string& name = tenant_names_[tenant];
-  // allows() is monotonic in the amount: the most it allows, by bisection.
-  int64_t lo = 0, hi = WaitCapacity::kAny;
-  if (tenants_.allows(name, model, hi)) {
-    lo = hi;
-  } else {
-    hi = int64_t{1} << 40;
-    if (tenants_.allows(name, model, hi)) lo = hi;
-    while (lo < hi) {
-      int64_t mid = lo + (hi - lo + 1) / 2;
-      if (tenants_.allows(name, model, mid))
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
-  }
-  it->second = lo;
-  return lo;
+  it->second = tenants_.headroom(tenant_names_[tenant], model);
+  return it->second;
 }
 
 int64_t ClusterScheduler::quota_reach(int tenant, const std::string& model) {
@@ -226,23 +210,16 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
   }
 }
 
-void ClusterScheduler::quota_caps(int tenant, int group,
-                                  std::vector<std::pair<int, WaitCapacity>>& caps) {
-  // Quota limits GPUs only: the classes with a GPU (or part of one) free, on a node not held for
-  // a reservation or a preemptor; each class's own capacity while they are few (a full
-  // cluster), else each dimension at its most over them.
+const std::vector<WaitCapacity>& ClusterScheduler::free_classes(int group) {
+  // The classes with a GPU (or part of one) free, on a node not held for a reservation or a
+  // preemptor; each class's own capacity while they are few (a full cluster), else each
+  // dimension at its most over them. The same for every tenant: found once per wake version.
   constexpr size_t kMaxClasses = 16;
-  const std::string& model = classes_.group_example(group).gpu_model;
-  const int64_t quota = quota_headroom(tenant, model);
-  if (quota == 0 || quota >= WaitCapacity::kAny) return;  // none, or no limit to have held jobs
-  // Since the last pass it grew by at most what its pool released: jobs asking no more than
-  // what it allowed then were not held back by it (free capacity woke them, as far as the quota
-  // allowed when it was freed).
-  const std::string& cohort = tenants_.cohort_of(tenant_names_[tenant]);
-  auto released =
-      wake_released_.find({cohort.empty() ? "/" + tenant_names_[tenant] : cohort, model});
-  if (released == wake_released_.end()) return;
-  const int64_t allowed_before = std::max<int64_t>(0, quota - released->second);
+  if (free_classes_.size() != classes_.static_groups())
+    free_classes_.assign(classes_.static_groups(), {});
+  FreeClasses& cached = free_classes_[group];
+  if (cached.valid && cached.version == wake_version_) return cached.caps;
+  cached.caps.clear();
   auto usable = [&](int class_id) {
     for (int slot : classes_.get(class_id).members) {
       bool reserved =
@@ -270,10 +247,8 @@ void ClusterScheduler::quota_caps(int tenant, int group,
     cap.max_free_milli = c.max_free_milli;
     cap.cpu_milli = c.cpu_free_milli;
     cap.memory_mib = c.memory_free_mib;
-    cap.quota_milli = quota;
-    cap.quota_blocked_above = allowed_before;
     if (found.size() <= kMaxClasses) {
-      caps.push_back({group, cap});
+      cached.caps.push_back(cap);
       continue;
     }
     merged.whole_gpus = std::max(merged.whole_gpus, cap.whole_gpus);
@@ -281,10 +256,31 @@ void ClusterScheduler::quota_caps(int tenant, int group,
     merged.cpu_milli = i ? std::max(merged.cpu_milli, cap.cpu_milli) : cap.cpu_milli;
     merged.memory_mib = i ? std::max(merged.memory_mib, cap.memory_mib) : cap.memory_mib;
   }
-  if (found.size() > kMaxClasses) {
-    merged.quota_milli = quota;
-    merged.quota_blocked_above = allowed_before;
-    caps.push_back({group, merged});
+  if (found.size() > kMaxClasses) cached.caps.push_back(merged);
+  cached.valid = true;
+  cached.version = wake_version_;
+  return cached.caps;
+}
+
+void ClusterScheduler::quota_caps(int tenant, int group,
+                                  std::vector<std::pair<int, WaitCapacity>>& caps) {
+  // Quota limits GPUs only: what is free (free_classes), for the jobs the quota's growth may
+  // let start.
+  const std::string& model = classes_.group_example(group).gpu_model;
+  const int64_t quota = quota_headroom(tenant, model);
+  if (quota == 0 || quota >= WaitCapacity::kAny) return;  // none, or no limit to have held jobs
+  // Since the last pass it grew by at most what its pool released: jobs asking no more than
+  // what it allowed then were not held back by it (free capacity woke them, as far as the quota
+  // allowed when it was freed).
+  const std::string& cohort = tenants_.cohort_of(tenant_names_[tenant]);
+  auto released =
+      wake_released_.find({cohort.empty() ? "/" + tenant_names_[tenant] : cohort, model});
+  if (released == wake_released_.end()) return;
+  const int64_t allowed_before = std::max<int64_t>(0, quota - released->second);
+  for (WaitCapacity cap : free_classes(group)) {
+    cap.quota_milli = quota;
+    cap.quota_blocked_above = allowed_before;
+    caps.push_back({group, cap});
   }
 }
 

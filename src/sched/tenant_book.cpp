@@ -184,6 +184,36 @@ bool TenantBook::allows(const std::string& tenant, const std::string& model, int
   return false;
 }
 
+int64_t TenantBook::headroom(const std::string& tenant, const std::string& model) const {
+  // allows() in closed form. Within its own quota (m <= own) a request must leave the cohort
+  // within its nominal quota (m <= cohort_room); above it, it borrows: up to its borrowing
+  // limit above the quota and what the cohort can lend (lendable <= cohort_room, as lendable
+  // also counts what reclaiming members hold). So where own > cohort_room nothing above
+  // cohort_room is allowed; else everything up to own, and beyond it what borrowing allows.
+  const TenantSpec* s = spec(tenant);
+  if (!s) return std::numeric_limits<int64_t>::max() / 4;
+  const int64_t mine = used(tenant, model), quota = nominal(*s, model);
+  int64_t limit = std::numeric_limits<int64_t>::max() / 4;
+  if (auto it = s->borrowing_limit.find(model); it != s->borrowing_limit.end())
+    limit = int64_t{it->second} * 1000;
+  int64_t cohort_nominal = quota, cohort_used = mine, cohort_held = 0;
+  if (auto c = cohorts_.find(s->cohort); c != cohorts_.end() && !s->cohort.empty())
+    for (const auto& member : c->second)
+      if (member != tenant) {
+        int64_t member_nominal = nominal(specs_.at(member), model);
+        int64_t member_used = used(member, model);
+        cohort_nominal += member_nominal;
+        cohort_used += member_used;
+        if (auto h = reclaim_held_.find({member, model}); h != reclaim_held_.end())
+          cohort_held += std::min(h->second, std::max<int64_t>(0, member_nominal - member_used));
+      }
+  const int64_t own = quota - mine;
+  const int64_t cohort_room = cohort_nominal - cohort_used;
+  if (own > cohort_room) return std::max<int64_t>(0, cohort_room);
+  const int64_t lendable = std::max<int64_t>(0, cohort_room - cohort_held);
+  return std::max<int64_t>({0, own, std::min(limit + own, lendable)});
+}
+
 double TenantBook::dominant_share(const std::string& tenant) const {
   auto it = use_.find(tenant);
   if (it == use_.end()) return 0;

@@ -28,6 +28,9 @@ class TenantBook {
   /// says which limit, e.g. "tenant vision: A100 quota 16 in use of 16, cohort has none to lend".
   bool allows(const std::string& tenant, const std::string& gpu_model, int64_t milli,
               std::string* why = nullptr) const;
+  /// The most of the model the tenant may take now, in milli: allows(tenant, model, m) holds for
+  /// every m from 0 up to it and for none above (a large value without a quota).
+  int64_t headroom(const std::string& tenant, const std::string& gpu_model) const;
   /// Whether taking `milli` more of the model keeps the tenant within its nominal quota
   /// (a lender reclaiming what it lent may preempt borrowers).
   bool within_nominal(const std::string& tenant, const std::string& gpu_model, int64_t milli) const;
