@@ -554,6 +554,8 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
     if (!rp.gpus.empty() && tenants_.borrowing(job.req.tenant, model)) r.borrowed = true;
     r.models.push_back(model);
     r.replicas.push_back({slot, rp});
+    if (slot_placed_pass_.size() < nodes_.size()) slot_placed_pass_.resize(nodes_.size(), 0);
+    slot_placed_pass_[slot] = pass_;  // victim memos found in this pass leave the job out
   }
   if (job.req.max_runtime_ms > 0) r.expected_end = now + job.req.max_runtime_ms;
   clear_nomination(job.req.job_id);
@@ -714,7 +716,11 @@ Plan ClusterScheduler::schedule(TimeMs now) {
     failed_preemption_sizes_.clear();
     ++victim_epoch_;
     borrowers_.clear();
-    victim_memo_.clear();
+    // Victim memos are kept while their nodes are as they were (victims_on), within bounds.
+    if (victim_memo_entries_ > kMaxVictimMemos) {
+      victim_memo_.clear();
+      victim_memo_entries_ = 0;
+    }
   }
   placed_last_pass_ = false;
   // Jobs placed in the last pass may be victims from now on.

@@ -588,10 +588,15 @@ class ClusterScheduler final : public Scheduler {
   // quota for the whole job: a gang's whole-node request and a single job can share a shape.
   struct VictimMemo {
     uint64_t node_version = 0, tenant_changes = 0;
+    uint64_t pass = 0;             // the pass that found it
+    bool quota_dependent = false;  // the node ran a borrower then
     std::optional<VictimOption> option;
   };
   std::map<std::tuple<int, int64_t, int, bool, std::string>, VictimMemos> victim_memo_;
-  std::vector<uint64_t> slot_version_;  // by slot
+  size_t victim_memo_entries_ = 0;  // in victim_memo_: it is emptied when it grows too large
+  static constexpr size_t kMaxVictimMemos = 1'000'000;
+  std::vector<uint64_t> slot_version_;      // by slot
+  std::vector<uint64_t> slot_placed_pass_;  // by slot: the last pass that placed a job there
   // las (empty otherwise): thresholds in GPU-ms; crossings of running jobs (time, job id);
   // starvation promotions of pending ones (time, seq); service that no longer counts for
   // levels, per job promoted against starvation (kept while it is preempted and requeued).

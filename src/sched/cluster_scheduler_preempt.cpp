@@ -194,12 +194,23 @@ ClusterScheduler::VictimMemos& ClusterScheduler::victim_memos(const PendingJob& 
 
 const std::optional<ClusterScheduler::VictimOption>& ClusterScheduler::victims_on(
     const PendingJob& job, const JobRequest& request, VictimMemos& memos, int slot) {
-  // slot_version_ covers every slot: a node is reindexed when it first appears.
+  // slot_version_ covers every slot: a node is reindexed when it first appears. Kept across
+  // passes while the node is as it was, unless a job placed there in the memo's pass (then not
+  // a possible victim) may be one now, or the node runs a borrower (whether the job may
+  // reclaim from it depends on quotas).
   auto [it, fresh] = memos.try_emplace(slot);
   VictimMemo& m = it->second;
-  if (fresh || m.node_version != slot_version_[slot] || m.tenant_changes != tenants_.changes()) {
+  if (fresh) ++victim_memo_entries_;
+  bool stale = fresh || m.node_version != slot_version_[slot] ||
+               (m.quota_dependent && m.tenant_changes != tenants_.changes()) ||
+               (m.pass != pass_ && static_cast<size_t>(slot) < slot_placed_pass_.size() &&
+                slot_placed_pass_[slot] == m.pass);
+  if (stale) {
     m.node_version = slot_version_[slot];
     m.tenant_changes = tenants_.changes();
+    m.pass = pass_;
+    m.quota_dependent = std::any_of(nodes_[slot].jobs.begin(), nodes_[slot].jobs.end(),
+                                    [](const auto& kv) { return kv.second->borrowed; });
     m.option = node_victims(job, request, slot);
   }
   return m.option;
@@ -540,8 +551,13 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
           mask &= ~(uint64_t{1} << p);
       least_victim = candidates.least_victim[slot];
     }
-    // A node that needs no GPU freed may fit as it is (or need only CPU or memory freed).
-    int64_t least = least_victim_milli(one, nodes_[slot].state, mask);
+    // A node that needs no GPU freed may fit as it is; one that needs CPU or memory freed has a
+    // victim at least as large as the smallest there.
+    const NodeState& state = nodes_[slot].state;
+    int64_t least = least_victim_milli(one, state, mask);
+    bool fits_as_is = state.cpu_milli - state.cpu_used_milli >= one.cpu_milli &&
+                      state.memory_mib - state.memory_used_mib >= one.memory_mib;
+    if (least == 0 && !fits_as_is) least = least_victim;
     order.push_back({least == 0 ? 0 : std::max(least, least_victim),
                      static_cast<int>(nodes_[slot].jobs.size()), slot});
   }

@@ -43,6 +43,9 @@ static auto by_tenant_model(RunningMap& running) {
 }
 
 void ClusterScheduler::rederive_borrowed() {
+  // Which running jobs borrow changes what victim memos found (their nodes are as they were).
+  victim_memo_.clear();
+  victim_memo_entries_ = 0;
   for (auto& [key, jobs] : by_tenant_model(running_)) {
     int64_t excess = tenants_.over_nominal(key.first, key.second);
     for (RunningJob* r : jobs) {
