@@ -148,11 +148,12 @@ class ClusterScheduler final : public Scheduler {
     std::vector<int64_t> least_victim;  // the GPU milli of the smallest possible victim there
     std::vector<int32_t> gpu_free;      // milli per GPU position, flat: gpu_offset[slot] ...
     std::vector<size_t> gpu_offset;
-    int cohort = -1;          // the key's cohort, interned (cohort_id)
-    size_t log_cursor = 0;    // into victim_log_
-    uint64_t epoch = 0;       // victim_epoch_ when brought up to date
-    size_t listed_count = 0;  // slots in group_slots
-    size_t not_members = 0;   // listed slots that are no longer candidates
+    std::tuple<int, bool, std::string> key;  // its VictimKey
+    int cohort = -1;                         // the key's cohort, interned (cohort_id)
+    size_t log_cursor = 0;                   // into victim_log_
+    uint64_t epoch = 0;                      // victim_epoch_ when brought up to date
+    size_t listed_count = 0;                 // slots in group_slots
+    size_t not_members = 0;                  // listed slots that are no longer candidates
     // Requests for which no candidate could free enough (by the bounds), by what decides which
     // nodes and GPUs they match (fit signature, GPU models, GPU memory): their sizes (GPU milli
     // needed on a GPU, GPUs, CPUs, memory). A request at least as large in each finds none
@@ -414,6 +415,11 @@ class ClusterScheduler final : public Scheduler {
   bool bound_candidate(const VictimKey& key, VictimCandidates& c, int slot);
   // Whether the slot is a candidate now (and its bounds, if so).
   void refresh_candidate(const VictimKey& key, VictimCandidates& c, int slot);
+  // The least GPU milli (all replicas) of a possible victim of the candidates' key on the slot
+  // that alone frees enough for `one` (a replica of the shape) there; none when no single one
+  // does, so every option there has two victims or more.
+  std::optional<int64_t> least_single_victim(const VictimCandidates& c, const JobRequest& one,
+                                             int shape, int slot);
   // Finds the key's candidates afresh, from the indexes of running jobs.
   void find_candidates(const VictimKey& key, VictimCandidates& c);
   // Extends the key's per-slot vectors to nodes that joined since (and its per-kind lists to

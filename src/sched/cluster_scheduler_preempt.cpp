@@ -307,6 +307,32 @@ void ClusterScheduler::refresh_candidate(const VictimKey& key, VictimCandidates&
   }
 }
 
+std::optional<int64_t> ClusterScheduler::least_single_victim(const VictimCandidates& c,
+                                                             const JobRequest& one, int shape,
+                                                             int slot) {
+  const NodeState& n = nodes_[slot].state;
+  const int64_t cpu = n.cpu_milli - n.cpu_used_milli, memory = n.memory_mib - n.memory_used_mib;
+  const uint64_t match = gpu_match_mask(shapes_[shape], classes_.group_of_slot(slot));
+  const int64_t need = one.gpu_milli > 0 ? one.gpu_milli : 1000;
+  std::optional<int64_t> least;
+  boost::container::small_vector<int64_t, 16> free;
+  for (const NodeVictim& v : node_victim_list(slot)) {
+    if (!possible_victim(c.key, c.cohort, v)) continue;
+    if (cpu + v.cpu_milli < one.cpu_milli || memory + v.memory_mib < one.memory_mib) continue;
+    if (one.gpus > 0) {
+      free.clear();
+      for (const auto& g : n.gpus) free.push_back(g.free_milli());
+      for (const auto& [p, milli] : v.gpus) free[p] += milli;
+      int enough = 0;
+      for (size_t p = 0; p < free.size() && p < 64; ++p)
+        enough += (match >> p & 1) && free[p] >= need;
+      if (enough < (one.gpu_milli > 0 ? 1 : one.gpus)) continue;
+    }
+    if (!least || v.job_gpu_milli < *least) least = v.job_gpu_milli;
+  }
+  return least;
+}
+
 void ClusterScheduler::victim_chosen(const RunningJob& victim) {
   ++wake_version_;  // what preempting would free there shrank
   for (const auto& [slot, rp] : victim.replicas) ++slot_version_[slot];  // victims_on, NodeVictim
@@ -334,6 +360,7 @@ ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const Pending
   VictimKey key{job.req.priority, job.req.preemptible(), std::move(cohort)};
   auto [it, fresh] = victim_slots_.try_emplace(key);
   VictimCandidates& c = it->second;
+  c.key = key;
   if (!fresh && c.epoch == victim_epoch_) return c;
   c.epoch = victim_epoch_;
   c.nothing_freeable.clear();
@@ -539,7 +566,13 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
   // be, so once the best option is a single victim and the next node's (least, jobs, slot)
   // is above the option's (GPU milli, jobs, slot), no later node can beat it (by_cost).
   // Only GPUs that its possible victims could free count towards a node's least.
-  std::vector<std::tuple<int64_t, int, int>> order;  // (least victim milli, jobs, slot)
+  // Per node, a bound on its options' cost (by_cost): (fewest victims, least victim milli, jobs,
+  // slot). The fewest victims is 0 where it may fit as it is, else 1 until the node is popped:
+  // then whether a single possible victim could free enough is looked up (fewest 1, and the
+  // least milli such a victim holds) or not (fewest 2), and the node goes back with that bound.
+  using Bound = std::tuple<int64_t, int64_t, int, int>;
+  std::vector<Bound> order;
+  std::vector<char> refined(nodes_.size(), 0);
   const int32_t need = one.gpu_milli > 0 ? one.gpu_milli : 1000;
   for (size_t k = 0; k < slots.size(); ++k) {
     int slot = slots[k];
@@ -557,17 +590,19 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
     int64_t least = least_victim_milli(one, state, mask);
     bool fits_as_is = state.cpu_milli - state.cpu_used_milli >= one.cpu_milli &&
                       state.memory_mib - state.memory_used_mib >= one.memory_mib;
+    const bool may_fit = least == 0 && fits_as_is;
     if (least == 0 && !fits_as_is) least = least_victim;
-    order.push_back({least == 0 ? 0 : std::max(least, least_victim),
+    if (!slot_candidate[k]) refined[slot] = 1;  // nothing to look up: its bound stays
+    order.push_back({may_fit ? 0 : 1, least == 0 ? 0 : std::max(least, least_victim),
                      static_cast<int>(nodes_[slot].jobs.size()), slot});
   }
   // A heap, not a sort: the search usually stops after a few nodes.
   std::make_heap(order.begin(), order.end(), std::greater<>());
   VictimMemos& one_memos = victim_memos(job, job.shape);
   VictimMemos* whole_memos = try_whole ? &victim_memos(job, whole_shape) : nullptr;
-  // A gang takes its `replicas` cheapest options (spread below): once that many are kept and
-  // the costliest of them has at most one victim, a node whose bound is above it cannot
-  // displace it. (Not while a whole-gang option on one node may still be found.)
+  // A gang takes its `replicas` cheapest options (spread below): once that many are kept, a node
+  // whose bound is above the costliest of them cannot displace it, nor can any later one. (Not
+  // while a whole-gang option on one node may still be found.)
   const size_t want = static_cast<size_t>(job.req.replicas);
   const bool may_stop = !try_whole;
   std::vector<size_t>
@@ -575,18 +610,25 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
   auto costlier = [&](size_t a, size_t b) { return by_cost(per_replica[a], per_replica[b]); };
   while (!order.empty()) {
     std::pop_heap(order.begin(), order.end(), std::greater<>());
-    const auto [least, node_jobs, slot] = order.back();
+    const auto [fewest, least, node_jobs, slot] = order.back();
     order.pop_back();
     const Node& n = nodes_[slot];
     if (may_stop && kept.size() == want) {
-      // A node whose bound is 0 may fit a gang's replica without victims, which beats any
-      // option with one.
       const VictimOption& worst = per_replica[kept.front()];
-      bool may_fit_freely = least == 0 && job.req.replicas > 1;
-      if ((worst.victims.empty() || (worst.victims.size() == 1 && !may_fit_freely)) &&
-          std::tie(least, node_jobs, slot) >
-              std::tie(worst.victim_gpu_milli, worst.node_jobs, worst.slot))
+      if (Bound{fewest, least, node_jobs, slot} > Bound{static_cast<int64_t>(worst.victims.size()),
+                                                        worst.victim_gpu_milli, worst.node_jobs,
+                                                        worst.slot})
         break;
+    }
+    if (fewest == 1 && !refined[slot]) {
+      refined[slot] = 1;
+      if (std::optional<int64_t> single = least_single_victim(candidates, one, job.shape, slot)) {
+        order.push_back({1, std::max(least, *single), node_jobs, slot});
+      } else {
+        order.push_back({2, least, node_jobs, slot});
+      }
+      std::push_heap(order.begin(), order.end(), std::greater<>());
+      continue;
     }
     if (one.gpus > 0 && !n.state.gpus.empty() && !allowed(n.state.gpus[0].model)) continue;
     if (const auto& o = victims_on(job, one, one_memos, slot)) {
