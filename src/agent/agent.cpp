@@ -913,7 +913,8 @@ void Agent::start_replica(const Allocation& a) {
   exec::crash_point("agent.start_saved");
   spdlog::info("agent {}: started {} (GPUs {})", node_info_.name, a.key,
                uuids.empty() ? "none" : uuids);
-  push_event({0, a.key, "started", 0, 0, false, false, false, "", r.started_at});
+  if (!r.start_reported)
+    push_event({0, a.key, "started", 0, 0, false, false, false, "", r.started_at});
 }
 
 void Agent::refuse_start(const std::string& key, const std::string& message) {
@@ -1046,6 +1047,13 @@ void Agent::on_exit(const exec::ExitInfo& info) {
   }
   spdlog::info("agent {}: {} exited with code {}{}", node_info_.name, info.key, info.exit_code,
                message.empty() ? "" : " (" + message + ")");
+  // A command that ended while start_replica() was still recording its start: its start goes
+  // out first, so that the server sees the attempt run (events are applied in order).
+  if (r.starting && !info.failed_to_start && !info.never_started) {
+    push_event({0, info.key, "started", 0, 0, false, false, false, "",
+                r.started_at ? r.started_at : clock_.now_ms()});
+    r.start_reported = true;
+  }
   ReplicaEvent event{0, info.key, "exited", info.exit_code, info.signal, lost};
   event.failed_to_start = info.failed_to_start;
   event.over_runtime = r.over_runtime;

@@ -22,8 +22,11 @@ struct LocalReplica {
   std::string interrupt_cause;  // the interruption being carried out ("" when none)
   int64_t job_gid = -1;         // the group the job runs as (-1: the agent's)
   int64_t log_shipped = 0;      // bytes of the log the server has confirmed
-  bool starting = false;       // queued or being started (not persisted: a restart reports it lost)
-  bool fenced = false;         // stopped because the server was out of reach (not persisted)
+  bool starting = false;  // queued or being started (not persisted: a restart reports it lost)
+  bool fenced = false;    // stopped because the server was out of reach (not persisted)
+  // Its "started" event went out ahead of an exit seen while it was being started (not
+  // persisted).
+  bool start_reported = false;
   TimeMs warned_deadline = 0;  // the idle warning written to its interrupt file (not persisted)
   // Recorded before the machine last restarted (not persisted): its attempt's files may not
   // have reached the disk, so a missing claim does not prove it never started.
