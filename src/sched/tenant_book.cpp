@@ -141,28 +141,13 @@ bool TenantBook::allows(const std::string& tenant, const std::string& model, int
     }
     return true;
   }
-  // Borrowing: within the tenant's limit and the cohort's unused nominal quota.
-  int64_t limit = std::numeric_limits<int64_t>::max() / 4;
-  if (auto it = s->borrowing_limit.find(model); it != s->borrowing_limit.end())
-    limit = int64_t{it->second} * 1000;
-  // The cohort's unused nominal quota (Kueue: cohort use + request <= cohort nominal).
-  // Less what members reclaiming their lent quota hold of their unused nominal quota.
-  int64_t cohort_nominal = quota, cohort_used = mine;
-  const std::string* reclaimer = nullptr;
-  if (auto c = cohorts_.find(s->cohort); c != cohorts_.end())
-    for (const auto& member : c->second)
-      if (member != tenant) {
-        int64_t member_nominal = nominal(specs_.at(member), model);
-        int64_t member_used = used(member, model);
-        cohort_nominal += member_nominal;
-        cohort_used += member_used;
-        if (auto h = reclaim_held_.find({member, model}); h != reclaim_held_.end()) {
-          int64_t held = std::min(h->second, std::max<int64_t>(0, member_nominal - member_used));
-          cohort_used += held;
-          if (held > 0 && !reclaimer) reclaimer = &member;
-        }
-      }
-  int64_t lendable = std::max<int64_t>(0, cohort_nominal - cohort_used);
+  // Borrowing: within the tenant's limit and the cohort's unused nominal quota (Kueue: cohort
+  // use + request <= cohort nominal), less what members reclaiming their lent quota hold of
+  // their unused nominal quota.
+  const int64_t limit = borrowing_limit(*s, model);
+  const CohortUse cohort = cohort_use(tenant, *s, model);
+  const std::string* reclaimer = cohort.reclaimer;
+  int64_t lendable = std::max<int64_t>(0, cohort.nominal - cohort.used - cohort.held);
   int64_t need = milli;
   int64_t already = mine - quota;  // may be negative: part of the request is the tenant's own
   if (already + need <= limit && need <= lendable) return true;
@@ -192,26 +177,38 @@ int64_t TenantBook::headroom(const std::string& tenant, const std::string& model
   // cohort_room is allowed; else everything up to own, and beyond it what borrowing allows.
   const TenantSpec* s = spec(tenant);
   if (!s) return std::numeric_limits<int64_t>::max() / 4;
-  const int64_t mine = used(tenant, model), quota = nominal(*s, model);
-  int64_t limit = std::numeric_limits<int64_t>::max() / 4;
-  if (auto it = s->borrowing_limit.find(model); it != s->borrowing_limit.end())
-    limit = int64_t{it->second} * 1000;
-  int64_t cohort_nominal = quota, cohort_used = mine, cohort_held = 0;
-  if (auto c = cohorts_.find(s->cohort); c != cohorts_.end() && !s->cohort.empty())
-    for (const auto& member : c->second)
-      if (member != tenant) {
-        int64_t member_nominal = nominal(specs_.at(member), model);
-        int64_t member_used = used(member, model);
-        cohort_nominal += member_nominal;
-        cohort_used += member_used;
-        if (auto h = reclaim_held_.find({member, model}); h != reclaim_held_.end())
-          cohort_held += std::min(h->second, std::max<int64_t>(0, member_nominal - member_used));
-      }
-  const int64_t own = quota - mine;
-  const int64_t cohort_room = cohort_nominal - cohort_used;
+  const int64_t own = nominal(*s, model) - used(tenant, model);
+  const CohortUse cohort = cohort_use(tenant, *s, model);
+  const int64_t cohort_room = cohort.nominal - cohort.used;
   if (own > cohort_room) return std::max<int64_t>(0, cohort_room);
-  const int64_t lendable = std::max<int64_t>(0, cohort_room - cohort_held);
-  return std::max<int64_t>({0, own, std::min(limit + own, lendable)});
+  const int64_t lendable = std::max<int64_t>(0, cohort_room - cohort.held);
+  return std::max<int64_t>({0, own, std::min(borrowing_limit(*s, model) + own, lendable)});
+}
+
+int64_t TenantBook::borrowing_limit(const TenantSpec& spec, const std::string& model) {
+  auto it = spec.borrowing_limit.find(model);
+  return it == spec.borrowing_limit.end() ? std::numeric_limits<int64_t>::max() / 4
+                                          : int64_t{it->second} * 1000;
+}
+
+TenantBook::CohortUse TenantBook::cohort_use(const std::string& tenant, const TenantSpec& spec,
+                                             const std::string& model) const {
+  CohortUse out{nominal(spec, model), used(tenant, model), 0, nullptr};
+  auto c = cohorts_.find(spec.cohort);
+  if (spec.cohort.empty() || c == cohorts_.end()) return out;
+  for (const auto& member : c->second) {
+    if (member == tenant) continue;
+    int64_t member_nominal = nominal(specs_.at(member), model);
+    int64_t member_used = used(member, model);
+    out.nominal += member_nominal;
+    out.used += member_used;
+    if (auto h = reclaim_held_.find({member, model}); h != reclaim_held_.end()) {
+      int64_t held = std::min(h->second, std::max<int64_t>(0, member_nominal - member_used));
+      out.held += held;
+      if (held > 0 && !out.reclaimer) out.reclaimer = &member;
+    }
+  }
+  return out;
 }
 
 double TenantBook::dominant_share(const std::string& tenant) const {

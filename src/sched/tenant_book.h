@@ -79,6 +79,17 @@ class TenantBook {
   const TenantSpec* spec(const std::string& tenant) const;
   int64_t used(const std::string& tenant, const std::string& model) const;
   static int64_t nominal(const TenantSpec& spec, const std::string& model);
+  // The tenant's borrowing limit on the model, in milli (a large value without one).
+  static int64_t borrowing_limit(const TenantSpec& spec, const std::string& model);
+  // The model's nominal quota and use summed over the tenant and the other members of its
+  // cohort, and what members reclaiming quota they lent hold of their unused nominal quota
+  // (with the first such member).
+  struct CohortUse {
+    int64_t nominal = 0, used = 0, held = 0;
+    const std::string* reclaimer = nullptr;
+  };
+  CohortUse cohort_use(const std::string& tenant, const TenantSpec& spec,
+                       const std::string& model) const;
 
   std::map<std::string, TenantSpec> specs_;
   std::map<std::string, std::vector<std::string>> cohorts_;  // cohort -> members
