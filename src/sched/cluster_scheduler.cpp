@@ -716,6 +716,7 @@ Plan ClusterScheduler::schedule(TimeMs now) {
     failed_preemption_sizes_.clear();
     ++victim_epoch_;
     borrowers_.clear();
+    reclaimable_.clear();
     // Victim memos are kept while their nodes are as they were (victims_on), within bounds.
     if (victim_memo_entries_ > kMaxVictimMemos) {
       victim_memo_.clear();

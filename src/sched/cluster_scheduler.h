@@ -384,6 +384,21 @@ class ClusterScheduler final : public Scheduler {
                                                          bool* fits_freely = nullptr);
   // The borrowers to preempt so that the job's tenant gets back the quota it lent, and the GPU
   // model it reclaims.
+  // The running jobs of the cohort that borrow the model, cheapest victim first (lowest
+  // priority first; cached in borrowers_).
+  const std::vector<const RunningJob*>& cohort_borrowers(const std::string& cohort,
+                                                         const std::string& model);
+  // What free capacity of the model offers the tenant's jobs that only reclaiming quota its
+  // cohort borrows could let start: per priority of those borrowers, `free` for its jobs of at
+  // least that priority asking more than its quota allows now and no more than reclaiming the
+  // borrowers up to that priority would make room for.
+  void reclaim_bands(int tenant, const std::string& model, const WaitCapacity& free,
+                     std::vector<WaitCapacity>& out);
+  // Per priority of the cohort's borrowers of the model (ascending), the GPU milli a lender of
+  // at least that priority could reclaim (borrowers whose tenant still borrows, not preempted);
+  // kept per wake version.
+  const std::vector<std::pair<int, int64_t>>& reclaimable(const std::string& cohort,
+                                                          const std::string& model);
   std::optional<std::vector<std::string>> choose_reclaim_victims(const PendingJob& job,
                                                                  std::string* reclaimed_model);
   // The nodes where some running job may be preemptible for the job (a superset: may_preempt
@@ -514,6 +529,9 @@ class ClusterScheduler final : public Scheduler {
     bool valid = false;
   };
   std::vector<FreeClasses> free_classes_;
+  std::map<std::pair<std::string, std::string>,
+           std::pair<uint64_t, std::vector<std::pair<int, int64_t>>>>
+      reclaimable_;  // (cohort, model) -> (wake version, reclaimable())
   std::vector<std::pair<int, uint64_t>> wake_victims_;
   std::vector<std::string> tenant_names_;    // interned tenant id -> name
   std::vector<std::string> signature_bits_;  // fit signature -> '1' per static group it fits

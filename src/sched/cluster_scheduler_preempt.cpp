@@ -673,6 +673,22 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
   return std::vector<std::string>(best->begin(), best->end());
 }
 
+const std::vector<const ClusterScheduler::RunningJob*>& ClusterScheduler::cohort_borrowers(
+    const std::string& cohort, const std::string& model) {
+  auto [list, fresh] = borrowers_.try_emplace({cohort, model});
+  if (fresh) {
+    for (const auto& [seq, r] : borrowed_running_)
+      if (!r->models.empty() && r->models[0] == model && r->placed_pass != pass_ &&
+          tenants_.cohort_of(r->req.tenant) == cohort)
+        list->second.push_back(r);
+    std::sort(list->second.begin(), list->second.end(),
+              [](const RunningJob* a, const RunningJob* b) {
+                return cheaper_victim(a->req, false, a->started_at, b->req, false, b->started_at);
+              });
+  }
+  return list->second;
+}
+
 std::optional<std::vector<std::string>> ClusterScheduler::choose_reclaim_victims(
     const PendingJob& job, std::string* reclaimed_model) {
   // The job is within its tenant's nominal quota of some model, but cohort members borrowed
@@ -689,20 +705,9 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_reclaim_victims
     if (!tenants_.within_nominal(job.req.tenant, model, milli)) continue;
     int64_t need = tenants_.cohort_excess(job.req.tenant, model, milli);
     if (need == 0) continue;
-    auto [list, fresh] = borrowers_.try_emplace({cohort, model});
-    if (fresh) {
-      for (const auto& [seq, r] : borrowed_running_)
-        if (!r->models.empty() && r->models[0] == model && r->placed_pass != pass_ &&
-            tenants_.cohort_of(r->req.tenant) == cohort)
-          list->second.push_back(r);
-      std::sort(list->second.begin(), list->second.end(),
-                [](const RunningJob* a, const RunningJob* b) {
-                  return cheaper_victim(a->req, false, a->started_at, b->req, false, b->started_at);
-                });
-    }
     std::vector<std::string> victims;
     int64_t freed = 0;
-    for (const RunningJob* r : list->second) {
+    for (const RunningJob* r : cohort_borrowers(cohort, model)) {
       if (freed >= need) break;
       if (r->preempting || !may_reclaim(job, *r)) continue;
       victims.push_back(r->req.job_id);

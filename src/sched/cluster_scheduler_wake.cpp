@@ -437,15 +437,15 @@ void ClusterScheduler::own_caps(int tenant, std::vector<std::pair<int, WaitCapac
     for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
       if (classes_.group_members(g) > 0) quota_caps(tenant, g, caps);
   if (const std::string& cohort = tenants_.cohort_of(tenant_names_[tenant]); !cohort.empty()) {
-    // The nodes that changed; and when the tenant's own use of a GPU model fell (it may now
-    // reclaim what it had no nominal quota left for), every node where its cohort borrows that
-    // model. (Its cohort's use falling lets it borrow more, not reclaim more.)
+    // The nodes that changed; and where its cohort's use of a GPU model fell (it may now be
+    // within its nominal quota, or reclaiming may need to free less), every node where its
+    // cohort borrows that model.
     const std::string& name = tenant_names_[tenant];
     std::set<int> slots;
     for (const auto& [slot, free_too] : sources_) slots.insert(slot);
-    std::set<std::string> released;  // models its own use of fell
-    for (auto it = wake_released_.lower_bound({"/" + name, ""});
-         it != wake_released_.end() && it->first.first == "/" + name; ++it)
+    std::set<std::string> released;  // models its cohort's use of fell
+    for (auto it = wake_released_.lower_bound({cohort, ""});
+         it != wake_released_.end() && it->first.first == cohort; ++it)
       released.insert(it->first.second);
     if (!released.empty())
       for (const auto& [seq, r] : borrowed_running_)
@@ -462,6 +462,43 @@ void ClusterScheduler::own_caps(int tenant, std::vector<std::pair<int, WaitCapac
   }
   merge_sizes(caps);
   drop_dominated(caps);
+}
+
+void ClusterScheduler::reclaim_bands(int tenant, const std::string& model, const WaitCapacity& free,
+                                     std::vector<WaitCapacity>& out) {
+  const std::string& name = tenant_names_[tenant];
+  const std::string& cohort = tenants_.cohort_of(name);
+  if (cohort.empty()) return;
+  const int64_t allowed = quota_headroom(tenant, model), reach = quota_reach(tenant, model);
+  const int64_t room = tenants_.cohort_room(name, model);
+  // A lender reclaims from borrowers that do not outrank it, as much as the cohort uses above
+  // its nominal quota once the job is counted: a job asking m needs m - room freed.
+  for (const auto& [priority, freeable] : reclaimable(cohort, model)) {
+    WaitCapacity cap = free;
+    cap.quota_blocked_above = allowed;
+    cap.quota_milli = std::min(reach, room + freeable);
+    cap.min_priority = std::max(free.min_priority, priority - 1);
+    if (cap.quota_milli > allowed) out.push_back(cap);
+  }
+}
+
+const std::vector<std::pair<int, int64_t>>& ClusterScheduler::reclaimable(
+    const std::string& cohort, const std::string& model) {
+  auto& [version, levels] = reclaimable_[{cohort, model}];
+  if (version == wake_version_ && !levels.empty()) return levels;
+  version = wake_version_;
+  levels.clear();
+  // Borrowers whose tenant still borrows the model (may_reclaim), not already preempted.
+  int64_t freeable = 0;
+  const auto& borrowers = cohort_borrowers(cohort, model);
+  for (size_t i = 0; i < borrowers.size(); ++i) {
+    const RunningJob& r = *borrowers[i];
+    if (!r.preempting && tenants_.borrowing(r.req.tenant, model)) freeable += job_gpu_milli(r.req);
+    if (i + 1 < borrowers.size() && borrowers[i + 1]->req.priority == r.req.priority) continue;
+    if (freeable > 0) levels.push_back({r.req.priority, freeable});
+  }
+  if (levels.empty()) levels.push_back({std::numeric_limits<int>::max(), 0});  // none
+  return levels;
 }
 
 const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int tenant, TimeMs now) {
@@ -510,6 +547,10 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
     WaitCapacity cap = shared;
     cap.quota_milli = shared.by_preempting ? reach : allowed;
     by_group[group].push_back(cap);
+    // Free capacity also lets a job start that its quota holds back only because its cohort
+    // borrows the quota: deciding it reclaims that quota (choose_reclaim_victims).
+    if (!shared.by_preempting && reach > allowed)
+      reclaim_bands(tenant, classes_.group_example(group).gpu_model, cap, by_group[group]);
   }
   for (const auto& [group, cap] : caps)
     if (group < static_cast<int>(by_group.size())) by_group[group].push_back(cap);

@@ -185,6 +185,13 @@ int64_t TenantBook::headroom(const std::string& tenant, const std::string& model
   return std::max<int64_t>({0, own, std::min(borrowing_limit(*s, model) + own, lendable)});
 }
 
+int64_t TenantBook::cohort_room(const std::string& tenant, const std::string& model) const {
+  const TenantSpec* s = spec(tenant);
+  if (!s) return std::numeric_limits<int64_t>::max() / 4;
+  const CohortUse cohort = cohort_use(tenant, *s, model);
+  return cohort.nominal - cohort.used;
+}
+
 int64_t TenantBook::borrowing_limit(const TenantSpec& spec, const std::string& model) {
   auto it = spec.borrowing_limit.find(model);
   return it == spec.borrowing_limit.end() ? std::numeric_limits<int64_t>::max() / 4

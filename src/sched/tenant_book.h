@@ -31,6 +31,9 @@ class TenantBook {
   /// The most of the model the tenant may take now, in milli: allows(tenant, model, m) holds for
   /// every m from 0 up to it and for none above (a large value without a quota).
   int64_t headroom(const std::string& tenant, const std::string& gpu_model) const;
+  /// The model's nominal quota of the tenant's cohort (the tenant alone without one) less what
+  /// its members use, in milli (negative when they use more).
+  int64_t cohort_room(const std::string& tenant, const std::string& gpu_model) const;
   /// Whether taking `milli` more of the model keeps the tenant within its nominal quota
   /// (a lender reclaiming what it lent may preempt borrowers).
   bool within_nominal(const std::string& tenant, const std::string& gpu_model, int64_t milli) const;

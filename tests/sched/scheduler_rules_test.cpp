@@ -166,6 +166,25 @@ TEST(Quotas, ALenderDoesNotReclaimFromABorrowerOfAHigherPriority) {
   EXPECT_THAT(reason_of(plan, "n"), HasSubstr("needs 4×GPU on one node"));
 }
 
+// A lender's job that waited for GPUs while a cohort member borrowed its idle quota reclaims
+// that quota once GPUs it fits free up (free GPUs wake the jobs only reclaiming lets start).
+TEST(Quotas, ALenderWhoseGpusFreeUpReclaimsTheQuotaItLent) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 2), gpu_node("x", 1)});
+  s->set_tenants({tenant("vision", "ml", 2), tenant("nlp", "ml", 0)});
+  ASSERT_TRUE(s->submit(for_tenant(job("other", 2), "research", 0)).ok());
+  ASSERT_EQ(s->schedule(0).placements.size(), 1u);
+  ASSERT_TRUE(s->submit(for_tenant(job("v", 2), "vision", 1)).ok());
+  ASSERT_TRUE(s->submit(for_tenant(job("n", 1), "nlp", 2)).ok());
+  Plan plan = s->schedule(kMinute);
+  ASSERT_NE(placement_of(plan, "n"), nullptr) << "nlp borrows vision's idle quota";
+  ASSERT_EQ(placement_of(plan, "v"), nullptr) << "no node has 2 GPUs free";
+  s->finish("other");
+  plan = s->schedule(2 * kMinute);
+  EXPECT_EQ(preempted(plan), std::set<std::string>{"n"});
+  EXPECT_THAT(reason_of(plan, "v"), HasSubstr("preempting 1 job to start (n)"));
+}
+
 // While a lender waits for the borrowers it preempted to stop, what they free is not lent again:
 // a stopped borrower that comes back waits instead of taking it (and being preempted again).
 TEST(Quotas, QuotaBeingReclaimedIsNotLentAgain) {
