@@ -40,6 +40,7 @@ WaitNeed ClusterScheduler::wait_need(const PendingJob& job) const {
   n.cpu_milli = r.cpu_milli;
   n.memory_mib = r.memory_mib;
   n.quota_milli = job_gpu_milli(r);
+  n.quota_each = r.replicas > 0 ? n.quota_milli / r.replicas : n.quota_milli;
   n.runtime_ms = r.max_runtime_ms;
   n.spot = r.preemptible();
   return n;

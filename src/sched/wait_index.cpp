@@ -11,7 +11,7 @@ void WaitIndex::Summary::add(const WaitNeed& need) {
     min_whole = std::min(min_whole, need.whole_gpus);
   min_cpu = std::min(min_cpu, need.cpu_milli);
   min_memory = std::min(min_memory, need.memory_mib);
-  min_quota = std::min(min_quota, need.quota_milli);
+  min_quota = std::min(min_quota, need.quota_each);
   if (need.runtime_ms > 0) min_runtime = std::min(min_runtime, need.runtime_ms);
   max_quota = std::max(max_quota, need.quota_milli);
 }

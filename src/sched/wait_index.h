@@ -55,9 +55,12 @@ struct WaitNeed {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   int64_t quota_milli = 0;  // GPU milli of all replicas together
-  int64_t runtime_ms = 0;   // declared max_runtime; 0: none
-  bool spot = false;        // the job accepts being preempted (it preempts no spot job of its
-                            // own priority)
+  // GPU milli of one replica: the least one GPU model's quota must allow (a gang's replicas may
+  // run on several models, each charged to its own).
+  int64_t quota_each = 0;
+  int64_t runtime_ms = 0;  // declared max_runtime; 0: none
+  bool spot = false;       // the job accepts being preempted (it preempts no spot job of its
+                           // own priority)
 };
 
 /// What a node (or a group of nodes) offers a tenant's jobs. Large values mean "no limit".
@@ -67,7 +70,8 @@ struct WaitCapacity {
   int32_t max_free_milli = 0;
   int64_t cpu_milli = kAny;
   int64_t memory_mib = kAny;
-  int64_t quota_milli = kAny;  // what the tenant's quota still allows on this GPU model
+  int64_t quota_milli = kAny;  // what the tenant's quota still allows on this GPU model (a
+                               // job is admitted when one replica's GPU milli fits in it)
   // >= 0: only jobs asking the quota for more than this (a lender reclaiming; or what a quota
   // that grew allows now and did not before)
   int64_t quota_blocked_above = -1;
@@ -84,7 +88,7 @@ struct WaitCapacity {
     if (n.share_milli > 0 ? n.share_milli > max_free_milli : n.whole_gpus > whole_gpus)
       return false;
     if (n.cpu_milli > cpu_milli || n.memory_mib > memory_mib) return false;
-    if (n.quota_milli > quota_milli) return false;
+    if (n.quota_each > quota_milli) return false;
     if (quota_blocked_above >= 0 && n.quota_milli <= quota_blocked_above) return false;
     return runtime_limit == kAny || (n.runtime_ms > 0 && n.runtime_ms <= runtime_limit);
   }

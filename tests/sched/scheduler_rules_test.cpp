@@ -166,6 +166,26 @@ TEST(Quotas, ALenderDoesNotReclaimFromABorrowerOfAHigherPriority) {
   EXPECT_THAT(reason_of(plan, "n"), HasSubstr("needs 4×GPU on one node"));
 }
 
+// A gang may spread over GPU models, each replica charged to its own model's quota: it starts
+// when a GPU of each frees up, though neither model's quota allows the whole gang.
+TEST(Quotas, AGangSpreadOverTwoModelsStartsWhenAGpuOfEachFreesUp) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("a", 1), gpu_node("h", 1, "H100")});
+  TenantSpec vision = tenant("vision", "", 1);
+  vision.quota["H100"] = 1;
+  s->set_tenants({vision});
+  ASSERT_TRUE(s->submit(for_tenant(job("other-a", 1), "research", 0)).ok());
+  ASSERT_TRUE(s->submit(for_tenant(job("other-h", 1), "research", 1)).ok());
+  ASSERT_EQ(s->schedule(0).placements.size(), 2u);
+  JobRequest gang = for_tenant(job("gang", 1), "vision", 2);
+  gang.replicas = 2;
+  ASSERT_TRUE(s->submit(gang).ok());
+  ASSERT_EQ(placement_of(s->schedule(kMinute), "gang"), nullptr);
+  s->finish("other-a");
+  s->finish("other-h");
+  EXPECT_NE(placement_of(s->schedule(2 * kMinute), "gang"), nullptr);
+}
+
 // A lender's job that waited for GPUs while a cohort member borrowed its idle quota reclaims
 // that quota once GPUs it fits free up (free GPUs wake the jobs only reclaiming lets start).
 TEST(Quotas, ALenderWhoseGpusFreeUpReclaimsTheQuotaItLent) {

@@ -64,7 +64,8 @@ WaitNeed random_need(std::mt19937& rng) {
     n.whole_gpus = pick(9);
   n.cpu_milli = 1000 * (1 + pick(64));
   n.memory_mib = 1024 * (1 + pick(512));
-  n.quota_milli = n.share_milli > 0 ? n.share_milli : n.whole_gpus * 1000;
+  n.quota_each = n.share_milli > 0 ? n.share_milli : n.whole_gpus * 1000;
+  n.quota_milli = n.quota_each * (1 + pick(3));  // replicas
   n.runtime_ms = pick(3) == 0 ? 0 : 60'000 * (1 + pick(120));
   n.spot = pick(5) == 0;
   return n;
