@@ -485,8 +485,9 @@ void ClusterScheduler::reclaim_bands(int tenant, const std::string& model, const
 
 const std::vector<std::pair<int, int64_t>>& ClusterScheduler::reclaimable(
     const std::string& cohort, const std::string& model) {
-  auto& [version, levels] = reclaimable_[{cohort, model}];
-  if (version == wake_version_ && !levels.empty()) return levels;
+  auto [it, fresh] = reclaimable_.try_emplace({cohort, model});
+  auto& [version, levels] = it->second;
+  if (!fresh && version == wake_version_) return levels;
   version = wake_version_;
   levels.clear();
   // Borrowers whose tenant still borrows the model (may_reclaim), not already preempted.
@@ -498,7 +499,6 @@ const std::vector<std::pair<int, int64_t>>& ClusterScheduler::reclaimable(
     if (i + 1 < borrowers.size() && borrowers[i + 1]->req.priority == r.req.priority) continue;
     if (freeable > 0) levels.push_back({r.req.priority, freeable});
   }
-  if (levels.empty()) levels.push_back({std::numeric_limits<int>::max(), 0});  // none
   return levels;
 }
 
