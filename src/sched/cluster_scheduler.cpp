@@ -77,11 +77,21 @@ void ClusterScheduler::reindex(int slot) {
   ++slot_version_[slot];
   ++wake_version_;
   mark_source_dirty(slot);
+  bump_group_version(slot);  // the group it leaves
   const Node& n = nodes_[slot];
   if (n.present)
     classes_.assign(slot, n.state, n.share_jobs, n.whole_jobs);
   else
     classes_.remove(slot);
+  bump_group_version(slot);  // the group it joins
+}
+
+void ClusterScheduler::bump_group_version(int slot) {
+  int c = classes_.class_of(slot);
+  if (c < 0) return;
+  size_t group = classes_.summary(c).static_group;
+  if (group_version_.size() <= group) group_version_.resize(group + 1, 0);
+  ++group_version_[group];
 }
 
 void ClusterScheduler::update_capacity() {
@@ -181,6 +191,8 @@ void ClusterScheduler::set_tenants(const std::vector<TenantSpec>& tenants) {
   decide_all_ = true;  // every quota may have changed
   drop_victim_candidates();
   node_victims_.clear();  // cohorts may have changed
+  slot_reclaim_.clear();
+  released_borrowed_slots_.clear();
   ++release_epoch_;
 }
 
@@ -350,11 +362,11 @@ void ClusterScheduler::index_running(const RunningJob& r, bool add) {
   if (add) {
     by_priority_.emplace(key, &r);
     if (r.req.preemptible()) spot_running_.emplace(r.seq, &r);
-    if (r.borrowed) borrowed_running_.emplace(r.seq, &r);
+    if (r.borrowed) borrowed_running_.emplace(r.seq, &r), ++borrowed_version_;
   } else {
     by_priority_.erase(key);
     spot_running_.erase(r.seq);
-    borrowed_running_.erase(r.seq);
+    if (borrowed_running_.erase(r.seq)) ++borrowed_version_;
   }
 }
 
@@ -567,6 +579,7 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
 
 void ClusterScheduler::set_reservation(Reservation r) {
   ++wake_version_;
+  ++holds_version_;
   reserved_slot_.assign(nodes_.size(), 0);
   for (int slot : r.slots) {
     reserved_slot_[slot] = 1;
@@ -584,6 +597,7 @@ void ClusterScheduler::drop_reservation_on(int slot) {
 
 void ClusterScheduler::clear_reservation() {
   ++wake_version_;
+  ++holds_version_;
   if (reservation_)
     for (int slot : reservation_->slots) {
       reserved_slot_[slot] = 0;
@@ -595,6 +609,7 @@ void ClusterScheduler::clear_reservation() {
 void ClusterScheduler::nominate(const std::string& job_id, int priority,
                                 const std::set<int>& slots) {
   ++wake_version_;
+  ++holds_version_;
   if (nominees_by_slot_.size() < nodes_.size()) nominees_by_slot_.resize(nodes_.size());
   // The nodes of the option chosen now replace those held before: a gang's option includes the
   // nodes its earlier victims freed when it still needs them (they fit a replica without
@@ -643,6 +658,7 @@ void ClusterScheduler::clear_nomination(const std::string& job_id) {
   auto it = nominated_slots_.find(job_id);
   if (it == nominated_slots_.end()) return;
   ++wake_version_;
+  ++holds_version_;
   for (int slot : it->second) {
     std::erase_if(nominees_by_slot_[slot], [&](const auto& n) { return n.second == job_id; });
     note_freed(slot);

@@ -288,11 +288,38 @@ class ClusterScheduler final : public Scheduler {
   void mark_source_dirty(int slot) {
     if (sources_started_ && sources_.count(slot)) dirty_sources_.push_back(slot);
   }
-  // What the slot offers the tenant's jobs, as (static group, capacity): what is free (with
-  // `free_too`), per priority level what preempting would free, and (tenant >= 0) what
-  // reclaiming from its cohort's borrowers would free; with `reclaim_only`, only the last.
-  void preemption_caps(int tenant, int slot, bool free_too,
-                       std::vector<std::pair<int, WaitCapacity>>& caps, bool reclaim_only = false);
+  // What the slot offers any tenant's jobs (no quota applied), as (static group, capacity):
+  // what is free (with `free_too`) and, per priority level, what preempting would free.
+  void preemption_caps(int slot, bool free_too, std::vector<std::pair<int, WaitCapacity>>& caps);
+  // What a node has free as running jobs are taken off it (wake-up capacities).
+  struct NodeFree {
+    NodeFree(const Node& node, int slot);
+    void release(const RunningJob& r);
+    // What is free now, for jobs above `min_priority`, within `quota_milli` of quota.
+    WaitCapacity capacity(int min_priority, int64_t quota_milli) const;
+    const Node& node;
+    int slot;
+    std::vector<int> used;  // per GPU position
+    int64_t cpu = 0, memory = 0;
+  };
+  // What reclaiming from the borrowers of the tenant's cohort on the slot would offer, per
+  // priority of those borrowers (all of them up to that priority gone), with no quota applied.
+  // Kept per (tenant, slot) while the slot's version is as it was.
+  struct ReclaimLevel {
+    int priority = 0;
+    WaitCapacity sizes;  // its GPUs, GPU milli, CPUs and memory
+  };
+  struct SlotReclaim {
+    bool valid = false;
+    uint64_t version = 0;  // slot_version_ when found
+    uint64_t pass = 0;     // nonzero: valid in that pass only (a job placed in it runs there)
+    int group = -1;        // the slot's static group
+    std::vector<ReclaimLevel> levels;
+  };
+  const SlotReclaim& reclaim_levels(int tenant, int slot);
+  // The slots where members of the cohort borrow a GPU model whose use in the cohort fell
+  // since the last pass (a lender may reclaim there, or needs to free less).
+  const std::set<int>& released_borrowed_slots(const std::string& cohort);
   void set_reason(PendingJob& job, std::string reason, Plan& plan);
   // set_reason for a job that waits, remembered for the jobs with the same key.
   void set_wait(PendingJob& job, const WaitKey& key, std::string reason, TimeMs now, Plan& plan);
@@ -522,13 +549,25 @@ class ClusterScheduler final : public Scheduler {
   std::vector<int> wake_slots_;
   std::set<int> wake_quota_;
   std::map<std::pair<std::string, std::string>, int64_t> wake_released_;
-  // free_classes() per static group, valid while wake_version_ is as it was.
+  // free_classes() per static group, valid while the group's nodes and the holds (reservation,
+  // preemptors' nominations) are as they were.
   struct FreeClasses {
     std::vector<WaitCapacity> caps;
-    uint64_t version = 0;
+    uint64_t group_version = 0, holds_version = 0;
     bool valid = false;
   };
+  std::vector<uint64_t> group_version_;  // per static group: bumps when one of its nodes changes
+  uint64_t holds_version_ = 0;           // bumps when the reservation or a nomination changes
+  void bump_group_version(int slot);
   std::vector<FreeClasses> free_classes_;
+  std::map<std::pair<int, int>, SlotReclaim> slot_reclaim_;  // (tenant, slot)
+  struct BorrowedSlots {
+    bool valid = false;
+    uint64_t pass = 0, version = 0;  // pass_ and borrowed_version_ when found
+    std::set<int> slots;
+  };
+  std::map<std::string, BorrowedSlots> released_borrowed_slots_;  // by cohort
+  uint64_t borrowed_version_ = 0;  // bumps when borrowed_running_ changes
   std::map<std::pair<std::string, std::string>,
            std::pair<uint64_t, std::vector<std::pair<int, int64_t>>>>
       reclaimable_;  // (cohort, model) -> (wake version, reclaimable())
@@ -550,8 +589,7 @@ class ClusterScheduler final : public Scheduler {
   std::map<int, bool> sources_;                          // slot -> what is free counts too
   std::vector<int> dirty_sources_;                       // sources whose node changed in the pass
   bool all_sources_dirty_ = false;
-  bool sources_started_ =
-      false;  // sources_ is this pass's                         // a hold changed: every source
+  bool sources_started_ = false;  // sources_ is this pass's
   // The sources' capacities by WakeCapKey with the sizes left out (merge_sizes): the sizes
   // of those merged (whole GPUs, GPU milli, CPUs, memory), with counts; the list offers the
   // most of each.

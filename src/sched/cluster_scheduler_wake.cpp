@@ -100,58 +100,55 @@ int64_t ClusterScheduler::quota_reach(int tenant, const std::string& model) {
                   tenants_.nominal_headroom(tenant_names_[tenant], model));
 }
 
-void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
-                                       std::vector<std::pair<int, WaitCapacity>>& caps,
-                                       bool reclaim_only) {
+ClusterScheduler::NodeFree::NodeFree(const Node& n, int at)
+    : node(n),
+      slot(at),
+      cpu(n.state.cpu_milli - n.state.cpu_used_milli),
+      memory(n.state.memory_mib - n.state.memory_used_mib) {
+  for (const auto& g : n.state.gpus) used.push_back(g.used_milli);
+}
+
+void ClusterScheduler::NodeFree::release(const RunningJob& r) {
+  for (const auto& [other_slot, rp] : r.replicas) {
+    if (other_slot != slot) continue;
+    cpu += rp.cpu_milli;
+    memory += rp.memory_mib;
+    for (const auto& share : rp.gpus)
+      for (size_t p = 0; p < node.state.gpus.size(); ++p)
+        if (node.state.gpus[p].index == share.index) used[p] -= share.milli;
+  }
+}
+
+WaitCapacity ClusterScheduler::NodeFree::capacity(int min_priority, int64_t quota_milli) const {
+  WaitCapacity cap;
+  for (int u : used) {
+    if (u <= 0) ++cap.whole_gpus;
+    cap.max_free_milli = std::max(cap.max_free_milli, 1000 - std::max(u, 0));
+  }
+  cap.cpu_milli = cpu;
+  cap.memory_mib = memory;
+  cap.quota_milli = quota_milli;
+  cap.min_priority = min_priority;
+  return cap;
+}
+
+void ClusterScheduler::preemption_caps(int slot, bool free_too,
+                                       std::vector<std::pair<int, WaitCapacity>>& caps) {
   int c = classes_.class_of(slot);
   if (c < 0 || !nodes_[slot].present) return;
   const Node& n = nodes_[slot];
   const int group = classes_.summary(c).static_group;
-  // tenant < 0: for any tenant (no quota applied, no reclaiming).
-  const int64_t quota =
-      tenant < 0 ? WaitCapacity::kAny : quota_headroom(tenant, classes_.get(c).gpu_model);
   // What the node would offer were the jobs a pending job may preempt gone: per priority level
   // of its running jobs, all jobs up to that level (a spot job a level lower: jobs of its own
   // priority may preempt it), for jobs of a higher priority.
-  static const std::string kNone;
-  const std::string& tenant_name = tenant < 0 ? kNone : tenant_names_[tenant];
-  const std::string& cohort = tenant < 0 ? kNone : tenants_.cohort_of(tenant_name);
   std::vector<std::pair<int, const RunningJob*>> eligible;  // level, job
-  bool lent = false;  // some job here borrows quota the tenant's cohort lends
   for (const auto& [seq, r] : n.jobs) {
     if (r->preempting || r->placed_pass == pass_) continue;
     eligible.push_back({r->req.preemptible() ? r->req.priority - 1 : r->req.priority, r});
-    lent |= r->borrowed && !cohort.empty() && r->req.tenant != tenant_name &&
-            tenants_.cohort_of(r->req.tenant) == cohort;
   }
   std::sort(eligible.begin(), eligible.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<int> used;
-  for (const auto& g : n.state.gpus) used.push_back(g.used_milli);
-  int64_t cpu = n.state.cpu_milli - n.state.cpu_used_milli;
-  int64_t memory = n.state.memory_mib - n.state.memory_used_mib;
-  auto cap_now = [&](int min_priority, int64_t quota_milli) {
-    WaitCapacity cap;
-    for (int u : used) {
-      if (u <= 0) ++cap.whole_gpus;
-      cap.max_free_milli = std::max(cap.max_free_milli, 1000 - std::max(u, 0));
-    }
-    cap.cpu_milli = cpu;
-    cap.memory_mib = memory;
-    cap.quota_milli = quota_milli;
-    cap.min_priority = min_priority;
-    return cap;
-  };
-  auto release = [&](const RunningJob& r) {
-    for (const auto& [other_slot, rp] : r.replicas) {
-      if (other_slot != slot) continue;
-      cpu += rp.cpu_milli;
-      memory += rp.memory_mib;
-      for (const auto& share : rp.gpus)
-        for (size_t p = 0; p < n.state.gpus.size(); ++p)
-          if (n.state.gpus[p].index == share.index) used[p] -= share.milli;
-    }
-  };
+  NodeFree node(n, slot);
   // Held for a reservation (only jobs that end before it) or for preemptors (only jobs of a
   // higher priority): what is free there; and so for the preemption levels below.
   int64_t runtime_limit = WaitCapacity::kAny;
@@ -162,64 +159,101 @@ void ClusterScheduler::preemption_caps(int tenant, int slot, bool free_too,
   if (slot < static_cast<int>(nominees_by_slot_.size()))
     for (const auto& [priority, id] : nominees_by_slot_[slot])
       held_for = std::max(held_for, priority);
-  if (free_too && !reclaim_only) {
-    WaitCapacity cap = cap_now(held_for, quota);
+  if (free_too) {
+    WaitCapacity cap = node.capacity(held_for, WaitCapacity::kAny);
     cap.runtime_limit = runtime_limit;
     caps.push_back({group, cap});
   }
   if (!settings_.preemption) return;
   bool spot_at_level = false;  // the level holds a spot job of the level's priority + 1
-  for (size_t i = 0; i < eligible.size() && !reclaim_only; ++i) {
+  for (size_t i = 0; i < eligible.size(); ++i) {
     const RunningJob& r = *eligible[i].second;
-    release(r);
+    node.release(r);
     spot_at_level |= r.req.preemptible();
     if (i + 1 < eligible.size() && eligible[i + 1].first == eligible[i].first) continue;
     // As choose_victims: not on a node held for a preemptor of at least the job's priority,
     // nor on one reserved for another job unless the job ends before the reservation.
-    WaitCapacity cap = cap_now(std::max(eligible[i].first, held_for), quota);
+    WaitCapacity cap = node.capacity(std::max(eligible[i].first, held_for), WaitCapacity::kAny);
     cap.runtime_limit = runtime_limit;
     cap.by_preempting = true;
     if (spot_at_level) cap.spot_excluded_priority = eligible[i].first + 1;
     caps.push_back({group, cap});
     spot_at_level = false;
   }
-  if (lent) {
-    // Reclaiming: any priority, beyond what the quota allows now.
-    used.clear();
-    for (const auto& g : n.state.gpus) used.push_back(g.used_milli);
-    cpu = n.state.cpu_milli - n.state.cpu_used_milli;
-    memory = n.state.memory_mib - n.state.memory_used_mib;
-    // Per priority of the borrowers, all borrowers up to it: a lender reclaims only from
-    // borrowers that do not outrank it, so for jobs of that priority or higher.
-    std::vector<const RunningJob*> borrowers;
-    for (const auto& [level, r] : eligible)
-      if (r->borrowed && r->req.tenant != tenant_name) borrowers.push_back(r);
-    std::stable_sort(
-        borrowers.begin(), borrowers.end(),
-        [](const RunningJob* a, const RunningJob* b) { return a->req.priority < b->req.priority; });
-    const int64_t nominal = tenants_.nominal_headroom(tenant_name, classes_.get(c).gpu_model);
-    for (size_t i = 0; i < borrowers.size(); ++i) {
-      release(*borrowers[i]);
-      if (i + 1 < borrowers.size() && borrowers[i + 1]->req.priority == borrowers[i]->req.priority)
-        continue;
-      // Only jobs the quota holds back now, within the tenant's nominal quota (what it lent).
-      WaitCapacity cap = cap_now(borrowers[i]->req.priority - 1, nominal);
-      cap.quota_blocked_above = quota;
-      cap.by_preempting = true;
-      caps.push_back({group, cap});
+}
+
+const ClusterScheduler::SlotReclaim& ClusterScheduler::reclaim_levels(int tenant, int slot) {
+  SlotReclaim& memo = slot_reclaim_[{tenant, slot}];
+  const uint64_t version = slot < static_cast<int>(slot_version_.size()) ? slot_version_[slot] : 0;
+  if (memo.valid && memo.version == version && (memo.pass == 0 || memo.pass == pass_)) return memo;
+  memo = SlotReclaim{};
+  memo.valid = true;
+  memo.version = version;
+  int c = classes_.class_of(slot);
+  if (c < 0 || !nodes_[slot].present || !settings_.preemption) return memo;
+  memo.group = classes_.summary(c).static_group;
+  const Node& n = nodes_[slot];
+  const std::string& name = tenant_names_[tenant];
+  const std::string& cohort = tenants_.cohort_of(name);
+  // A lender reclaims only from borrowers of its cohort, and only from those that do not
+  // outrank it: per priority of the borrowers, all of them up to it, for jobs of that priority
+  // or higher.
+  std::vector<const RunningJob*> borrowers;
+  for (const auto& [seq, r] : n.jobs) {
+    if (r->preempting) continue;
+    if (r->placed_pass == pass_) {
+      memo.pass = pass_;  // a possible victim from the next pass on
+      continue;
     }
+    if (r->borrowed && r->req.tenant != name && !cohort.empty() &&
+        tenants_.cohort_of(r->req.tenant) == cohort)
+      borrowers.push_back(r);
   }
+  std::stable_sort(
+      borrowers.begin(), borrowers.end(),
+      [](const RunningJob* a, const RunningJob* b) { return a->req.priority < b->req.priority; });
+  NodeFree node(n, slot);
+  for (size_t i = 0; i < borrowers.size(); ++i) {
+    node.release(*borrowers[i]);
+    const int priority = borrowers[i]->req.priority;
+    if (i + 1 < borrowers.size() && borrowers[i + 1]->req.priority == priority) continue;
+    memo.levels.push_back({priority, node.capacity(std::numeric_limits<int>::min(), 0)});
+  }
+  return memo;
+}
+
+const std::set<int>& ClusterScheduler::released_borrowed_slots(const std::string& cohort) {
+  BorrowedSlots& memo = released_borrowed_slots_[cohort];
+  if (memo.valid && memo.pass == pass_ && memo.version == borrowed_version_) return memo.slots;
+  memo.valid = true;
+  memo.pass = pass_;
+  memo.version = borrowed_version_;
+  memo.slots.clear();
+  std::set<std::string> released;  // models its cohort's use of fell
+  for (auto it = wake_released_.lower_bound({cohort, ""});
+       it != wake_released_.end() && it->first.first == cohort; ++it)
+    released.insert(it->first.second);
+  if (released.empty()) return memo.slots;
+  for (const auto& [seq, r] : borrowed_running_)
+    if (tenants_.cohort_of(r->req.tenant) == cohort)
+      for (size_t i = 0; i < r->replicas.size(); ++i)
+        if (i < r->models.size() && released.count(r->models[i]))
+          memo.slots.insert(r->replicas[i].first);
+  return memo.slots;
 }
 
 const std::vector<WaitCapacity>& ClusterScheduler::free_classes(int group) {
   // The classes with a GPU (or part of one) free, on a node not held for a reservation or a
   // preemptor; each class's own capacity while they are few (a full cluster), else each
-  // dimension at its most over them. The same for every tenant: found once per wake version.
+  // dimension at its most over them. The same for every tenant.
   constexpr size_t kMaxClasses = 16;
   if (free_classes_.size() != classes_.static_groups())
     free_classes_.assign(classes_.static_groups(), {});
   FreeClasses& cached = free_classes_[group];
-  if (cached.valid && cached.version == wake_version_) return cached.caps;
+  if (group_version_.size() <= static_cast<size_t>(group)) group_version_.resize(group + 1, 0);
+  if (cached.valid && cached.group_version == group_version_[group] &&
+      cached.holds_version == holds_version_)
+    return cached.caps;
   cached.caps.clear();
   auto usable = [&](int class_id) {
     for (int slot : classes_.get(class_id).members) {
@@ -259,7 +293,8 @@ const std::vector<WaitCapacity>& ClusterScheduler::free_classes(int group) {
   }
   if (found.size() > kMaxClasses) cached.caps.push_back(merged);
   cached.valid = true;
-  cached.version = wake_version_;
+  cached.group_version = group_version_[group];
+  cached.holds_version = holds_version_;
   return cached.caps;
 }
 
@@ -414,7 +449,7 @@ void ClusterScheduler::refresh_wake_sources() {
     }
     mine.clear();
     std::vector<std::pair<int, WaitCapacity>> caps;
-    preemption_caps(-1, slot, free_too, caps);
+    preemption_caps(slot, free_too, caps);
     for (const auto& [group, cap] : caps) {
       mine.push_back(cap_key(group, cap));
       Envelope& envelope = shared_caps_[envelope_key(mine.back())];
@@ -437,29 +472,55 @@ void ClusterScheduler::own_caps(int tenant, std::vector<std::pair<int, WaitCapac
   if (wake_quota_.count(tenant))
     for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
       if (classes_.group_members(g) > 0) quota_caps(tenant, g, caps);
-  if (const std::string& cohort = tenants_.cohort_of(tenant_names_[tenant]); !cohort.empty()) {
-    // The nodes that changed; and where its cohort's use of a GPU model fell (it may now be
-    // within its nominal quota, or reclaiming may need to free less), every node where its
-    // cohort borrows that model.
-    const std::string& name = tenant_names_[tenant];
-    std::set<int> slots;
-    for (const auto& [slot, free_too] : sources_) slots.insert(slot);
-    std::set<std::string> released;  // models its cohort's use of fell
-    for (auto it = wake_released_.lower_bound({cohort, ""});
-         it != wake_released_.end() && it->first.first == cohort; ++it)
-      released.insert(it->first.second);
-    if (!released.empty())
-      for (const auto& [seq, r] : borrowed_running_)
-        if (tenants_.cohort_of(r->req.tenant) == cohort)
-          for (size_t i = 0; i < r->replicas.size(); ++i)
-            if (i < r->models.size() && released.count(r->models[i]))
-              slots.insert(r->replicas[i].first);
-    for (int slot : slots) {
-      bool lent = false;  // a job here borrows quota the tenant's cohort lends
-      for (const auto& [seq, r] : nodes_[slot].jobs)
-        lent |= r->borrowed && r->req.tenant != name && tenants_.cohort_of(r->req.tenant) == cohort;
-      if (lent) preemption_caps(tenant, slot, false, caps, true);
-    }
+  const std::string& name = tenant_names_[tenant];
+  const std::string& cohort = tenants_.cohort_of(name);
+  if (!cohort.empty()) {
+    // Reclaiming, on the nodes that changed; and where its cohort's use of a GPU model fell (it
+    // may now be within its nominal quota, or reclaiming may need to free less), on every node
+    // where its cohort borrows that model.
+    const std::set<int>& released = released_borrowed_slots(cohort);
+    // Per GPU model: what the quota allows now, and reclaiming's reach per priority.
+    struct Reach {
+      int64_t allowed = 0, nominal = 0, room = 0;
+      const std::vector<std::pair<int, int64_t>>* levels = nullptr;
+    };
+    std::map<std::string, Reach> reach;
+    auto add = [&](int slot) {
+      const SlotReclaim& found = reclaim_levels(tenant, slot);
+      if (found.levels.empty()) return;
+      const std::string& model = classes_.group_example(found.group).gpu_model;
+      auto [it, fresh] = reach.try_emplace(model);
+      Reach& r = it->second;
+      if (fresh) {
+        r.allowed = quota_headroom(tenant, model);
+        r.nominal = tenants_.nominal_headroom(name, model);
+        r.room = tenants_.cohort_room(name, model);
+        r.levels = &reclaimable(cohort, model);
+      }
+      const auto& levels = *r.levels;
+      for (const ReclaimLevel& here : found.levels) {
+        // Only jobs the quota holds back now, within the tenant's nominal quota (what it lent)
+        // and what reclaiming can free for their priority (choose_reclaim_victims): the
+        // cohort's unused nominal quota plus its borrowers' use of the model that they do not
+        // outrank. Per level of those borrowers at or above this node's (levels below it
+        // count once, as the last of them).
+        for (size_t l = 0; l < levels.size(); ++l) {
+          const auto& [level_priority, freeable] = levels[l];
+          if (level_priority < here.priority && l + 1 < levels.size() &&
+              levels[l + 1].first <= here.priority)
+            continue;
+          WaitCapacity cap = here.sizes;
+          cap.min_priority = std::max(here.priority, level_priority) - 1;
+          cap.quota_milli = std::min(r.nominal, r.room + freeable);
+          cap.quota_blocked_above = r.allowed;
+          cap.by_preempting = true;
+          if (cap.quota_milli > r.allowed) caps.push_back({found.group, cap});
+        }
+      }
+    };
+    for (int slot : released) add(slot);
+    for (const auto& [slot, free_too] : sources_)
+      if (!released.count(slot)) add(slot);
   }
   merge_sizes(caps);
   drop_dominated(caps);
