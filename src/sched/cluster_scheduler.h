@@ -579,15 +579,20 @@ class ClusterScheduler final : public Scheduler {
   uint64_t headroom_changes_ = 0;
   TimeMs last_now_ = 0;  // the pass's time, for wake-up capacities
   // wake_caps() per tenant, valid while wake_version_ and tenants_.changes() are as they were.
+  // With the queries next_woken asks of the tenant's partitions, built from them while no job
+  // was added to the index.
   struct WakeCaps {
     bool valid = false;
     uint64_t version = 0, changes = 0;
     std::vector<std::vector<WaitCapacity>> by_group;  // (queries point into these)
+    std::vector<WaitIndex::PartitionQuery> queries;   // the first `used` are asked
+    size_t used = 0;
+    bool queries_valid = false;
+    uint64_t queries_additions = 0;  // waiting_.additions() when built
   };
   std::unordered_map<int, WakeCaps> wake_caps_;
-  std::vector<WaitIndex::PartitionQuery> wake_queries_;  // next_woken's, reused
-  std::map<int, bool> sources_;                          // slot -> what is free counts too
-  std::vector<int> dirty_sources_;                       // sources whose node changed in the pass
+  std::map<int, bool> sources_;     // slot -> what is free counts too
+  std::vector<int> dirty_sources_;  // sources whose node changed in the pass
   bool all_sources_dirty_ = false;
   bool sources_started_ = false;  // sources_ is this pass's
   // The sources' capacities by WakeCapKey with the sizes left out (merge_sizes): the sizes
@@ -618,6 +623,10 @@ class ClusterScheduler final : public Scheduler {
   std::map<WaitKey, Wait> waits_;     // see WaitKey
   // Resource reasons per (shape, replicas), valid this epoch.
   std::map<std::pair<int, int>, std::string> resource_reasons_;
+  // Per pass: resource_reason's class with the most CPUs free among those whose CPUs or memory
+  // a single replica does not fit, with those CPUs, by (static groups, CPUs, memory).
+  std::map<std::tuple<std::vector<int>, int64_t, int64_t>, std::pair<int, int64_t>>
+      cpu_short_classes_;
   // (shape, replicas, priority, tenant) whose preemption search failed. This and the next are
   // valid until a finish, a node or tenant change, or a new running job (see schedule()).
   std::set<std::tuple<int, int, int, int>> failed_preemptions_;  // the tenant interned

@@ -261,7 +261,18 @@ std::string ClusterScheduler::resource_reason(const PendingJob& job) {
   // summary. A gang told only about GPUs stops at the first class with too few free.
   int cpu_class = -1;
   int64_t cpu_class_free = -1;
-  if (gpus_enough || req.replicas > 1)
+  // A single replica asks only for that class, the same for every request of its CPUs and
+  // memory on the same groups: found once per pass.
+  bool find_cpu_class = gpus_enough || req.replicas > 1;
+  std::pair<int, int64_t>* memo = nullptr;
+  if (gpus_enough && req.replicas == 1) {
+    auto [it, fresh] = cpu_short_classes_.try_emplace({groups, req.cpu_milli, req.memory_mib});
+    memo = &it->second;
+    // (A class that lost its last node since is found again.)
+    if (!fresh && (memo->first < 0 || classes_.member_count(memo->first) > 0))
+      std::tie(cpu_class, cpu_class_free) = *memo, find_cpu_class = false;
+  }
+  if (find_cpu_class)
     for (int g : groups)
       for (const auto& [neg_free, id] : classes_.group_by_free_gpus(g)) {
         const ClassSummary& c = classes_.summary(id);
@@ -282,6 +293,7 @@ std::string ClusterScheduler::resource_reason(const PendingJob& job) {
                                   : free_matching_gpus(req, classes_.get(id).state)) >= req.gpus);
         if (fits) placeable += classes_.member_count(id);
       }
+  if (memo && find_cpu_class) *memo = {cpu_class, cpu_class_free};
   std::string gang = req.replicas > 1
                          ? fmt::format("gang of {} replicas, {} placeable now; ", req.replicas,
                                        std::min(placeable, req.replicas - 1))

@@ -619,6 +619,7 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
   cached.valid = true;
   cached.version = wake_version_;
   cached.changes = tenants_.changes();
+  cached.queries_valid = false;
   return by_group;
 }
 
@@ -629,20 +630,30 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
     const PendingJob& job = *static_cast<const PendingJob*>(owner);
     return job.decided_pass != pass_ && !waits_now(job, now);
   };
-  std::vector<WaitIndex::PartitionQuery>& queries = wake_queries_;  // reused: no allocations
-  size_t used = 0;
-  for (const auto& [signature, partition] : waiting_.partitions_of(tenant)) {
-    const std::string& fits = signature_bits_[signature];
-    if (used == queries.size()) queries.emplace_back();
-    WaitIndex::PartitionQuery& q = queries[used];
-    q.partition = partition;
-    q.caps.clear();
-    for (size_t g = 0; g < by_group.size() && g < fits.size(); ++g)
-      if (fits[g] == '1')
-        for (const WaitCapacity& cap : by_group[g])
-          if (waiting_.may_admit(partition, cap)) q.caps.push_back(&cap);
-    if (!q.caps.empty()) ++used;
+  // The queries: per partition of the tenant, the capacities of the static groups it fits
+  // that may admit one of its jobs.
+  WakeCaps& cached = wake_caps_[tenant];
+  if (!cached.queries_valid || cached.queries_additions != waiting_.additions()) {
+    std::vector<WaitIndex::PartitionQuery>& queries = cached.queries;
+    size_t used = 0;
+    for (const auto& [signature, partition] : waiting_.partitions_of(tenant)) {
+      const std::string& fits = signature_bits_[signature];
+      if (used == queries.size()) queries.emplace_back();
+      WaitIndex::PartitionQuery& q = queries[used];
+      q.partition = partition;
+      q.caps.clear();
+      for (size_t g = 0; g < by_group.size() && g < fits.size(); ++g)
+        if (fits[g] == '1')
+          for (const WaitCapacity& cap : by_group[g])
+            if (waiting_.may_admit(partition, cap)) q.caps.push_back(&cap);
+      if (!q.caps.empty()) ++used;
+    }
+    cached.used = used;
+    cached.queries_valid = true;
+    cached.queries_additions = waiting_.additions();
   }
+  const std::vector<WaitIndex::PartitionQuery>& queries = cached.queries;
+  const size_t used = cached.used;
   if (used == 0) return nullptr;
   return static_cast<PendingJob*>(waiting_.first_admitted(
       std::span<const WaitIndex::PartitionQuery>(queries.data(), used), after, accept));

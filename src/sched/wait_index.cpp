@@ -66,6 +66,7 @@ void WaitIndex::add(int tenant, int signature, const QueueKey& key, const WaitNe
                               [](const QueueKey& k, const Entry& e) { return k < e.key; });
   block.entries.insert(pos, Entry{key, need, owner});
   ++size_;
+  ++additions_;
   if (block.entries.size() >= 2 * kBlock) {
     Block upper;
     upper.entries.assign(block.entries.begin() + kBlock, block.entries.end());
@@ -116,6 +117,7 @@ void WaitIndex::clear() {
   partition_ids_.clear();
   by_tenant_.clear();
   size_ = 0;
+  ++additions_;
 }
 
 const std::map<int, int>& WaitIndex::partitions_of(int tenant) const {

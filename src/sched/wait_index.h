@@ -137,6 +137,9 @@ class WaitIndex {
 
   /// Jobs in the index.
   size_t size() const { return size_; }
+  /// Counts additions (and clears): while it is unchanged, no partition was made and no
+  /// summary grew, so queries built before may still be asked.
+  uint64_t additions() const { return additions_; }
 
   /// Checks the blocks' summaries against their entries (for tests); false on a mismatch.
   bool consistent() const;
@@ -180,6 +183,7 @@ class WaitIndex {
   std::map<std::pair<int, int>, int> partition_ids_;  // (tenant, signature) -> partition
   std::map<int, std::map<int, int>> by_tenant_;       // tenant -> signature -> partition
   size_t size_ = 0;
+  uint64_t additions_ = 0;
 };
 
 template <typename Accept>
