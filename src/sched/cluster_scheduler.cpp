@@ -725,7 +725,6 @@ Plan ClusterScheduler::schedule(TimeMs now) {
     failed_shapes_.clear();
     failed_reserves_.clear();
     resource_reasons_.clear();
-    cpu_short_classes_.clear();
     // Searches that found no victims, the waits that followed, and the victim candidates are
     // stale.
     waits_.clear();

@@ -207,6 +207,24 @@ void ClusterScheduler::set_wait(PendingJob& job, const WaitKey& key, std::string
   set_reason(job, std::move(reason), plan);
 }
 
+const std::vector<ClusterScheduler::CpuFree>& ClusterScheduler::classes_by_cpu(int group) {
+  if (cpu_order_.size() <= static_cast<size_t>(group)) cpu_order_.resize(group + 1);
+  if (group_version_.size() <= static_cast<size_t>(group)) group_version_.resize(group + 1, 0);
+  CpuOrder& order = cpu_order_[group];
+  if (order.valid && order.version == group_version_[group]) return order.classes;
+  order.classes.clear();
+  for (const auto& [neg_free, id] : classes_.group_by_free_gpus(group)) {
+    const ClassSummary& c = classes_.summary(id);
+    order.classes.push_back({c.cpu_free_milli, c.memory_free_mib, id});
+  }
+  std::sort(order.classes.begin(), order.classes.end(), [](const CpuFree& a, const CpuFree& b) {
+    return a.cpu != b.cpu ? a.cpu > b.cpu : a.id < b.id;
+  });
+  order.valid = true;
+  order.version = group_version_[group];
+  return order.classes;
+}
+
 std::string ClusterScheduler::resource_reason(const PendingJob& job) {
   // Static groups first (a group that cannot run the job is skipped whole), then, per group,
   // its classes most free first: the largest block and the most free CPUs are found without
@@ -261,16 +279,18 @@ std::string ClusterScheduler::resource_reason(const PendingJob& job) {
   // summary. A gang told only about GPUs stops at the first class with too few free.
   int cpu_class = -1;
   int64_t cpu_class_free = -1;
-  // A single replica asks only for that class, the same for every request of its CPUs and
-  // memory on the same groups: found once per pass.
+  // A single replica asks only for that class: per group, the first in its order by CPUs free
+  // that the request does not fit.
   bool find_cpu_class = gpus_enough || req.replicas > 1;
-  std::pair<int, int64_t>* memo = nullptr;
   if (gpus_enough && req.replicas == 1) {
-    auto [it, fresh] = cpu_short_classes_.try_emplace({groups, req.cpu_milli, req.memory_mib});
-    memo = &it->second;
-    // (A class that lost its last node since is found again.)
-    if (!fresh && (memo->first < 0 || classes_.member_count(memo->first) > 0))
-      std::tie(cpu_class, cpu_class_free) = *memo, find_cpu_class = false;
+    find_cpu_class = false;
+    for (int g : groups)
+      for (const CpuFree& c : classes_by_cpu(g)) {
+        if (req.cpu_milli <= c.cpu && req.memory_mib <= c.memory) continue;
+        if (c.cpu > cpu_class_free || (c.cpu == cpu_class_free && c.id < cpu_class))
+          cpu_class = c.id, cpu_class_free = c.cpu;
+        break;
+      }
   }
   if (find_cpu_class)
     for (int g : groups)
@@ -293,7 +313,6 @@ std::string ClusterScheduler::resource_reason(const PendingJob& job) {
                                   : free_matching_gpus(req, classes_.get(id).state)) >= req.gpus);
         if (fits) placeable += classes_.member_count(id);
       }
-  if (memo && find_cpu_class) *memo = {cpu_class, cpu_class_free};
   std::string gang = req.replicas > 1
                          ? fmt::format("gang of {} replicas, {} placeable now; ", req.replicas,
                                        std::min(placeable, req.replicas - 1))
