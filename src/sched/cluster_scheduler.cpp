@@ -95,23 +95,42 @@ void ClusterScheduler::bump_group_version(int slot) {
 }
 
 void ClusterScheduler::update_capacity() {
-  int64_t gpu = 0, cpu = 0, memory = 0, max_cpu = 0;
-  int max_gpus = 0;
-  zones_.clear();
-  const std::string* last_zone = nullptr;
-  for (int slot = 0; slot < static_cast<int>(nodes_.size()); ++slot) {
+  // Only the nodes that changed since: their counted share is taken out and put in again.
+  auto count = [&](const Counted& c, int sign) {
+    if (!c.present) return;
+    capacity_.gpu += sign * c.gpu_milli;
+    capacity_.cpu += sign * c.cpu_milli;
+    capacity_.memory += sign * c.memory_mib;
+    auto bump = [&](auto& counts, const auto& key) {
+      if ((counts[key] += sign) == 0) counts.erase(key);
+    };
+    bump(capacity_.cpu_counts, c.cpu_milli);
+    bump(capacity_.gpu_counts, c.gpus);
+    if (c.has_class) bump(capacity_.zone_counts, c.zone);
+  };
+  if (counted_.size() < nodes_.size()) counted_.resize(nodes_.size());
+  for (int slot : capacity_changed_) {
+    Counted& c = counted_[slot];
+    count(c, -1);
     const Node& n = nodes_[slot];
-    if (!n.present) continue;
-    gpu += static_cast<int64_t>(n.state.gpus.size()) * 1000;
-    cpu += n.state.cpu_milli;
-    memory += n.state.memory_mib;
-    max_cpu = std::max(max_cpu, n.state.cpu_milli);
-    max_gpus = std::max(max_gpus, static_cast<int>(n.state.gpus.size()));
-    if (classes_.class_of(slot) < 0) continue;
-    // Most nodes share a zone with the node before them: a set insert each would dominate.
-    const std::string& zone = classes_.of_slot(slot).zone;
-    if (!last_zone || *last_zone != zone) zones_.insert(zone), last_zone = &zone;
+    c = Counted{};
+    c.present = n.present;
+    if (n.present) {
+      c.gpus = static_cast<int>(n.state.gpus.size());
+      c.gpu_milli = int64_t{c.gpus} * 1000;
+      c.cpu_milli = n.state.cpu_milli;
+      c.memory_mib = n.state.memory_mib;
+      c.has_class = classes_.class_of(slot) >= 0;
+      if (c.has_class) c.zone = classes_.of_slot(slot).zone;
+    }
+    count(c, +1);
   }
+  capacity_changed_.clear();
+  zones_.clear();
+  for (const auto& [zone, n] : capacity_.zone_counts) zones_.insert(zone);
+  const int64_t gpu = capacity_.gpu, cpu = capacity_.cpu, memory = capacity_.memory;
+  const int64_t max_cpu = capacity_.cpu_counts.empty() ? 0 : capacity_.cpu_counts.rbegin()->first;
+  const int max_gpus = capacity_.gpu_counts.empty() ? 0 : capacity_.gpu_counts.rbegin()->first;
   tenants_.set_capacity(gpu, cpu, memory);
   ScoreNormalizers norm;
   norm.max_cpu_milli = settings_.max_node_cpu_milli > 0 ? settings_.max_node_cpu_milli
@@ -170,6 +189,7 @@ void ClusterScheduler::upsert_node(const NodeState& incoming) {
   else
     log_victim_change(slot);
   capacity_dirty_ = true;  // totals, normalisers and zones: once, before the next pass
+  capacity_changed_.push_back(slot);
   ++release_epoch_;
 }
 
@@ -182,6 +202,7 @@ void ClusterScheduler::remove_node(const std::string& node_id) {
   ++unending_freed_;
   log_victim_change(slot);  // no longer a candidate
   capacity_dirty_ = true;
+  capacity_changed_.push_back(slot);
   ++release_epoch_;
 }
 

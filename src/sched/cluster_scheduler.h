@@ -686,9 +686,24 @@ class ClusterScheduler final : public Scheduler {
   std::set<std::pair<TimeMs, uint64_t>> las_starving_;
   std::unordered_map<std::string, int64_t> las_discount_;
   uint64_t pass_ = 0;
-  PassStats stats_;                // of the pass in progress, then of the last one
-  bool placed_last_pass_ = false;  // a job was placed or started since the last pass began
-  bool capacity_dirty_ = false;    // nodes changed since update_capacity()
+  PassStats stats_;                    // of the pass in progress, then of the last one
+  bool placed_last_pass_ = false;      // a job was placed or started since the last pass began
+  bool capacity_dirty_ = false;        // nodes changed since update_capacity()
+  std::vector<int> capacity_changed_;  // the slots of those nodes
+  // What update_capacity() counted of each node, and the totals over them.
+  struct Counted {
+    bool present = false, has_class = false;
+    int gpus = 0;
+    int64_t gpu_milli = 0, cpu_milli = 0, memory_mib = 0;
+    std::string zone;
+  };
+  std::vector<Counted> counted_;  // by slot
+  struct CapacityTotals {
+    int64_t gpu = 0, cpu = 0, memory = 0;
+    std::map<int64_t, int> cpu_counts;  // nodes per CPU count (the largest: a normaliser)
+    std::map<int, int> gpu_counts;      // nodes per GPU count
+    std::map<std::string, int> zone_counts;
+  } capacity_;
   std::set<std::string> zones_;
   // The learned workload profile: submissions per (gpus, milli, cpu).
   std::map<std::tuple<int, int, int64_t>, int> shape_counts_;

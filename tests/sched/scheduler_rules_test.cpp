@@ -243,6 +243,33 @@ TEST(FairShare, TheTenantWithTheSmallerDominantShareGoesFirst) {
   EXPECT_EQ(placement_of(plan, "a-old"), nullptr);
 }
 
+TEST(FairShare, SharesFollowTheCapacityOfNodesThatJoinAndLeave) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8)});
+  JobRequest cpu_heavy = for_tenant(job("c-running", 2), "c", 0);
+  cpu_heavy.cpu_milli = 40'000;
+  ASSERT_TRUE(s->submit(for_tenant(job("g-running", 4), "g", 0)).ok());
+  ASSERT_TRUE(s->submit(cpu_heavy).ok());
+  ASSERT_EQ(s->schedule(0).placements.size(), 2u);
+  // g: 4 of 8 GPUs (0.5). c: 40 of 64 CPUs (0.625), until a node of 256 CPUs joins (40 of 320:
+  // its 2 of 8 GPUs dominate, 0.25). Two GPUs are left on n1.
+  NodeState big = gpu_node("big", 0);
+  big.cpu_milli = 256'000;
+  add_nodes(*s, {big});
+  ASSERT_TRUE(s->submit(for_tenant(job("g-next", 2), "g", 1)).ok());
+  ASSERT_TRUE(s->submit(for_tenant(job("c-next", 2), "c", 2)).ok());
+  Plan plan = s->schedule(1);
+  EXPECT_NE(placement_of(plan, "c-next"), nullptr) << "c's share fell when the node joined";
+  EXPECT_EQ(placement_of(plan, "g-next"), nullptr);
+  // The node leaves: c's share is 0.625 again, above g's.
+  s->finish("c-next");
+  s->remove_node(big.id);
+  ASSERT_TRUE(s->submit(for_tenant(job("c-again", 2), "c", 3)).ok());
+  plan = s->schedule(2);
+  EXPECT_NE(placement_of(plan, "g-next"), nullptr) << "c's share rose when the node left";
+  EXPECT_EQ(placement_of(plan, "c-again"), nullptr);
+}
+
 TEST(FairShare, WeightsDivideTheShare) {
   auto s = make();
   add_nodes(*s, {gpu_node("n1", 8), gpu_node("n2", 8)});
