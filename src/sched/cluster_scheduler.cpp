@@ -213,6 +213,7 @@ void ClusterScheduler::set_tenants(const std::vector<TenantSpec>& tenants) {
   drop_victim_candidates();
   node_victims_.clear();  // cohorts may have changed
   slot_reclaim_.clear();
+  reclaim_envelopes_.clear();
   released_borrowed_slots_.clear();
   ++release_epoch_;
 }

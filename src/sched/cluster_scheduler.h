@@ -317,6 +317,17 @@ class ClusterScheduler final : public Scheduler {
     std::vector<ReclaimLevel> levels;
   };
   const SlotReclaim& reclaim_levels(int tenant, int slot);
+  // The tenant's reclaim_levels over the nodes where reclaiming is looked at (see own_caps),
+  // merged per (static group, priority) by the most of each size; kept while those nodes are
+  // as they were in this pass.
+  struct ReclaimEnvelope {
+    bool valid = false;
+    uint64_t pass = 0, borrowed_version = 0;
+    size_t sources = 0;                                  // sources_.size() when built
+    std::vector<std::pair<int, uint64_t>> slots;         // (slot, slot_version_) when built
+    std::map<std::pair<int, int>, WaitCapacity> merged;  // (group, priority) -> sizes
+  };
+  const ReclaimEnvelope& reclaim_envelope(int tenant);
   // The slots where members of the cohort borrow a GPU model whose use in the cohort fell
   // since the last pass (a lender may reclaim there, or needs to free less).
   const std::set<int>& released_borrowed_slots(const std::string& cohort);
@@ -560,7 +571,8 @@ class ClusterScheduler final : public Scheduler {
   uint64_t holds_version_ = 0;           // bumps when the reservation or a nomination changes
   void bump_group_version(int slot);
   std::vector<FreeClasses> free_classes_;
-  std::map<std::pair<int, int>, SlotReclaim> slot_reclaim_;  // (tenant, slot)
+  std::map<std::pair<int, int>, SlotReclaim> slot_reclaim_;     // (tenant, slot)
+  std::unordered_map<int, ReclaimEnvelope> reclaim_envelopes_;  // by tenant
   struct BorrowedSlots {
     bool valid = false;
     uint64_t pass = 0, version = 0;  // pass_ and borrowed_version_ when found

@@ -467,6 +467,44 @@ void ClusterScheduler::refresh_wake_sources() {
   dirty_sources_.clear();
 }
 
+const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int tenant) {
+  ReclaimEnvelope& envelope = reclaim_envelopes_[tenant];
+  const std::set<int>& released =
+      released_borrowed_slots(tenants_.cohort_of(tenant_names_[tenant]));
+  auto version = [&](int slot) {
+    return slot < static_cast<int>(slot_version_.size()) ? slot_version_[slot] : 0;
+  };
+  if (envelope.valid && envelope.pass == pass_ && envelope.borrowed_version == borrowed_version_ &&
+      envelope.sources == sources_.size() &&
+      std::all_of(envelope.slots.begin(), envelope.slots.end(),
+                  [&](const auto& s) { return version(s.first) == s.second; }))
+    return envelope;
+  envelope.valid = true;
+  envelope.pass = pass_;
+  envelope.borrowed_version = borrowed_version_;
+  envelope.sources = sources_.size();
+  envelope.slots.clear();
+  envelope.merged.clear();
+  // The nodes where its cohort borrows a released model, and the nodes that changed.
+  auto add = [&](int slot) {
+    envelope.slots.push_back({slot, version(slot)});
+    const SlotReclaim& found = reclaim_levels(tenant, slot);
+    for (const ReclaimLevel& here : found.levels) {
+      auto [it, fresh] = envelope.merged.try_emplace({found.group, here.priority}, here.sizes);
+      if (fresh) continue;
+      WaitCapacity& into = it->second;
+      into.whole_gpus = std::max(into.whole_gpus, here.sizes.whole_gpus);
+      into.max_free_milli = std::max(into.max_free_milli, here.sizes.max_free_milli);
+      into.cpu_milli = std::max(into.cpu_milli, here.sizes.cpu_milli);
+      into.memory_mib = std::max(into.memory_mib, here.sizes.memory_mib);
+    }
+  };
+  for (int slot : released) add(slot);
+  for (const auto& [slot, free_too] : sources_)
+    if (!released.count(slot)) add(slot);
+  return envelope;
+}
+
 void ClusterScheduler::own_caps(int tenant, std::vector<std::pair<int, WaitCapacity>>& caps) {
   caps.clear();
   if (wake_quota_.count(tenant))
@@ -478,49 +516,38 @@ void ClusterScheduler::own_caps(int tenant, std::vector<std::pair<int, WaitCapac
     // Reclaiming, on the nodes that changed; and where its cohort's use of a GPU model fell (it
     // may now be within its nominal quota, or reclaiming may need to free less), on every node
     // where its cohort borrows that model.
-    const std::set<int>& released = released_borrowed_slots(cohort);
+    const ReclaimEnvelope& envelope = reclaim_envelope(tenant);
     // Per GPU model: what the quota allows now, and reclaiming's reach per priority.
-    struct Reach {
-      int64_t allowed = 0, nominal = 0, room = 0;
-      const std::vector<std::pair<int, int64_t>>* levels = nullptr;
-    };
-    std::map<std::string, Reach> reach;
-    auto add = [&](int slot) {
-      const SlotReclaim& found = reclaim_levels(tenant, slot);
-      if (found.levels.empty()) return;
-      const std::string& model = classes_.group_example(found.group).gpu_model;
-      auto [it, fresh] = reach.try_emplace(model);
-      Reach& r = it->second;
-      if (fresh) {
-        r.allowed = quota_headroom(tenant, model);
-        r.nominal = tenants_.nominal_headroom(name, model);
-        r.room = tenants_.cohort_room(name, model);
-        r.levels = &reclaimable(cohort, model);
+    std::string model;
+    int64_t allowed = 0, nominal = 0, room = 0;
+    const std::vector<std::pair<int, int64_t>>* levels = nullptr;
+    for (const auto& [key, sizes] : envelope.merged) {
+      const auto& [group, priority] = key;
+      if (const std::string& m = classes_.group_example(group).gpu_model; !levels || m != model) {
+        model = m;
+        allowed = quota_headroom(tenant, model);
+        nominal = tenants_.nominal_headroom(name, model);
+        room = tenants_.cohort_room(name, model);
+        levels = &reclaimable(cohort, model);
       }
-      const auto& levels = *r.levels;
-      for (const ReclaimLevel& here : found.levels) {
-        // Only jobs the quota holds back now, within the tenant's nominal quota (what it lent)
-        // and what reclaiming can free for their priority (choose_reclaim_victims): the
-        // cohort's unused nominal quota plus its borrowers' use of the model that they do not
-        // outrank. Per level of those borrowers at or above this node's (levels below it
-        // count once, as the last of them).
-        for (size_t l = 0; l < levels.size(); ++l) {
-          const auto& [level_priority, freeable] = levels[l];
-          if (level_priority < here.priority && l + 1 < levels.size() &&
-              levels[l + 1].first <= here.priority)
-            continue;
-          WaitCapacity cap = here.sizes;
-          cap.min_priority = std::max(here.priority, level_priority) - 1;
-          cap.quota_milli = std::min(r.nominal, r.room + freeable);
-          cap.quota_blocked_above = r.allowed;
-          cap.by_preempting = true;
-          if (cap.quota_milli > r.allowed) caps.push_back({found.group, cap});
-        }
+      // Only jobs the quota holds back now, within the tenant's nominal quota (what it lent)
+      // and what reclaiming can free for their priority (choose_reclaim_victims): the cohort's
+      // unused nominal quota plus its borrowers' use of the model that they do not outrank.
+      // Per level of those borrowers at or above this one (levels below it count once, as the
+      // last of them).
+      for (size_t l = 0; l < levels->size(); ++l) {
+        const auto& [level_priority, freeable] = (*levels)[l];
+        if (level_priority < priority && l + 1 < levels->size() &&
+            (*levels)[l + 1].first <= priority)
+          continue;
+        WaitCapacity cap = sizes;
+        cap.min_priority = std::max(priority, level_priority) - 1;
+        cap.quota_milli = std::min(nominal, room + freeable);
+        cap.quota_blocked_above = allowed;
+        cap.by_preempting = true;
+        if (cap.quota_milli > allowed) caps.push_back({group, cap});
       }
-    };
-    for (int slot : released) add(slot);
-    for (const auto& [slot, free_too] : sources_)
-      if (!released.count(slot)) add(slot);
+    }
   }
   merge_sizes(caps);
   drop_dominated(caps);
