@@ -252,15 +252,11 @@ ClusterScheduler::Ranking& ClusterScheduler::refresh_ranking(int shape_id) {
   Ranking& ranking = rankings_[shape.ranking];
   const Shape& s = shapes_[ranking.shape];
   const auto& log = classes_.activations();
-  if (log.size() - ranking.cursor > classes_.active().size()) {
-    // A new (or reset) ranking, or one not asked for longer than there are classes: the
-    // classes with members now are all it needs (a class's summary never changes, so those it
-    // had ranked are ranked again, and those that emptied are left out).
-    ranking.ranked.clear();
+  if (ranking.cursor == 0 && log.size() > classes_.active().size()) {
+    // A new (or reset) ranking: the classes with members now are all it needs.
     for (int c : classes_.active())
       if (may_fit(s, classes_.summary(c))) rank_class(ranking, c);
     ranking.cursor = log.size();
-    ranking.kept = ranking.ranked.size();
     return ranking;
   }
   // Most activations on a busy cluster cannot fit the shape: their summaries say so.
