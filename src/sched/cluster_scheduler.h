@@ -571,7 +571,7 @@ class ClusterScheduler final : public Scheduler {
   uint64_t holds_version_ = 0;           // bumps when the reservation or a nomination changes
   void bump_group_version(int slot);
   std::vector<FreeClasses> free_classes_;
-  std::map<std::pair<int, int>, SlotReclaim> slot_reclaim_;     // (tenant, slot)
+  std::vector<std::vector<SlotReclaim>> slot_reclaim_;          // by tenant, then slot
   std::unordered_map<int, ReclaimEnvelope> reclaim_envelopes_;  // by tenant
   struct BorrowedSlots {
     bool valid = false;

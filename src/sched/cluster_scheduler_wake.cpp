@@ -183,7 +183,10 @@ void ClusterScheduler::preemption_caps(int slot, bool free_too,
 }
 
 const ClusterScheduler::SlotReclaim& ClusterScheduler::reclaim_levels(int tenant, int slot) {
-  SlotReclaim& memo = slot_reclaim_[{tenant, slot}];
+  if (slot_reclaim_.size() <= static_cast<size_t>(tenant)) slot_reclaim_.resize(tenant + 1);
+  auto& of_tenant = slot_reclaim_[tenant];
+  if (of_tenant.size() < nodes_.size()) of_tenant.resize(nodes_.size());
+  SlotReclaim& memo = of_tenant[slot];
   const uint64_t version = slot < static_cast<int>(slot_version_.size()) ? slot_version_[slot] : 0;
   if (memo.valid && memo.version == version && (memo.pass == 0 || memo.pass == pass_)) return memo;
   memo = SlotReclaim{};
