@@ -207,6 +207,24 @@ void ClusterScheduler::set_wait(PendingJob& job, const WaitKey& key, std::string
   set_reason(job, std::move(reason), plan);
 }
 
+const std::vector<ClusterScheduler::CpuFree>& ClusterScheduler::classes_by_cpu(int group) {
+  if (cpu_order_.size() <= static_cast<size_t>(group)) cpu_order_.resize(group + 1);
+  if (group_version_.size() <= static_cast<size_t>(group)) group_version_.resize(group + 1, 0);
+  CpuOrder& order = cpu_order_[group];
+  if (order.valid && order.version == group_version_[group]) return order.classes;
+  order.classes.clear();
+  for (const auto& [neg_free, id] : classes_.group_by_free_gpus(group)) {
+    const ClassSummary& c = classes_.summary(id);
+    order.classes.push_back({c.cpu_free_milli, c.memory_free_mib, id});
+  }
+  std::sort(order.classes.begin(), order.classes.end(), [](const CpuFree& a, const CpuFree& b) {
+    return a.cpu != b.cpu ? a.cpu > b.cpu : a.id < b.id;
+  });
+  order.valid = true;
+  order.version = group_version_[group];
+  return order.classes;
+}
+
 std::string ClusterScheduler::resource_reason(const PendingJob& job) {
   // Static groups first (a group that cannot run the job is skipped whole), then, per group,
   // its classes most free first: the largest block and the most free CPUs are found without
@@ -267,12 +285,10 @@ std::string ClusterScheduler::resource_reason(const PendingJob& job) {
   if (gpus_enough && req.replicas == 1) {
     find_cpu_class = false;
     for (int g : groups)
-      for (const auto& [neg_cpu, id] : classes_.group_by_free_cpu(g)) {
-        const ClassSummary& c = classes_.summary(id);
-        if (req.cpu_milli <= c.cpu_free_milli && req.memory_mib <= c.memory_free_mib) continue;
-        if (c.cpu_free_milli > cpu_class_free ||
-            (c.cpu_free_milli == cpu_class_free && id < cpu_class))
-          cpu_class = id, cpu_class_free = c.cpu_free_milli;
+      for (const CpuFree& c : classes_by_cpu(g)) {
+        if (req.cpu_milli <= c.cpu && req.memory_mib <= c.memory) continue;
+        if (c.cpu > cpu_class_free || (c.cpu == cpu_class_free && c.id < cpu_class))
+          cpu_class = c.id, cpu_class_free = c.cpu;
         break;
       }
   }

@@ -88,10 +88,6 @@ class NodeClassIndex {
   const std::set<std::pair<int, int>>& group_by_free_milli(int group) const {
     return group_by_free_milli_[group];
   }
-  /// The same as (-CPUs free in milli, class id).
-  const std::set<std::pair<int64_t, int>>& group_by_free_cpu(int group) const {
-    return group_by_free_cpu_[group];
-  }
 
   /// Classes in the order they gained a first member (again): consumers keep a cursor.
   const std::vector<ClassSummary>& activations() const { return activations_; }
@@ -123,7 +119,6 @@ class NodeClassIndex {
   std::vector<NodeClass> group_examples_;  // static group -> its first class, without members
   std::vector<int> group_members_;         // static group -> nodes in it
   std::vector<std::set<std::pair<int, int>>> group_by_free_gpus_, group_by_free_milli_;
-  std::vector<std::set<std::pair<int64_t, int>>> group_by_free_cpu_;
   std::vector<int> slot_class_;  // -1: no class
   std::vector<int> slot_group_;  // the static group of the slot's last class, -1: none
   std::vector<ClassSummary> activations_;
