@@ -299,7 +299,7 @@ class ClusterScheduler final : public Scheduler {
     WaitCapacity capacity(int min_priority, int64_t quota_milli) const;
     const Node& node;
     int slot;
-    std::vector<int> used;  // per GPU position
+    boost::container::small_vector<int, 16> used;  // per GPU position
     int64_t cpu = 0, memory = 0;
   };
   // What reclaiming from the borrowers of the tenant's cohort on the slot would offer, per

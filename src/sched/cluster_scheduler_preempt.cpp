@@ -129,25 +129,14 @@ std::optional<ClusterScheduler::VictimOption> ClusterScheduler::node_victims(
     if (may_preempt(job, *r)) eligible.push_back(r);
   if (eligible.empty()) return std::nullopt;
   // What preempting all of them would free at most: too little, and the node is out.
-  int64_t cpu_free = n.state.cpu_milli - n.state.cpu_used_milli;
-  int64_t memory_free = n.state.memory_mib - n.state.memory_used_mib;
-  boost::container::small_vector<int64_t, 16> gpu_used;
-  for (const auto& g : n.state.gpus) gpu_used.push_back(g.used_milli);
-  for (const RunningJob* r : eligible)
-    for (const auto& [s, rp] : r->replicas) {
-      if (s != slot) continue;
-      cpu_free += rp.cpu_milli;
-      memory_free += rp.memory_mib;
-      for (const auto& share : rp.gpus)
-        for (size_t i = 0; i < n.state.gpus.size(); ++i)
-          if (n.state.gpus[i].index == share.index) gpu_used[i] -= share.milli;
-    }
-  if (cpu_free < request.cpu_milli || memory_free < request.memory_mib) return std::nullopt;
+  NodeFree freed(n, slot);
+  for (const RunningJob* r : eligible) freed.release(*r);
+  if (freed.cpu < request.cpu_milli || freed.memory < request.memory_mib) return std::nullopt;
   if (request.gpus > 0) {
     int64_t need = request.gpu_milli > 0 ? request.gpu_milli : 1000;
     int usable = 0;
     for (size_t i = 0; i < n.state.gpus.size(); ++i)
-      if (1000 - gpu_used[i] >= need && gpu_matches(request, n.state.gpus[i])) ++usable;
+      if (1000 - freed.used[i] >= need && gpu_matches(request, n.state.gpus[i])) ++usable;
     if (usable < (request.gpu_milli > 0 ? 1 : request.gpus)) return std::nullopt;
   }
   std::sort(eligible.begin(), eligible.end(), [](const RunningJob* a, const RunningJob* b) {
