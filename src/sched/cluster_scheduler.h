@@ -302,9 +302,10 @@ class ClusterScheduler final : public Scheduler {
     boost::container::small_vector<int, 16> used;  // per GPU position
     int64_t cpu = 0, memory = 0;
   };
-  // What reclaiming from the borrowers of the tenant's cohort on the slot would offer, per
-  // priority of those borrowers (all of them up to that priority gone), with no quota applied.
-  // Kept per (tenant, slot) while the slot's version is as it was.
+  // What a job of the tenant within its nominal quota may free on the slot where its cohort's
+  // borrowers run (the jobs it outranks, and those borrowers that do not outrank it), per
+  // priority threshold (see reclaim_levels), with no quota applied. Kept per (tenant, slot)
+  // while the slot's version is as it was.
   struct ReclaimLevel {
     int priority = 0;
     WaitCapacity sizes;  // its GPUs, GPU milli, CPUs and memory
@@ -571,8 +572,8 @@ class ClusterScheduler final : public Scheduler {
   uint64_t holds_version_ = 0;           // bumps when the reservation or a nomination changes
   void bump_group_version(int slot);
   std::vector<FreeClasses> free_classes_;
-  std::vector<std::vector<SlotReclaim>> slot_reclaim_;          // by tenant, then slot
-  std::unordered_map<int, ReclaimEnvelope> reclaim_envelopes_;  // by tenant
+  std::vector<std::unordered_map<int, SlotReclaim>> slot_reclaim_;  // by tenant, then slot
+  std::unordered_map<int, ReclaimEnvelope> reclaim_envelopes_;      // by tenant
   struct BorrowedSlots {
     bool valid = false;
     uint64_t pass = 0, version = 0;  // pass_ and borrowed_version_ when found

@@ -184,9 +184,7 @@ void ClusterScheduler::preemption_caps(int slot, bool free_too,
 
 const ClusterScheduler::SlotReclaim& ClusterScheduler::reclaim_levels(int tenant, int slot) {
   if (slot_reclaim_.size() <= static_cast<size_t>(tenant)) slot_reclaim_.resize(tenant + 1);
-  auto& of_tenant = slot_reclaim_[tenant];
-  if (of_tenant.size() < nodes_.size()) of_tenant.resize(nodes_.size());
-  SlotReclaim& memo = of_tenant[slot];
+  SlotReclaim& memo = slot_reclaim_[tenant][slot];
   const uint64_t version = slot < static_cast<int>(slot_version_.size()) ? slot_version_[slot] : 0;
   if (memo.valid && memo.version == version && (memo.pass == 0 || memo.pass == pass_)) return memo;
   memo = SlotReclaim{};
@@ -198,29 +196,44 @@ const ClusterScheduler::SlotReclaim& ClusterScheduler::reclaim_levels(int tenant
   const Node& n = nodes_[slot];
   const std::string& name = tenant_names_[tenant];
   const std::string& cohort = tenants_.cohort_of(name);
-  // A lender reclaims only from borrowers of its cohort, and only from those that do not
-  // outrank it: per priority of the borrowers, all of them up to it, for jobs of that priority
-  // or higher.
-  std::vector<const RunningJob*> borrowers;
+  // A job of the tenant within its nominal quota may preempt the jobs it outranks and reclaim
+  // from its cohort's borrowers that do not outrank it (choose_victims). Per threshold t (one
+  // above a running job's level, or a borrower's priority): for jobs of priority t or higher,
+  // every job of a level below t gone and every such borrower of priority t or lower. Only
+  // once a borrower is gone: before, the preemption levels every tenant shares say as much.
+  auto level = [](const RunningJob* r) {
+    return r->req.preemptible() ? r->req.priority - 1 : r->req.priority;
+  };
+  std::vector<const RunningJob*> eligible, borrowers;
   for (const auto& [seq, r] : n.jobs) {
     if (r->preempting) continue;
     if (r->placed_pass == pass_) {
       memo.pass = pass_;  // a possible victim from the next pass on
       continue;
     }
+    eligible.push_back(r);
     if (r->borrowed && r->req.tenant != name && !cohort.empty() &&
         tenants_.cohort_of(r->req.tenant) == cohort)
       borrowers.push_back(r);
   }
+  if (borrowers.empty()) return memo;
+  std::set<int> thresholds;
+  for (const RunningJob* r : eligible) thresholds.insert(level(r) + 1);
+  for (const RunningJob* r : borrowers) thresholds.insert(r->req.priority);
+  std::stable_sort(eligible.begin(), eligible.end(),
+                   [&](const RunningJob* a, const RunningJob* b) { return level(a) < level(b); });
   std::stable_sort(
       borrowers.begin(), borrowers.end(),
       [](const RunningJob* a, const RunningJob* b) { return a->req.priority < b->req.priority; });
   NodeFree node(n, slot);
-  for (size_t i = 0; i < borrowers.size(); ++i) {
-    node.release(*borrowers[i]);
-    const int priority = borrowers[i]->req.priority;
-    if (i + 1 < borrowers.size() && borrowers[i + 1]->req.priority == priority) continue;
-    memo.levels.push_back({priority, node.capacity(std::numeric_limits<int>::min(), 0)});
+  std::set<const RunningJob*> released;
+  size_t e = 0, b = 0;
+  for (int t : thresholds) {
+    for (; e < eligible.size() && level(eligible[e]) < t; ++e)
+      if (released.insert(eligible[e]).second) node.release(*eligible[e]);
+    for (; b < borrowers.size() && borrowers[b]->req.priority <= t; ++b)
+      if (released.insert(borrowers[b]).second) node.release(*borrowers[b]);
+    if (b > 0) memo.levels.push_back({t, node.capacity(std::numeric_limits<int>::min(), 0)});
   }
   return memo;
 }
@@ -520,36 +533,25 @@ void ClusterScheduler::own_caps(int tenant, std::vector<std::pair<int, WaitCapac
     // may now be within its nominal quota, or reclaiming may need to free less), on every node
     // where its cohort borrows that model.
     const ReclaimEnvelope& envelope = reclaim_envelope(tenant);
-    // Per GPU model: what the quota allows now, and reclaiming's reach per priority.
     std::string model;
-    int64_t allowed = 0, nominal = 0, room = 0;
-    const std::vector<std::pair<int, int64_t>>* levels = nullptr;
+    int64_t allowed = 0, nominal = 0;
+    bool known = false;
     for (const auto& [key, sizes] : envelope.merged) {
       const auto& [group, priority] = key;
-      if (const std::string& m = classes_.group_example(group).gpu_model; !levels || m != model) {
+      if (const std::string& m = classes_.group_example(group).gpu_model; !known || m != model) {
         model = m;
         allowed = quota_headroom(tenant, model);
         nominal = tenants_.nominal_headroom(name, model);
-        room = tenants_.cohort_room(name, model);
-        levels = &reclaimable(cohort, model);
+        known = true;
       }
-      // Only jobs the quota holds back now, within the tenant's nominal quota (what it lent)
-      // and what reclaiming can free for their priority (choose_reclaim_victims): the cohort's
-      // unused nominal quota plus its borrowers' use of the model that they do not outrank.
-      // Per level of those borrowers at or above this one (levels below it count once, as the
-      // last of them).
-      for (size_t l = 0; l < levels->size(); ++l) {
-        const auto& [level_priority, freeable] = (*levels)[l];
-        if (level_priority < priority && l + 1 < levels->size() &&
-            (*levels)[l + 1].first <= priority)
-          continue;
-        WaitCapacity cap = sizes;
-        cap.min_priority = std::max(priority, level_priority) - 1;
-        cap.quota_milli = std::min(nominal, room + freeable);
-        cap.quota_blocked_above = allowed;
-        cap.by_preempting = true;
-        if (cap.quota_milli > allowed) caps.push_back({group, cap});
-      }
+      // Only jobs the quota holds back now, within the tenant's nominal quota (what it lent).
+      if (nominal <= allowed) continue;
+      WaitCapacity cap = sizes;
+      cap.min_priority = priority - 1;
+      cap.quota_milli = nominal;
+      cap.quota_blocked_above = allowed;
+      cap.by_preempting = true;
+      caps.push_back({group, cap});
     }
   }
   merge_sizes(caps);
