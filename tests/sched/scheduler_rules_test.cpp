@@ -205,6 +205,36 @@ TEST(Quotas, ALenderWhoseGpusFreeUpReclaimsTheQuotaItLent) {
   EXPECT_THAT(reason_of(plan, "v"), HasSubstr("preempting 1 job to start (n)"));
 }
 
+// Starts the job on the node's GPUs at `gpus`, as a caller that placed it would.
+Status start_on(Scheduler& s, JobRequest j, int priority, const NodeState& node,
+                const std::vector<int>& gpus) {
+  j.priority = priority;
+  ReplicaPlacement rp{0, node.id, {}, 0, 0};
+  for (int i : gpus) rp.gpus.push_back({node.gpus[i].index, node.gpus[i].uuid, 1000});
+  return s.start(j, {j.job_id, {rp}}, 0);
+}
+
+// vision's job "v" (priority 1) waits behind nlp-old (priority 5, outranking it); nlp-old ends
+// and nlp-new (priority 1, borrowing) takes its GPUs in the pass where v is decided too (nlp,
+// the smaller share, goes first). Returns the plan of the pass after: nlp-new is now a
+// possible victim.
+Plan lender_waits_while_nlp_borrows(Scheduler& s, int v_gpus) {
+  JobRequest v = for_tenant(job("v", v_gpus), "vision", 1);
+  v.priority = 1;
+  EXPECT_TRUE(s.submit(v).ok());
+  Plan plan = s.schedule(kMinute);
+  EXPECT_EQ(placement_of(plan, "v"), nullptr);
+  EXPECT_TRUE(plan.preemptions.empty()) << "nlp-old outranks v";
+  s.finish("nlp-old");
+  JobRequest nlp_new = for_tenant(job("nlp-new", 2), "nlp", 2);
+  nlp_new.priority = 1;
+  EXPECT_TRUE(s.submit(nlp_new).ok());
+  plan = s.schedule(2 * kMinute);
+  EXPECT_NE(placement_of(plan, "nlp-new"), nullptr);
+  EXPECT_TRUE(plan.preemptions.empty());
+  return s.schedule(3 * kMinute);
+}
+
 // A lender within its nominal quota preempts a borrower of its cohort where that frees enough
 // GPUs, even when reclaiming could not give it all the quota it asks (a borrower that outranks it
 // holds the rest): a pass deciding every job does, so the borrower's node wakes it.
@@ -214,33 +244,11 @@ TEST(Quotas, ALenderPreemptsABorrowerOnANodeThatWouldThenFitIt) {
   NodeState y = gpu_node("y", 2);
   add_nodes(*s, {x, y});
   s->set_tenants({tenant("vision", "ml", 4), tenant("nlp", "ml", 0), tenant("speech", "ml", 0)});
-  auto start_on = [&](JobRequest j, const NodeState& node, std::vector<int> gpus) {
-    ReplicaPlacement rp{0, node.id, {}, 0, 0};
-    for (int i : gpus) rp.gpus.push_back({node.gpus[i].index, node.gpus[i].uuid, 1000});
-    return s->start(j, {j.job_id, {rp}}, 0);
-  };
-  JobRequest speech = for_tenant(job("speech", 2), "speech", 0);
-  speech.priority = 10;
-  JobRequest nlp_old = for_tenant(job("nlp-old", 2), "nlp", 0);
-  nlp_old.priority = 5;
-  ASSERT_TRUE(start_on(speech, y, {0, 1}).ok());
-  ASSERT_TRUE(start_on(nlp_old, x, {0, 1}).ok());
-  JobRequest v = for_tenant(job("v", 3), "vision", 1);
-  v.priority = 1;
-  ASSERT_TRUE(s->submit(v).ok());
-  Plan plan = s->schedule(kMinute);
-  ASSERT_EQ(placement_of(plan, "v"), nullptr);
-  ASSERT_TRUE(plan.preemptions.empty()) << "nlp-old outranks v";
-  // nlp's next job borrows the GPUs nlp-old held; the cohort's quota is all in use (speech 2,
-  // nlp 2), so reclaiming nlp-new would give vision 2 of the 3 it asks.
-  s->finish("nlp-old");
-  JobRequest nlp_new = for_tenant(job("nlp-new", 2), "nlp", 2);
-  nlp_new.priority = 1;
-  ASSERT_TRUE(s->submit(nlp_new).ok());
-  plan = s->schedule(2 * kMinute);
-  ASSERT_NE(placement_of(plan, "nlp-new"), nullptr);
-  ASSERT_EQ(placement_of(plan, "v"), nullptr);
-  plan = s->schedule(3 * kMinute);
+  ASSERT_TRUE(start_on(*s, for_tenant(job("speech", 2), "speech", 0), 10, y, {0, 1}).ok());
+  ASSERT_TRUE(start_on(*s, for_tenant(job("nlp-old", 2), "nlp", 0), 5, x, {0, 1}).ok());
+  // The cohort's quota is all in use (speech 2, nlp 2): reclaiming nlp-new would give vision 2
+  // of the 3 it asks.
+  Plan plan = lender_waits_while_nlp_borrows(*s, 3);
   EXPECT_EQ(preempted(plan), std::set<std::string>{"nlp-new"})
       << "x fits v once nlp-new is gone, and v is within its nominal quota";
 }
@@ -252,31 +260,10 @@ TEST(Quotas, ALenderPreemptsABorrowerAndAnOutrankedJobTogether) {
   NodeState x = with_used(gpu_node("x", 6), {4, 5});  // 4 GPUs for jobs
   add_nodes(*s, {x});
   s->set_tenants({tenant("vision", "ml", 4), tenant("nlp", "ml", 0)});
-  auto start_on = [&](JobRequest j, std::vector<int> gpus) {
-    ReplicaPlacement rp{0, x.id, {}, 0, 0};
-    for (int i : gpus) rp.gpus.push_back({x.gpus[i].index, x.gpus[i].uuid, 1000});
-    return s->start(j, {j.job_id, {rp}}, 0);
-  };
-  JobRequest research = for_tenant(job("research", 2), "research", 0);  // no quota, priority 0
-  research.priority = 0;
-  JobRequest nlp_old = for_tenant(job("nlp-old", 2), "nlp", 0);
-  nlp_old.priority = 5;
-  ASSERT_TRUE(start_on(research, {0, 1}).ok());
-  ASSERT_TRUE(start_on(nlp_old, {2, 3}).ok());
-  JobRequest v = for_tenant(job("v", 4), "vision", 1);
-  v.priority = 1;
-  ASSERT_TRUE(s->submit(v).ok());
-  Plan plan = s->schedule(kMinute);
-  ASSERT_TRUE(plan.preemptions.empty()) << "nlp-old outranks v";
-  // nlp (the smaller share) takes the 2 GPUs nlp-old freed before v is decided.
-  s->finish("nlp-old");
-  JobRequest nlp_new = for_tenant(job("nlp-new", 2), "nlp", 2);
-  nlp_new.priority = 1;
-  ASSERT_TRUE(s->submit(nlp_new).ok());
-  plan = s->schedule(2 * kMinute);
-  ASSERT_NE(placement_of(plan, "nlp-new"), nullptr);
-  ASSERT_TRUE(plan.preemptions.empty());
-  plan = s->schedule(3 * kMinute);
+  // research has no quota and priority 0.
+  ASSERT_TRUE(start_on(*s, for_tenant(job("research", 2), "research", 0), 0, x, {0, 1}).ok());
+  ASSERT_TRUE(start_on(*s, for_tenant(job("nlp-old", 2), "nlp", 0), 5, x, {2, 3}).ok());
+  Plan plan = lender_waits_while_nlp_borrows(*s, 4);
   EXPECT_EQ(preempted(plan), (std::set<std::string>{"nlp-new", "research"}));
 }
 
