@@ -73,8 +73,7 @@ int ClusterScheduler::slot_of(const std::string& node_id) const {
 }
 
 void ClusterScheduler::reindex(int slot) {
-  if (slot_version_.size() < nodes_.size()) slot_version_.resize(nodes_.size());
-  ++slot_version_[slot];
+  slot_changed(slot);
   ++wake_version_;
   mark_source_dirty(slot);
   bump_group_version(slot);  // the group it leaves
@@ -86,12 +85,31 @@ void ClusterScheduler::reindex(int slot) {
   bump_group_version(slot);  // the group it joins
 }
 
+void ClusterScheduler::slot_changed(int slot) {
+  if (slot_version_.size() <= static_cast<size_t>(slot)) slot_version_.resize(nodes_.size());
+  ++slot_version_[slot];
+  if (changed_slots_.size() > 4 * nodes_.size() + 4096) {  // many changes between two passes
+    changed_slots_.clear();
+    ++changed_slots_epoch_;
+  }
+  changed_slots_.push_back(slot);
+}
+
 void ClusterScheduler::bump_group_version(int slot) {
   int c = classes_.class_of(slot);
   if (c < 0) return;
   size_t group = classes_.summary(c).static_group;
   if (group_version_.size() <= group) group_version_.resize(group + 1, 0);
   ++group_version_[group];
+}
+
+void ClusterScheduler::hold_changed(int slot) {
+  mark_source_dirty(slot);
+  int c = classes_.class_of(slot);
+  if (c < 0) return;
+  size_t group = classes_.summary(c).static_group;
+  if (group_holds_version_.size() <= group) group_holds_version_.resize(group + 1, 0);
+  ++group_holds_version_[group];
 }
 
 void ClusterScheduler::update_capacity() {
@@ -365,7 +383,7 @@ ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job) {
   if (r.expected_end != kNever) ends_.emplace(std::pair{r.expected_end, r.req.job_id}, &r);
   for (const auto& [slot, rp] : r.replicas) {
     nodes_[slot].jobs.emplace(r.seq, &r);
-    ++slot_version_[slot];  // its running jobs changed (victims_on, node_victim_list)
+    slot_changed(slot);  // its running jobs changed (victims_on, node_victim_list)
     // A job placed in this pass may not be preempted in it, and within the pass the victim
     // candidates' bounds may be higher than what is free: its nodes are logged at the next
     // pass. A job the caller started may be a victim at once.
@@ -530,7 +548,7 @@ void ClusterScheduler::finish(const std::string& job_id) {
       note_quota_released(r.req.tenant, r.models[i], milli, true);
     apply_replica(slot, r.req, rp, -1);
     nodes_[slot].jobs.erase(r.seq);
-    ++slot_version_[slot];  // its running jobs changed (victims_on, node_victim_list)
+    slot_changed(slot);  // its running jobs changed (victims_on, node_victim_list)
     log_victim_change(slot);
     note_freed(slot);
   }
@@ -601,11 +619,10 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
 
 void ClusterScheduler::set_reservation(Reservation r) {
   ++wake_version_;
-  ++holds_version_;
   reserved_slot_.assign(nodes_.size(), 0);
   for (int slot : r.slots) {
     reserved_slot_[slot] = 1;
-    mark_source_dirty(slot);
+    hold_changed(slot);
   }
   reservation_ = std::move(r);
 }
@@ -619,11 +636,10 @@ void ClusterScheduler::drop_reservation_on(int slot) {
 
 void ClusterScheduler::clear_reservation() {
   ++wake_version_;
-  ++holds_version_;
   if (reservation_)
     for (int slot : reservation_->slots) {
       reserved_slot_[slot] = 0;
-      mark_source_dirty(slot);
+      hold_changed(slot);
     }
   reservation_.reset();
 }
@@ -631,7 +647,6 @@ void ClusterScheduler::clear_reservation() {
 void ClusterScheduler::nominate(const std::string& job_id, int priority,
                                 const std::set<int>& slots) {
   ++wake_version_;
-  ++holds_version_;
   if (nominees_by_slot_.size() < nodes_.size()) nominees_by_slot_.resize(nodes_.size());
   // The nodes of the option chosen now replace those held before: a gang's option includes the
   // nodes its earlier victims freed when it still needs them (they fit a replica without
@@ -639,7 +654,7 @@ void ClusterScheduler::nominate(const std::string& job_id, int priority,
   clear_nomination(job_id);
   for (int slot : slots) {
     nominees_by_slot_[slot].push_back({priority, job_id});
-    mark_source_dirty(slot);
+    hold_changed(slot);
   }
   nominated_slots_[job_id].assign(slots.begin(), slots.end());
 }
@@ -680,9 +695,9 @@ void ClusterScheduler::clear_nomination(const std::string& job_id) {
   auto it = nominated_slots_.find(job_id);
   if (it == nominated_slots_.end()) return;
   ++wake_version_;
-  ++holds_version_;
   for (int slot : it->second) {
     std::erase_if(nominees_by_slot_[slot], [&](const auto& n) { return n.second == job_id; });
+    hold_changed(slot);
     note_freed(slot);
     wake_in_pass(slot);  // jobs after it in queue order may use the node in this pass
   }
@@ -698,6 +713,8 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   }
   maybe_refresh_profile();
   ++pass_;
+  changed_slots_.clear();  // reclaim envelopes begin again in each pass
+  ++changed_slots_epoch_;
   Plan plan;
   if (las_) las_step(now);
   if (waiting_groups_ != classes_.static_groups()) rebuild_waiting();

@@ -319,13 +319,23 @@ class ClusterScheduler final : public Scheduler {
   };
   const SlotReclaim& reclaim_levels(int tenant, int slot);
   // The tenant's reclaim_levels over the nodes where reclaiming is looked at (see own_caps),
-  // merged per (static group, priority) by the most of each size; kept while those nodes are
-  // as they were in this pass.
+  // merged per (static group, priority) by the most of each size. Kept through the pass: only
+  // the nodes that changed, joined or left the set since are counted again.
   struct ReclaimEnvelope {
     bool valid = false;
     uint64_t pass = 0, borrowed_version = 0;
-    size_t sources = 0;                                  // sources_.size() when built
-    std::vector<std::pair<int, uint64_t>> slots;         // (slot, slot_version_) when built
+    size_t sources = 0;  // sources_.size() when the set of nodes was last found
+    struct Counted {
+      uint64_t version = 0;  // slot_version_ when counted
+      int group = -1;
+      std::vector<ReclaimLevel> levels;
+    };
+    std::unordered_map<int, Counted> slots;  // slot -> what it adds
+    size_t changes_seen = 0;                 // changed_slots_ counted so far
+    uint64_t changes_epoch = 0;              // changed_slots_epoch_ then
+    uint64_t revision = 0;                   // bumps when `merged` changes
+    // (group, priority) -> per size (GPUs, GPU milli, CPUs, memory): value -> nodes offering it.
+    std::map<std::pair<int, int>, std::array<std::map<int64_t, int>, 4>> counts;
     std::map<std::pair<int, int>, WaitCapacity> merged;  // (group, priority) -> sizes
   };
   const ReclaimEnvelope& reclaim_envelope(int tenant);
@@ -561,16 +571,18 @@ class ClusterScheduler final : public Scheduler {
   std::vector<int> wake_slots_;
   std::set<int> wake_quota_;
   std::map<std::pair<std::string, std::string>, int64_t> wake_released_;
-  // free_classes() per static group, valid while the group's nodes and the holds (reservation,
-  // preemptors' nominations) are as they were.
+  // free_classes() per static group, valid while the group's nodes and the holds on them
+  // (reservation, preemptors' nominations) are as they were.
   struct FreeClasses {
     std::vector<WaitCapacity> caps;
     uint64_t group_version = 0, holds_version = 0;
     bool valid = false;
   };
   std::vector<uint64_t> group_version_;  // per static group: bumps when one of its nodes changes
-  uint64_t holds_version_ = 0;           // bumps when the reservation or a nomination changes
+  // Per static group: bumps when the reservation or a nomination on one of its nodes changes.
+  std::vector<uint64_t> group_holds_version_;
   void bump_group_version(int slot);
+  void hold_changed(int slot);  // the slot's reservation or nominations changed
   std::vector<FreeClasses> free_classes_;
   std::vector<std::unordered_map<int, SlotReclaim>> slot_reclaim_;  // by tenant, then slot
   std::unordered_map<int, ReclaimEnvelope> reclaim_envelopes_;      // by tenant
@@ -688,7 +700,12 @@ class ClusterScheduler final : public Scheduler {
   std::map<std::tuple<int, int64_t, int, bool, std::string>, VictimMemos> victim_memo_;
   size_t victim_memo_entries_ = 0;  // in victim_memo_: it is emptied when it grows too large
   static constexpr size_t kMaxVictimMemos = 1'000'000;
-  std::vector<uint64_t> slot_version_;      // by slot
+  std::vector<uint64_t> slot_version_;  // by slot
+  // The slots whose version bumped in this pass (and since the last one), in order; when it grows
+  // long it is cleared and changed_slots_epoch_ bumps.
+  std::vector<int> changed_slots_;
+  uint64_t changed_slots_epoch_ = 0;
+  void slot_changed(int slot);              // bumps its version and logs it
   std::vector<uint64_t> slot_placed_pass_;  // by slot: the last pass that placed a job there
   // las (empty otherwise): thresholds in GPU-ms; crossings of running jobs (time, job id);
   // starvation promotions of pending ones (time, seq); service that no longer counts for

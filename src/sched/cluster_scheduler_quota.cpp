@@ -61,7 +61,7 @@ void ClusterScheduler::rederive_borrowed() {
       new_running_.push_back({r->req.priority, r->seq});
       for (const auto& [slot, rp] : r->replicas) {
         log_victim_change(slot);
-        ++slot_version_[slot];
+        slot_changed(slot);
         mark_source_dirty(slot);
       }
     }

@@ -267,8 +267,10 @@ const std::vector<WaitCapacity>& ClusterScheduler::free_classes(int group) {
     free_classes_.assign(classes_.static_groups(), {});
   FreeClasses& cached = free_classes_[group];
   if (group_version_.size() <= static_cast<size_t>(group)) group_version_.resize(group + 1, 0);
+  if (group_holds_version_.size() <= static_cast<size_t>(group))
+    group_holds_version_.resize(group + 1, 0);
   if (cached.valid && cached.group_version == group_version_[group] &&
-      cached.holds_version == holds_version_)
+      cached.holds_version == group_holds_version_[group])
     return cached.caps;
   cached.caps.clear();
   auto usable = [&](int class_id) {
@@ -310,7 +312,7 @@ const std::vector<WaitCapacity>& ClusterScheduler::free_classes(int group) {
   if (found.size() > kMaxClasses) cached.caps.push_back(merged);
   cached.valid = true;
   cached.group_version = group_version_[group];
-  cached.holds_version = holds_version_;
+  cached.holds_version = group_holds_version_[group];
   return cached.caps;
 }
 
@@ -485,39 +487,79 @@ void ClusterScheduler::refresh_wake_sources() {
 
 const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int tenant) {
   ReclaimEnvelope& envelope = reclaim_envelopes_[tenant];
-  const std::set<int>& released =
-      released_borrowed_slots(tenants_.cohort_of(tenant_names_[tenant]));
+  if (!envelope.valid || envelope.pass != pass_) {
+    uint64_t revision = envelope.revision + 1;
+    envelope = ReclaimEnvelope{};
+    envelope.revision = revision;
+    envelope.valid = true;
+    envelope.pass = pass_;
+    envelope.borrowed_version = borrowed_version_ - 1;  // the nodes are to be found
+  }
   auto version = [&](int slot) {
     return slot < static_cast<int>(slot_version_.size()) ? slot_version_[slot] : 0;
   };
-  if (envelope.valid && envelope.pass == pass_ && envelope.borrowed_version == borrowed_version_ &&
-      envelope.sources == sources_.size() &&
-      std::all_of(envelope.slots.begin(), envelope.slots.end(),
-                  [&](const auto& s) { return version(s.first) == s.second; }))
-    return envelope;
-  envelope.valid = true;
-  envelope.pass = pass_;
-  envelope.borrowed_version = borrowed_version_;
-  envelope.sources = sources_.size();
-  envelope.slots.clear();
-  envelope.merged.clear();
-  // The nodes where its cohort borrows a released model, and the nodes that changed.
-  auto add = [&](int slot) {
-    envelope.slots.push_back({slot, version(slot)});
-    const SlotReclaim& found = reclaim_levels(tenant, slot);
-    for (const ReclaimLevel& here : found.levels) {
-      auto [it, fresh] = envelope.merged.try_emplace({found.group, here.priority}, here.sizes);
-      if (fresh) continue;
-      WaitCapacity& into = it->second;
-      into.whole_gpus = std::max(into.whole_gpus, here.sizes.whole_gpus);
-      into.max_free_milli = std::max(into.max_free_milli, here.sizes.max_free_milli);
-      into.cpu_milli = std::max(into.cpu_milli, here.sizes.cpu_milli);
-      into.memory_mib = std::max(into.memory_mib, here.sizes.memory_mib);
+  bool changed = false;
+  auto count = [&](const ReclaimEnvelope::Counted& c, int sign) {
+    for (const ReclaimLevel& level : c.levels) {
+      auto& counts = envelope.counts[{c.group, level.priority}];
+      const std::array<int64_t, 4> values = {level.sizes.whole_gpus, level.sizes.max_free_milli,
+                                             level.sizes.cpu_milli, level.sizes.memory_mib};
+      for (size_t d = 0; d < values.size(); ++d)
+        if ((counts[d][values[d]] += sign) == 0) counts[d].erase(values[d]);
+      if (counts[0].empty()) envelope.counts.erase({c.group, level.priority});
+      changed = true;
     }
   };
-  for (int slot : released) add(slot);
-  for (const auto& [slot, free_too] : sources_)
-    if (!released.count(slot)) add(slot);
+  auto add = [&](int slot) {
+    auto [it, fresh] = envelope.slots.try_emplace(slot);
+    if (!fresh) return;
+    const SlotReclaim& found = reclaim_levels(tenant, slot);
+    it->second = {version(slot), found.group, found.levels};
+    count(it->second, +1);
+  };
+  // The nodes where its cohort borrows a released model, and the nodes that changed.
+  if (envelope.borrowed_version != borrowed_version_ || envelope.sources != sources_.size()) {
+    const std::set<int>& released =
+        released_borrowed_slots(tenants_.cohort_of(tenant_names_[tenant]));
+    for (auto it = envelope.slots.begin(); it != envelope.slots.end();)
+      if (!released.count(it->first) && !sources_.count(it->first)) {
+        count(it->second, -1);
+        it = envelope.slots.erase(it);
+      } else {
+        ++it;
+      }
+    for (int slot : released) add(slot);
+    for (const auto& [slot, free_too] : sources_) add(slot);
+    envelope.borrowed_version = borrowed_version_;
+    envelope.sources = sources_.size();
+  }
+  // The nodes that changed since: those logged, or every node once the log was cleared.
+  auto recount = [&](int slot, ReclaimEnvelope::Counted& counted) {
+    if (counted.version == version(slot)) return;
+    count(counted, -1);
+    const SlotReclaim& found = reclaim_levels(tenant, slot);
+    counted = {version(slot), found.group, found.levels};
+    count(counted, +1);
+  };
+  if (envelope.changes_epoch != changed_slots_epoch_) {
+    for (auto& [slot, counted] : envelope.slots) recount(slot, counted);
+    envelope.changes_epoch = changed_slots_epoch_;
+    envelope.changes_seen = changed_slots_.size();
+  }
+  for (; envelope.changes_seen < changed_slots_.size(); ++envelope.changes_seen)
+    if (auto it = envelope.slots.find(changed_slots_[envelope.changes_seen]);
+        it != envelope.slots.end())
+      recount(it->first, it->second);
+  if (!changed) return envelope;
+  ++envelope.revision;
+  envelope.merged.clear();
+  for (const auto& [key, counts] : envelope.counts) {
+    WaitCapacity& cap = envelope.merged[key];
+    cap.whole_gpus = static_cast<int32_t>(counts[0].rbegin()->first);
+    cap.max_free_milli = static_cast<int32_t>(counts[1].rbegin()->first);
+    cap.cpu_milli = counts[2].rbegin()->first;
+    cap.memory_mib = counts[3].rbegin()->first;
+  }
   return envelope;
 }
 
