@@ -402,11 +402,29 @@ void ClusterScheduler::index_running(const RunningJob& r, bool add) {
   if (add) {
     by_priority_.emplace(key, &r);
     if (r.req.preemptible()) spot_running_.emplace(r.seq, &r);
-    if (r.borrowed) borrowed_running_.emplace(r.seq, &r), ++borrowed_version_;
+    if (r.borrowed && borrowed_running_.emplace(r.seq, &r).second) {
+      borrowed_added_.push_back(&r);
+      count_borrowed(r, +1);
+    }
   } else {
     by_priority_.erase(key);
     spot_running_.erase(r.seq);
-    if (borrowed_running_.erase(r.seq)) ++borrowed_version_;
+    if (borrowed_running_.erase(r.seq)) {
+      count_borrowed(r, -1);
+      ++borrowed_removals_;
+      borrowed_added_.clear();
+    }
+  }
+}
+
+void ClusterScheduler::count_borrowed(const RunningJob& r, int sign) {
+  for (size_t i = 0; i < r.replicas.size() && i < r.models.size(); ++i) {
+    auto by_model = borrowed_slots_.find({r.req.tenant, r.models[i]});
+    if (by_model == borrowed_slots_.end())
+      by_model = borrowed_slots_.try_emplace({r.req.tenant, r.models[i]}).first;
+    auto& slots = by_model->second;
+    if ((slots[r.replicas[i].first] += sign) <= 0) slots.erase(r.replicas[i].first);
+    if (slots.empty()) borrowed_slots_.erase(by_model);
   }
 }
 
@@ -713,7 +731,8 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   }
   maybe_refresh_profile();
   ++pass_;
-  changed_slots_.clear();  // reclaim envelopes begin again in each pass
+  changed_slots_.clear();   // reclaim envelopes begin again in each pass
+  borrowed_added_.clear();  // and so the released borrowed slots
   ++changed_slots_epoch_;
   Plan plan;
   if (las_) las_step(now);

@@ -323,25 +323,30 @@ class ClusterScheduler final : public Scheduler {
   // the nodes that changed, joined or left the set since are counted again.
   struct ReclaimEnvelope {
     bool valid = false;
-    uint64_t pass = 0, borrowed_version = 0;
-    size_t sources = 0;  // sources_.size() when the set of nodes was last found
-    struct Counted {
-      uint64_t version = 0;  // slot_version_ when counted
-      int group = -1;
-      std::vector<ReclaimLevel> levels;
-    };
-    std::unordered_map<int, Counted> slots;  // slot -> what it adds
-    size_t changes_seen = 0;                 // changed_slots_ counted so far
-    uint64_t changes_epoch = 0;              // changed_slots_epoch_ then
-    uint64_t revision = 0;                   // bumps when `merged` changes
-    // (group, priority) -> per size (GPUs, GPU milli, CPUs, memory): value -> nodes offering it.
-    std::map<std::pair<int, int>, std::array<std::map<int64_t, int>, 4>> counts;
+    uint64_t pass = 0;
+    uint64_t released_generation = 0;         // released_borrowed_slots' generation when counted
+    size_t released_seen = 0;                 // of its slots in order, those counted
+    size_t sources_seen = 0;                  // of sources_order_, those counted
+    std::unordered_map<int, uint64_t> slots;  // slot -> slot_version_ when counted
+    size_t changes_seen = 0;                  // changed_slots_ counted so far
+    uint64_t changes_epoch = 0;               // changed_slots_epoch_ then
+    uint64_t revision = 0;                    // bumps when `merged` changes
     std::map<std::pair<int, int>, WaitCapacity> merged;  // (group, priority) -> sizes
   };
   const ReclaimEnvelope& reclaim_envelope(int tenant);
   // The slots where members of the cohort borrow a GPU model whose use in the cohort fell
   // since the last pass (a lender may reclaim there, or needs to free less).
-  const std::set<int>& released_borrowed_slots(const std::string& cohort);
+  // Found once per pass, then kept up to date from borrowed_added_ until a borrower leaves.
+  struct BorrowedSlots {
+    bool valid = false;
+    uint64_t pass = 0, removals = 0;  // pass_ and borrowed_removals_ when found
+    uint64_t generation = 0;          // bumps when found again (slots may have gone)
+    size_t added_seen = 0;            // borrowed_added_ counted so far
+    std::set<std::string> models;     // the models whose use in the cohort fell
+    std::set<int> slots;
+    std::vector<int> order;  // `slots` in the order they were found
+  };
+  const BorrowedSlots& released_borrowed_slots(const std::string& cohort);
   void set_reason(PendingJob& job, std::string reason, Plan& plan);
   // set_reason for a job that waits, remembered for the jobs with the same key.
   void set_wait(PendingJob& job, const WaitKey& key, std::string reason, TimeMs now, Plan& plan);
@@ -586,13 +591,15 @@ class ClusterScheduler final : public Scheduler {
   std::vector<FreeClasses> free_classes_;
   std::vector<std::unordered_map<int, SlotReclaim>> slot_reclaim_;  // by tenant, then slot
   std::unordered_map<int, ReclaimEnvelope> reclaim_envelopes_;      // by tenant
-  struct BorrowedSlots {
-    bool valid = false;
-    uint64_t pass = 0, version = 0;  // pass_ and borrowed_version_ when found
-    std::set<int> slots;
-  };
-  std::map<std::string, BorrowedSlots> released_borrowed_slots_;  // by cohort
-  uint64_t borrowed_version_ = 0;  // bumps when borrowed_running_ changes
+  std::map<std::string, BorrowedSlots> released_borrowed_slots_;    // by cohort
+  // Jobs added to borrowed_running_ since the last pass began or a job left it (which bumps
+  // borrowed_removals_).
+  std::vector<const RunningJob*> borrowed_added_;
+  // borrowed_running_'s replicas per (tenant, GPU model): slot -> how many run there.
+  std::map<std::pair<std::string, std::string>, std::map<int, int>> borrowed_slots_;
+  void count_borrowed(const RunningJob& r, int sign);
+  uint64_t borrowed_removals_ = 0;
+  std::vector<int> sources_order_;  // sources_'s slots in the order they were added
   std::map<std::pair<std::string, std::string>,
            std::pair<uint64_t, std::vector<std::pair<int, int64_t>>>>
       reclaimable_;  // (cohort, model) -> (wake version, reclaimable())

@@ -77,6 +77,7 @@ void ClusterScheduler::note_freed(int slot) {
 
 void ClusterScheduler::wake_in_pass(int slot) {
   if (sources_started_) {
+    if (!sources_.count(slot)) sources_order_.push_back(slot);
     sources_[slot] = true;
     dirty_sources_.push_back(slot);
   } else if (std::find(wake_slots_.begin(), wake_slots_.end(), slot) == wake_slots_.end()) {
@@ -238,24 +239,37 @@ const ClusterScheduler::SlotReclaim& ClusterScheduler::reclaim_levels(int tenant
   return memo;
 }
 
-const std::set<int>& ClusterScheduler::released_borrowed_slots(const std::string& cohort) {
+const ClusterScheduler::BorrowedSlots& ClusterScheduler::released_borrowed_slots(
+    const std::string& cohort) {
   BorrowedSlots& memo = released_borrowed_slots_[cohort];
-  if (memo.valid && memo.pass == pass_ && memo.version == borrowed_version_) return memo.slots;
-  memo.valid = true;
-  memo.pass = pass_;
-  memo.version = borrowed_version_;
-  memo.slots.clear();
-  std::set<std::string> released;  // models its cohort's use of fell
-  for (auto it = wake_released_.lower_bound({cohort, ""});
-       it != wake_released_.end() && it->first.first == cohort; ++it)
-    released.insert(it->first.second);
-  if (released.empty()) return memo.slots;
-  for (const auto& [seq, r] : borrowed_running_)
-    if (tenants_.cohort_of(r->req.tenant) == cohort)
-      for (size_t i = 0; i < r->replicas.size(); ++i)
-        if (i < r->models.size() && released.count(r->models[i]))
-          memo.slots.insert(r->replicas[i].first);
-  return memo.slots;
+  auto add = [&](const RunningJob& r) {
+    if (tenants_.cohort_of(r.req.tenant) != cohort) return;
+    for (size_t i = 0; i < r.replicas.size(); ++i)
+      if (i < r.models.size() && memo.models.count(r.models[i]) &&
+          memo.slots.insert(r.replicas[i].first).second)
+        memo.order.push_back(r.replicas[i].first);
+  };
+  if (!memo.valid || memo.pass != pass_ || memo.removals != borrowed_removals_) {
+    memo.valid = true;
+    memo.pass = pass_;
+    memo.removals = borrowed_removals_;
+    ++memo.generation;
+    memo.models.clear();
+    memo.slots.clear();
+    memo.order.clear();
+    for (auto it = wake_released_.lower_bound({cohort, ""});
+         it != wake_released_.end() && it->first.first == cohort; ++it)
+      memo.models.insert(it->first.second);
+    for (const auto& [key, slots] : borrowed_slots_)
+      if (memo.models.count(key.second) && tenants_.cohort_of(key.first) == cohort)
+        for (const auto& [slot, replicas] : slots)
+          if (memo.slots.insert(slot).second) memo.order.push_back(slot);
+    memo.added_seen = borrowed_added_.size();
+  }
+  // Borrowers started since (in this pass).
+  for (; memo.added_seen < borrowed_added_.size(); ++memo.added_seen)
+    if (!memo.models.empty()) add(*borrowed_added_[memo.added_seen]);
+  return memo;
 }
 
 const std::vector<WaitCapacity>& ClusterScheduler::free_classes(int group) {
@@ -442,11 +456,14 @@ void ClusterScheduler::start_wake_sources() {
   shared_caps_.clear();
   source_caps_.clear();
   sources_.clear();
-  for (int slot : wake_slots_) sources_[slot] = true;
+  sources_order_.clear();
+  for (int slot : wake_slots_)
+    if (sources_.insert_or_assign(slot, true).second) sources_order_.push_back(slot);
   for (const auto& [priority, seq] : wake_victims_) {
     auto v = by_priority_.find({priority, seq});
     if (v == by_priority_.end()) continue;
-    for (const auto& [slot, rp] : v->second->replicas) sources_.try_emplace(slot, false);
+    for (const auto& [slot, rp] : v->second->replicas)
+      if (sources_.try_emplace(slot, false).second) sources_order_.push_back(slot);
   }
   all_sources_dirty_ = true;
   sources_started_ = true;
@@ -493,73 +510,66 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
     envelope.revision = revision;
     envelope.valid = true;
     envelope.pass = pass_;
-    envelope.borrowed_version = borrowed_version_ - 1;  // the nodes are to be found
+    envelope.released_generation = std::numeric_limits<uint64_t>::max();  // nodes to be found
   }
   auto version = [&](int slot) {
     return slot < static_cast<int>(slot_version_.size()) ? slot_version_[slot] : 0;
   };
-  bool changed = false;
-  auto count = [&](const ReclaimEnvelope::Counted& c, int sign) {
-    for (const ReclaimLevel& level : c.levels) {
-      auto& counts = envelope.counts[{c.group, level.priority}];
-      const std::array<int64_t, 4> values = {level.sizes.whole_gpus, level.sizes.max_free_milli,
-                                             level.sizes.cpu_milli, level.sizes.memory_mib};
-      for (size_t d = 0; d < values.size(); ++d)
-        if ((counts[d][values[d]] += sign) == 0) counts[d].erase(values[d]);
-      if (counts[0].empty()) envelope.counts.erase({c.group, level.priority});
+  bool changed = false, merge_again = false;
+  auto merge = [&](int slot) {
+    const SlotReclaim& found = reclaim_levels(tenant, slot);
+    for (const ReclaimLevel& here : found.levels) {
+      auto [it, fresh] = envelope.merged.try_emplace({found.group, here.priority}, here.sizes);
       changed = true;
+      if (fresh) continue;
+      WaitCapacity& into = it->second;
+      into.whole_gpus = std::max(into.whole_gpus, here.sizes.whole_gpus);
+      into.max_free_milli = std::max(into.max_free_milli, here.sizes.max_free_milli);
+      into.cpu_milli = std::max(into.cpu_milli, here.sizes.cpu_milli);
+      into.memory_mib = std::max(into.memory_mib, here.sizes.memory_mib);
     }
   };
   auto add = [&](int slot) {
-    auto [it, fresh] = envelope.slots.try_emplace(slot);
-    if (!fresh) return;
-    const SlotReclaim& found = reclaim_levels(tenant, slot);
-    it->second = {version(slot), found.group, found.levels};
-    count(it->second, +1);
+    if (envelope.slots.try_emplace(slot, version(slot)).second && !merge_again) merge(slot);
   };
-  // The nodes where its cohort borrows a released model, and the nodes that changed.
-  if (envelope.borrowed_version != borrowed_version_ || envelope.sources != sources_.size()) {
-    const std::set<int>& released =
-        released_borrowed_slots(tenants_.cohort_of(tenant_names_[tenant]));
-    for (auto it = envelope.slots.begin(); it != envelope.slots.end();)
-      if (!released.count(it->first) && !sources_.count(it->first)) {
-        count(it->second, -1);
-        it = envelope.slots.erase(it);
-      } else {
-        ++it;
-      }
-    for (int slot : released) add(slot);
-    for (const auto& [slot, free_too] : sources_) add(slot);
-    envelope.borrowed_version = borrowed_version_;
-    envelope.sources = sources_.size();
+  // The nodes where its cohort borrows a released model, and the nodes that changed (the
+  // wake-ups' sources): those added since, or all of them again when some may have gone.
+  const BorrowedSlots& released =
+      released_borrowed_slots(tenants_.cohort_of(tenant_names_[tenant]));
+  if (envelope.released_generation != released.generation) {
+    merge_again |= std::erase_if(envelope.slots, [&](const auto& s) {
+                     return !released.slots.count(s.first) && !sources_.count(s.first);
+                   }) > 0;
+    envelope.released_generation = released.generation;
+    envelope.released_seen = 0;
+    envelope.sources_seen = 0;
   }
-  // The nodes that changed since: those logged, or every node once the log was cleared.
-  auto recount = [&](int slot, ReclaimEnvelope::Counted& counted) {
-    if (counted.version == version(slot)) return;
-    count(counted, -1);
-    const SlotReclaim& found = reclaim_levels(tenant, slot);
-    counted = {version(slot), found.group, found.levels};
-    count(counted, +1);
+  // The nodes that changed since they were merged: those logged, or every one once the log was
+  // cleared. (A node's levels may shrink: the most of each size is found again.)
+  auto check = [&](int slot, uint64_t& counted) {
+    if (counted == version(slot)) return;
+    counted = version(slot);
+    merge_again = true;
   };
   if (envelope.changes_epoch != changed_slots_epoch_) {
-    for (auto& [slot, counted] : envelope.slots) recount(slot, counted);
+    for (auto& [slot, counted] : envelope.slots) check(slot, counted);
     envelope.changes_epoch = changed_slots_epoch_;
     envelope.changes_seen = changed_slots_.size();
   }
   for (; envelope.changes_seen < changed_slots_.size(); ++envelope.changes_seen)
     if (auto it = envelope.slots.find(changed_slots_[envelope.changes_seen]);
         it != envelope.slots.end())
-      recount(it->first, it->second);
-  if (!changed) return envelope;
-  ++envelope.revision;
-  envelope.merged.clear();
-  for (const auto& [key, counts] : envelope.counts) {
-    WaitCapacity& cap = envelope.merged[key];
-    cap.whole_gpus = static_cast<int32_t>(counts[0].rbegin()->first);
-    cap.max_free_milli = static_cast<int32_t>(counts[1].rbegin()->first);
-    cap.cpu_milli = counts[2].rbegin()->first;
-    cap.memory_mib = counts[3].rbegin()->first;
+      check(it->first, it->second);
+  for (; envelope.released_seen < released.order.size(); ++envelope.released_seen)
+    add(released.order[envelope.released_seen]);
+  for (; envelope.sources_seen < sources_order_.size(); ++envelope.sources_seen)
+    add(sources_order_[envelope.sources_seen]);
+  if (merge_again) {
+    envelope.merged.clear();
+    for (const auto& [slot, counted] : envelope.slots) merge(slot);
+    changed = true;
   }
+  if (changed) ++envelope.revision;
   return envelope;
 }
 
