@@ -252,8 +252,20 @@ class ClusterScheduler final : public Scheduler {
   // tenant's quota applied.
   const std::vector<std::vector<WaitCapacity>>& wake_caps(int tenant, TimeMs now);
   // The tenant's own wake-up capacities, as (static group, capacity): where its quota grew
-  // (quota_caps), and where it may reclaim what its cohort lent.
-  void own_caps(int tenant, std::vector<std::pair<int, WaitCapacity>>& caps);
+  // (quota_grown), and where it may reclaim what its cohort lent. Kept while what they are
+  // made of (free classes, reclaim envelope, quota) is as it was in this pass; `revision`
+  // bumps when they are built again.
+  struct OwnCaps {
+    bool valid = false;
+    std::vector<int64_t> inputs;  // what they were made of
+    std::vector<std::pair<int, WaitCapacity>> caps;
+    uint64_t revision = 0;
+  };
+  const OwnCaps& own_caps(int tenant);
+  // Where the tenant's quota of the static group's GPU model grew since the last pass: what it
+  // allows now and what it allowed then at most (so the jobs that ask the quota for more than
+  // that and no more than this), if it limits jobs at all.
+  std::optional<std::pair<int64_t, int64_t>> quota_grown(int tenant, int group);
   // Drops the capacities another one of the same static group admits every job of.
   static void drop_dominated(std::vector<std::pair<int, WaitCapacity>>& caps);
   // Merges the capacities of a static group that differ only in size (whole GPUs, GPU milli,
@@ -262,11 +274,8 @@ class ClusterScheduler final : public Scheduler {
   // wait, as any job a capacity admits by one dimension at a time. Queries then ask a few
   // capacities per group, not one per node and priority level.
   static void merge_sizes(std::vector<std::pair<int, WaitCapacity>>& caps);
-  // What the static group offers a tenant whose quota grew: its free GPUs, at most, for the jobs
-  // that ask the quota for more than it may have allowed at the last pass and no more than it
-  // allows now.
-  void quota_caps(int tenant, int group, std::vector<std::pair<int, WaitCapacity>>& caps);
-  // What the static group's usable free GPUs offer any tenant, without quota (for quota_caps).
+  // What the static group's usable free GPUs offer any tenant, without quota (for own_caps: a
+  // tenant whose quota grew).
   const std::vector<WaitCapacity>& free_classes(int group);
   // A wake-up capacity as a key: (static group, WaitCapacity's fields in order).
   using WakeCapKey = std::tuple<int, int32_t, int32_t, int64_t, int64_t, int64_t, int64_t, int, int,
@@ -582,7 +591,10 @@ class ClusterScheduler final : public Scheduler {
     std::vector<WaitCapacity> caps;
     uint64_t group_version = 0, holds_version = 0;
     bool valid = false;
+    uint64_t revision = 0;  // bumps when `caps` changes
+    WaitCapacity most;      // the most of each size over `caps`
   };
+  uint64_t free_classes_revision_ = 0;
   std::vector<uint64_t> group_version_;  // per static group: bumps when one of its nodes changes
   // Per static group: bumps when the reservation or a nomination on one of its nodes changes.
   std::vector<uint64_t> group_holds_version_;
@@ -610,12 +622,14 @@ class ClusterScheduler final : public Scheduler {
   std::map<std::pair<int, std::string>, int64_t> headroom_;
   uint64_t headroom_changes_ = 0;
   TimeMs last_now_ = 0;  // the pass's time, for wake-up capacities
-  // wake_caps() per tenant, valid while wake_version_ and tenants_.changes() are as they were.
-  // With the queries next_woken asks of the tenant's partitions, built from them while no job
-  // was added to the index.
+  // wake_caps() per tenant, valid while wake_version_ and tenants_.changes() are as they were,
+  // or (found again then) while what they are made of is (`inputs`: the shared list, the own
+  // capacities, the tenant's quota). With the queries next_woken asks of the tenant's
+  // partitions, built from them while no job was added to the index.
   struct WakeCaps {
     bool valid = false;
     uint64_t version = 0, changes = 0;
+    std::vector<int64_t> inputs;
     std::vector<std::vector<WaitCapacity>> by_group;  // (queries point into these)
     std::vector<WaitIndex::PartitionQuery> queries;   // the first `used` are asked
     size_t used = 0;
@@ -638,6 +652,10 @@ class ClusterScheduler final : public Scheduler {
   std::vector<std::pair<int, WaitCapacity>> shared_list_;  // shared_caps_ as a list
   uint64_t shared_version_ = 0;
   bool shared_valid_ = false;
+  uint64_t shared_revision_ = 0;                             // bumps when shared_list_ changes
+  std::vector<std::pair<int, WaitCapacity>> shared_before_;  // shared_list_ when it last did
+  std::unordered_map<int, OwnCaps> own_caps_;                // by tenant
+  uint64_t own_caps_revision_ = 0;
   // The tenants' first jobs when they were last decided again for want of a reservation.
   std::vector<uint64_t> heads_tried_;  // by seq
   uint64_t heads_unending_freed_ = 0;  // unending_freed_ when they were

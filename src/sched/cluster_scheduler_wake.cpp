@@ -205,7 +205,9 @@ const ClusterScheduler::SlotReclaim& ClusterScheduler::reclaim_levels(int tenant
   auto level = [](const RunningJob* r) {
     return r->req.preemptible() ? r->req.priority - 1 : r->req.priority;
   };
-  std::vector<const RunningJob*> eligible, borrowers;
+  // (A node runs few jobs: small vectors, searched linearly.)
+  using Jobs = boost::container::small_vector<const RunningJob*, 16>;
+  Jobs eligible, borrowers;
   for (const auto& [seq, r] : n.jobs) {
     if (r->preempting) continue;
     if (r->placed_pass == pass_) {
@@ -218,22 +220,27 @@ const ClusterScheduler::SlotReclaim& ClusterScheduler::reclaim_levels(int tenant
       borrowers.push_back(r);
   }
   if (borrowers.empty()) return memo;
-  std::set<int> thresholds;
-  for (const RunningJob* r : eligible) thresholds.insert(level(r) + 1);
-  for (const RunningJob* r : borrowers) thresholds.insert(r->req.priority);
+  boost::container::small_vector<int, 32> thresholds;
+  for (const RunningJob* r : eligible) thresholds.push_back(level(r) + 1);
+  for (const RunningJob* r : borrowers) thresholds.push_back(r->req.priority);
+  std::sort(thresholds.begin(), thresholds.end());
+  thresholds.erase(std::unique(thresholds.begin(), thresholds.end()), thresholds.end());
   std::stable_sort(eligible.begin(), eligible.end(),
                    [&](const RunningJob* a, const RunningJob* b) { return level(a) < level(b); });
   std::stable_sort(
       borrowers.begin(), borrowers.end(),
       [](const RunningJob* a, const RunningJob* b) { return a->req.priority < b->req.priority; });
   NodeFree node(n, slot);
-  std::set<const RunningJob*> released;
+  Jobs released;
+  auto release = [&](const RunningJob* r) {
+    if (std::find(released.begin(), released.end(), r) != released.end()) return;
+    released.push_back(r);
+    node.release(*r);
+  };
   size_t e = 0, b = 0;
   for (int t : thresholds) {
-    for (; e < eligible.size() && level(eligible[e]) < t; ++e)
-      if (released.insert(eligible[e]).second) node.release(*eligible[e]);
-    for (; b < borrowers.size() && borrowers[b]->req.priority <= t; ++b)
-      if (released.insert(borrowers[b]).second) node.release(*borrowers[b]);
+    for (; e < eligible.size() && level(eligible[e]) < t; ++e) release(eligible[e]);
+    for (; b < borrowers.size() && borrowers[b]->req.priority <= t; ++b) release(borrowers[b]);
     if (b > 0) memo.levels.push_back({t, node.capacity(std::numeric_limits<int>::min(), 0)});
   }
   return memo;
@@ -286,6 +293,7 @@ const std::vector<WaitCapacity>& ClusterScheduler::free_classes(int group) {
   if (cached.valid && cached.group_version == group_version_[group] &&
       cached.holds_version == group_holds_version_[group])
     return cached.caps;
+  std::vector<WaitCapacity> before = std::move(cached.caps);
   cached.caps.clear();
   auto usable = [&](int class_id) {
     for (int slot : classes_.get(class_id).members) {
@@ -324,32 +332,34 @@ const std::vector<WaitCapacity>& ClusterScheduler::free_classes(int group) {
     merged.memory_mib = i ? std::max(merged.memory_mib, cap.memory_mib) : cap.memory_mib;
   }
   if (found.size() > kMaxClasses) cached.caps.push_back(merged);
+  if (!cached.valid || cached.caps != before) cached.revision = ++free_classes_revision_;
+  cached.most = WaitCapacity{};
+  for (size_t i = 0; i < cached.caps.size(); ++i) {
+    const WaitCapacity& cap = cached.caps[i];
+    WaitCapacity& most = cached.most;
+    most.whole_gpus = std::max(most.whole_gpus, cap.whole_gpus);
+    most.max_free_milli = std::max(most.max_free_milli, cap.max_free_milli);
+    most.cpu_milli = i ? std::max(most.cpu_milli, cap.cpu_milli) : cap.cpu_milli;
+    most.memory_mib = i ? std::max(most.memory_mib, cap.memory_mib) : cap.memory_mib;
+  }
   cached.valid = true;
   cached.group_version = group_version_[group];
   cached.holds_version = group_holds_version_[group];
   return cached.caps;
 }
 
-void ClusterScheduler::quota_caps(int tenant, int group,
-                                  std::vector<std::pair<int, WaitCapacity>>& caps) {
-  // Quota limits GPUs only: what is free (free_classes), for the jobs the quota's growth may
-  // let start.
+std::optional<std::pair<int64_t, int64_t>> ClusterScheduler::quota_grown(int tenant, int group) {
   const std::string& model = classes_.group_example(group).gpu_model;
   const int64_t quota = quota_headroom(tenant, model);
-  if (quota == 0 || quota >= WaitCapacity::kAny) return;  // none, or no limit to have held jobs
+  if (quota == 0 || quota >= WaitCapacity::kAny) return {};  // none, or no limit to hold jobs
   // Since the last pass it grew by at most what its pool released: jobs asking no more than
   // what it allowed then were not held back by it (free capacity woke them, as far as the quota
   // allowed when it was freed).
   const std::string& cohort = tenants_.cohort_of(tenant_names_[tenant]);
   auto released =
       wake_released_.find({cohort.empty() ? "/" + tenant_names_[tenant] : cohort, model});
-  if (released == wake_released_.end()) return;
-  const int64_t allowed_before = std::max<int64_t>(0, quota - released->second);
-  for (WaitCapacity cap : free_classes(group)) {
-    cap.quota_milli = quota;
-    cap.quota_blocked_above = allowed_before;
-    caps.push_back({group, cap});
-  }
+  if (released == wake_released_.end()) return {};
+  return std::pair{quota, std::max<int64_t>(0, quota - released->second)};
 }
 
 namespace {
@@ -520,13 +530,17 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
     const SlotReclaim& found = reclaim_levels(tenant, slot);
     for (const ReclaimLevel& here : found.levels) {
       auto [it, fresh] = envelope.merged.try_emplace({found.group, here.priority}, here.sizes);
-      changed = true;
-      if (fresh) continue;
+      if (fresh) {
+        changed = true;
+        continue;
+      }
       WaitCapacity& into = it->second;
+      const WaitCapacity before = into;
       into.whole_gpus = std::max(into.whole_gpus, here.sizes.whole_gpus);
       into.max_free_milli = std::max(into.max_free_milli, here.sizes.max_free_milli);
       into.cpu_milli = std::max(into.cpu_milli, here.sizes.cpu_milli);
       into.memory_mib = std::max(into.memory_mib, here.sizes.memory_mib);
+      changed |= !(into == before);
     }
   };
   auto add = [&](int slot) {
@@ -565,37 +579,69 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
   for (; envelope.sources_seen < sources_order_.size(); ++envelope.sources_seen)
     add(sources_order_[envelope.sources_seen]);
   if (merge_again) {
+    auto before = std::move(envelope.merged);
     envelope.merged.clear();
     for (const auto& [slot, counted] : envelope.slots) merge(slot);
-    changed = true;
+    changed = envelope.merged != before;
   }
   if (changed) ++envelope.revision;
   return envelope;
 }
 
-void ClusterScheduler::own_caps(int tenant, std::vector<std::pair<int, WaitCapacity>>& caps) {
-  caps.clear();
-  if (wake_quota_.count(tenant))
+const ClusterScheduler::OwnCaps& ClusterScheduler::own_caps(int tenant) {
+  // What they are made of, found first (each part is kept while its nodes are unchanged).
+  std::vector<int64_t> inputs{static_cast<int64_t>(pass_)};
+  const bool quota_woken = wake_quota_.count(tenant) > 0;
+  if (quota_woken)
     for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
-      if (classes_.group_members(g) > 0) quota_caps(tenant, g, caps);
+      if (classes_.group_members(g) > 0)
+        if (auto grown = quota_grown(tenant, g))
+          if (free_classes(g).size())
+            inputs.insert(inputs.end(), {g, grown->first, grown->second,
+                                         static_cast<int64_t>(free_classes_[g].revision)});
   const std::string& name = tenant_names_[tenant];
   const std::string& cohort = tenants_.cohort_of(name);
+  // Per GPU model of the reclaim envelope: the quota the tenant is allowed, and its nominal.
+  std::vector<std::tuple<std::string, int64_t, int64_t>> quota;
+  const ReclaimEnvelope* envelope = nullptr;
   if (!cohort.empty()) {
+    envelope = &reclaim_envelope(tenant);
+    inputs.push_back(static_cast<int64_t>(envelope->revision));
+    for (const auto& [key, sizes] : envelope->merged)
+      if (const std::string& m = classes_.group_example(key.first).gpu_model;
+          quota.empty() || std::get<0>(quota.back()) != m) {
+        quota.emplace_back(m, quota_headroom(tenant, m), tenants_.nominal_headroom(name, m));
+        inputs.insert(inputs.end(), {std::get<1>(quota.back()), std::get<2>(quota.back())});
+      }
+  }
+  OwnCaps& cached = own_caps_[tenant];
+  if (cached.valid && cached.inputs == inputs) return cached;
+  cached.valid = true;
+  cached.inputs = std::move(inputs);
+  cached.revision = ++own_caps_revision_;
+  auto& caps = cached.caps;
+  caps.clear();
+  // Where its quota grew: what is free (free_classes) in each group, its sizes merged (as
+  // merge_sizes would), for the jobs the quota's growth may let start.
+  if (quota_woken)
+    for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
+      if (classes_.group_members(g) > 0 && !free_classes(g).empty())
+        if (auto grown = quota_grown(tenant, g)) {
+          WaitCapacity cap = free_classes_[g].most;
+          cap.quota_milli = grown->first;
+          cap.quota_blocked_above = grown->second;
+          caps.push_back({g, cap});
+        }
+  if (envelope) {
     // Reclaiming, on the nodes that changed; and where its cohort's use of a GPU model fell (it
     // may now be within its nominal quota, or reclaiming may need to free less), on every node
     // where its cohort borrows that model.
-    const ReclaimEnvelope& envelope = reclaim_envelope(tenant);
-    std::string model;
+    size_t model = 0;
     int64_t allowed = 0, nominal = 0;
-    bool known = false;
-    for (const auto& [key, sizes] : envelope.merged) {
+    for (const auto& [key, sizes] : envelope->merged) {
       const auto& [group, priority] = key;
-      if (const std::string& m = classes_.group_example(group).gpu_model; !known || m != model) {
-        model = m;
-        allowed = quota_headroom(tenant, model);
-        nominal = tenants_.nominal_headroom(name, model);
-        known = true;
-      }
+      while (std::get<0>(quota[model]) != classes_.group_example(group).gpu_model) ++model;
+      std::tie(std::ignore, allowed, nominal) = quota[model];
       // Only jobs the quota holds back now, within the tenant's nominal quota (what it lent).
       if (nominal <= allowed) continue;
       WaitCapacity cap = sizes;
@@ -608,6 +654,7 @@ void ClusterScheduler::own_caps(int tenant, std::vector<std::pair<int, WaitCapac
   }
   merge_sizes(caps);
   drop_dominated(caps);
+  return cached;
 }
 
 void ClusterScheduler::reclaim_bands(int tenant, const std::string& model, const WaitCapacity& free,
@@ -663,6 +710,8 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
       cap.memory_mib = envelope.sizes[3].rbegin()->first;
     }
     drop_dominated(shared_list_);  // (their quota is every tenant's own: kAny here)
+    if (!shared_valid_ || shared_list_ != shared_before_) ++shared_revision_;
+    shared_before_ = shared_list_;
     shared_version_ = wake_version_;
     shared_valid_ = true;
   }
@@ -670,15 +719,44 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
   WakeCaps& cached = wake_caps_[tenant];
   if (cached.valid && cached.version == wake_version_ && cached.changes == tenants_.changes())
     return cached.by_group;
-  std::vector<std::pair<int, WaitCapacity>> caps;
-  own_caps(tenant, caps);
+  const OwnCaps& own = own_caps(tenant);
+  cached.version = wake_version_;
+  cached.changes = tenants_.changes();
+  // What they are made of: unchanged, they are.
+  std::vector<int64_t> inputs{static_cast<int64_t>(shared_revision_),
+                              static_cast<int64_t>(own.revision)};
+  {
+    const std::string& name = tenant_names_[tenant];
+    const std::string& cohort = tenants_.cohort_of(name);
+    std::vector<char> seen(classes_.static_groups(), 0), banded(classes_.static_groups(), 0);
+    for (const auto& [group, shared] : shared_list_) {
+      if (group >= static_cast<int>(seen.size())) continue;
+      const std::string& model = classes_.group_example(group).gpu_model;
+      if (!seen[group]) {
+        seen[group] = 1;
+        inputs.insert(inputs.end(),
+                      {group, quota_headroom(tenant, model), quota_reach(tenant, model)});
+      }
+      if (shared.by_preempting || banded[group] || cohort.empty() ||
+          quota_reach(tenant, model) <= quota_headroom(tenant, model))
+        continue;
+      banded[group] = 1;  // reclaim_bands
+      inputs.push_back(tenants_.cohort_room(name, model));
+      for (const auto& [priority, freeable] : reclaimable(cohort, model))
+        inputs.insert(inputs.end(), {priority, freeable});
+      inputs.push_back(-1);
+    }
+  }
+  if (cached.valid && cached.inputs == inputs) return cached.by_group;
+  cached.inputs = std::move(inputs);
+  const auto& caps = own.caps;
 
   // With the shared ones, the tenant's quota applied to every job, by static group (the quota of
   // a group's GPU model asked once). Within its nominal quota a job may preempt even where its
   // cohort lent that quota out (choose_victims), so where a capacity is offered by preempting,
   // the nominal headroom counts too. (Where it is free, a job the quota holds back there can
   // only reclaim, which the capacities of the nodes where its cohort borrows decide.) A job the
-  // quota holds back is so not woken by capacity alone: quota_caps wakes it when the quota grows.
+  // quota holds back is so not woken by capacity alone: own_caps wakes it when the quota grows.
   auto& by_group = cached.by_group;
   by_group.assign(classes_.static_groups(), {});
   std::vector<std::pair<int64_t, int64_t>> quota(by_group.size(), {-1, -1});  // allowed, reach
@@ -701,8 +779,6 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
   for (const auto& [group, cap] : caps)
     if (group < static_cast<int>(by_group.size())) by_group[group].push_back(cap);
   cached.valid = true;
-  cached.version = wake_version_;
-  cached.changes = tenants_.changes();
   cached.queries_valid = false;
   return by_group;
 }

@@ -82,6 +82,8 @@ struct WaitCapacity {
   // own priority, which they may not preempt).
   int spot_excluded_priority = std::numeric_limits<int>::min();
 
+  bool operator==(const WaitCapacity&) const = default;
+
   /// Whether a job with this need may fit (one dimension at a time).
   bool admits(const WaitNeed& n, int priority) const {
     if (priority <= min_priority || (n.spot && priority == spot_excluded_priority)) return false;
