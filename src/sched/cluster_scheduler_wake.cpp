@@ -802,6 +802,7 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
       WaitIndex::PartitionQuery& q = queries[used];
       q.partition = partition;
       q.caps.clear();
+      q.seen = {};  // (for other capacities)
       for (size_t g = 0; g < by_group.size() && g < fits.size(); ++g)
         if (fits[g] == '1')
           for (const WaitCapacity& cap : by_group[g])
