@@ -637,6 +637,7 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
 
 void ClusterScheduler::set_reservation(Reservation r) {
   ++wake_version_;
+  ++reservation_changes_;
   reserved_slot_.assign(nodes_.size(), 0);
   for (int slot : r.slots) {
     reserved_slot_[slot] = 1;
@@ -654,6 +655,7 @@ void ClusterScheduler::drop_reservation_on(int slot) {
 
 void ClusterScheduler::clear_reservation() {
   ++wake_version_;
+  ++reservation_changes_;
   if (reservation_)
     for (int slot : reservation_->slots) {
       reserved_slot_[slot] = 0;

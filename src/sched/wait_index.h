@@ -134,9 +134,10 @@ class WaitIndex {
   struct PartitionQuery {
     int partition = 0;
     std::vector<const WaitCapacity*> caps;
-    /// What first_admitted found, for the next asking of the same capacities: every job of the
-    /// partition after `from` (from the start without it) up to `through` is admitted by none
-    /// of them. Kept while no job is added to the index (`additions`).
+    /// What first_admitted found, for the next asking of the same capacities: no job of the
+    /// partition after `from` (from the start without it) up to `through` is an answer (none
+    /// of them admits it, or accept said kRefusedStill). Kept while no job is added to the
+    /// index (`additions`); the caller clears it when such a refusal may no longer hold.
     struct Seen {
       bool valid = false, from_start = false;
       OwnedKey from, through;
@@ -144,6 +145,11 @@ class WaitIndex {
     };
     mutable Seen seen;
   };
+  /// What `accept` says of a job: it is the answer, or not (kRefusedStill: nor will it be while
+  /// the queries' `seen` is kept). A bool is read as kAccepted or kRefused.
+  enum Verdict { kAccepted, kRefused, kRefusedStill };
+  static Verdict verdict(bool accepted) { return accepted ? kAccepted : kRefused; }
+  static Verdict verdict(Verdict v) { return v; }
   /// The first job in queue order, over the queries' partitions, after `after` (nullptr: from
   /// the start), that one of its partition's capacities admits and `accept(owner)` accepts, as
   /// its owner; nullptr when there is none. The partitions' blocks that may hold one are visited
@@ -245,9 +251,9 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
     const QueueKey& kb = partitions_[queries[b.first].partition].blocks[b.second].entries[0].key;
     return kb < ka;
   };
-  // Per query: where its scan starts (after `after`, and past the jobs seen not admitted
-  // before), and how far from there no job is admitted (extended as blocks are skipped or
-  // scanned, until an admitted one).
+  // Per query: where its scan starts (after `after`, and past the jobs seen not to be answers
+  // before), and how far from there no job is an answer (extended as blocks are skipped or
+  // scanned, until a job accept may take another time).
   struct Scan {
     const QueueKey* start = nullptr;  // nullptr: from the partition's first job
     const QueueKey* through = nullptr;
@@ -308,11 +314,15 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
         if (scan.extending) scan.through = &e->key;
         continue;
       }
-      scan.extending = false;
-      if (accept(e->owner)) {
+      const Verdict v = verdict(accept(e->owner));
+      if (v == kAccepted) {
         best = e->owner, best_key = &e->key, found = true;
         break;
       }
+      if (v == kRefusedStill && scan.extending)
+        scan.through = &e->key;
+      else
+        scan.extending = false;
     }
     if (found || past_best) continue;  // the partition's later jobs come after the answer
     size_t next = next_block(q, b + 1);
@@ -322,7 +332,7 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
       std::push_heap(heap.begin(), heap.end(), later);
     }
   }
-  // What was found not admitted, for the next asking.
+  // What was found not to be answers, for the next asking.
   for (size_t i = 0; i < queries.size(); ++i) {
     PartitionQuery::Seen& seen = queries[i].seen;
     const Scan& scan = scans[i];

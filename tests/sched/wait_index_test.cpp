@@ -8,6 +8,7 @@
 #include <list>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -231,15 +232,25 @@ TEST(WaitIndex, QueriesAskedAgainAnswerAsAWalk) {
       for (const auto& cap : caps[signature]) q.caps.push_back(&cap);
       all.push_back(std::move(q));
     }
-    for (auto& j : jobs) j.refused = pick(4) == 0;
+    // Jobs refused for the whole round (as a job decided in a pass), and jobs refused now and
+    // then.
+    std::set<const Job*> refused_still;
+    for (auto& j : jobs)
+      if (pick(5) == 0) refused_still.insert(&j);
     bool has_after = false;
     Job after;  // a copy of the job asked after (it may have left)
     for (int step = 0; step < 80; ++step) {
+      for (auto& j : jobs) j.refused = refused_still.count(&j) || pick(6) == 0;
       std::vector<const Job*> queue = in_queue_order(jobs, [](const Job&) { return true; });
       const Job* after_job = has_after ? &after : nullptr;
       const Job* expected = first_admitted_by_walk(
           queue, after_job, [&](const Job& j) -> auto& { return caps[j.signature]; });
-      auto accept = [](void* owner) { return !static_cast<Job*>(owner)->refused; };
+      auto accept = [&](void* owner) {
+        const Job* j = static_cast<Job*>(owner);
+        return !j->refused              ? WaitIndex::kAccepted
+               : refused_still.count(j) ? WaitIndex::kRefusedStill
+                                        : WaitIndex::kRefused;
+      };
       QueueKey after_key = has_after ? after.key() : QueueKey{};
       void* got = index.first_admitted(all, has_after ? &after_key : nullptr, accept);
       ++queries;
@@ -254,6 +265,7 @@ TEST(WaitIndex, QueriesAskedAgainAnswerAsAWalk) {
           auto it =
               std::find_if(jobs.begin(), jobs.end(), [&](const Job& j) { return &j == expected; });
           index.remove(it->tenant, it->signature, it->key());
+          refused_still.erase(&*it);
           jobs.erase(it);
         }
       } else if (!queue.empty() && pick(3) == 0) {
@@ -264,6 +276,7 @@ TEST(WaitIndex, QueriesAskedAgainAnswerAsAWalk) {
       for (int n = pick(4); n > 0 && !jobs.empty(); --n) {  // jobs placed elsewhere
         auto it = std::next(jobs.begin(), pick(static_cast<int>(jobs.size())));
         index.remove(it->tenant, it->signature, it->key());
+        refused_still.erase(&*it);
         jobs.erase(it);
       }
       if (pick(10) == 0) add();
