@@ -333,13 +333,14 @@ class ClusterScheduler final : public Scheduler {
   struct ReclaimEnvelope {
     bool valid = false;
     uint64_t pass = 0;
-    uint64_t released_generation = 0;         // released_borrowed_slots' generation when counted
-    size_t released_seen = 0;                 // of its slots in order, those counted
-    size_t sources_seen = 0;                  // of sources_order_, those counted
-    std::unordered_map<int, uint64_t> slots;  // slot -> slot_version_ when counted
-    size_t changes_seen = 0;                  // changed_slots_ counted so far
-    uint64_t changes_epoch = 0;               // changed_slots_epoch_ then
-    uint64_t revision = 0;                    // bumps when `merged` changes
+    uint64_t released_generation = 0;  // released_borrowed_slots' generation when counted
+    size_t released_seen = 0;          // of its slots in order, those counted
+    size_t sources_seen = 0;           // of sources_order_, those counted
+    // (slot, slot_version_ when merged), by slot.
+    std::vector<std::pair<int, uint64_t>> slots;
+    size_t changes_seen = 0;                             // changed_slots_ counted so far
+    uint64_t changes_epoch = 0;                          // changed_slots_epoch_ then
+    uint64_t revision = 0;                               // bumps when `merged` changes
     std::map<std::pair<int, int>, WaitCapacity> merged;  // (group, priority) -> sizes
   };
   const ReclaimEnvelope& reclaim_envelope(int tenant);

@@ -514,13 +514,16 @@ void ClusterScheduler::refresh_wake_sources() {
 
 const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int tenant) {
   ReclaimEnvelope& envelope = reclaim_envelopes_[tenant];
-  if (!envelope.valid || envelope.pass != pass_) {
-    uint64_t revision = envelope.revision + 1;
-    envelope = ReclaimEnvelope{};
-    envelope.revision = revision;
+  if (!envelope.valid || envelope.pass != pass_) {  // (its vectors keep their room)
     envelope.valid = true;
     envelope.pass = pass_;
+    ++envelope.revision;
     envelope.released_generation = std::numeric_limits<uint64_t>::max();  // nodes to be found
+    envelope.released_seen = envelope.sources_seen = 0;
+    envelope.changes_seen = 0;
+    envelope.changes_epoch = 0;
+    envelope.slots.clear();
+    envelope.merged.clear();
   }
   auto version = [&](int slot) {
     return slot < static_cast<int>(slot_version_.size()) ? slot_version_[slot] : 0;
@@ -543,15 +546,27 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
       changed |= !(into == before);
     }
   };
+  auto& slots = envelope.slots;  // sorted by slot but while nodes are added (below)
+  auto find = [&](int slot) {
+    auto it = std::lower_bound(slots.begin(), slots.end(), slot,
+                               [](const auto& s, int x) { return s.first < x; });
+    return it != slots.end() && it->first == slot ? &*it : nullptr;
+  };
+  size_t sorted = 0;  // slots before the nodes added in this call
   auto add = [&](int slot) {
-    if (envelope.slots.try_emplace(slot, version(slot)).second && !merge_again) merge(slot);
+    auto end = slots.begin() + static_cast<std::ptrdiff_t>(sorted);
+    auto it = std::lower_bound(slots.begin(), end, slot,
+                               [](const auto& s, int x) { return s.first < x; });
+    if (it != end && it->first == slot) return;
+    slots.push_back({slot, version(slot)});  // (one that is both may come twice: merged twice)
+    if (!merge_again) merge(slot);
   };
   // The nodes where its cohort borrows a released model, and the nodes that changed (the
   // wake-ups' sources): those added since, or all of them again when some may have gone.
   const BorrowedSlots& released =
       released_borrowed_slots(tenants_.cohort_of(tenant_names_[tenant]));
   if (envelope.released_generation != released.generation) {
-    merge_again |= std::erase_if(envelope.slots, [&](const auto& s) {
+    merge_again |= std::erase_if(slots, [&](const auto& s) {
                      return !released.slots.count(s.first) && !sources_.count(s.first);
                    }) > 0;
     envelope.released_generation = released.generation;
@@ -566,22 +581,27 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
     merge_again = true;
   };
   if (envelope.changes_epoch != changed_slots_epoch_) {
-    for (auto& [slot, counted] : envelope.slots) check(slot, counted);
+    for (auto& [slot, counted] : slots) check(slot, counted);
     envelope.changes_epoch = changed_slots_epoch_;
     envelope.changes_seen = changed_slots_.size();
   }
   for (; envelope.changes_seen < changed_slots_.size(); ++envelope.changes_seen)
-    if (auto it = envelope.slots.find(changed_slots_[envelope.changes_seen]);
-        it != envelope.slots.end())
-      check(it->first, it->second);
+    if (auto* it = find(changed_slots_[envelope.changes_seen])) check(it->first, it->second);
+  sorted = slots.size();
   for (; envelope.released_seen < released.order.size(); ++envelope.released_seen)
     add(released.order[envelope.released_seen]);
   for (; envelope.sources_seen < sources_order_.size(); ++envelope.sources_seen)
     add(sources_order_[envelope.sources_seen]);
+  if (slots.size() > sorted) {
+    std::sort(slots.begin(), slots.end());
+    slots.erase(std::unique(slots.begin(), slots.end(),
+                            [](const auto& a, const auto& b) { return a.first == b.first; }),
+                slots.end());
+  }
   if (merge_again) {
     auto before = std::move(envelope.merged);
     envelope.merged.clear();
-    for (const auto& [slot, counted] : envelope.slots) merge(slot);
+    for (const auto& [slot, counted] : slots) merge(slot);
     changed = envelope.merged != before;
   }
   if (changed) ++envelope.revision;
