@@ -77,12 +77,20 @@ void ClusterScheduler::reindex(int slot) {
   ++wake_version_;
   mark_source_dirty(slot);
   bump_group_version(slot);  // the group it leaves
+  count_blocked(slot, -1);
   const Node& n = nodes_[slot];
   if (n.present)
     classes_.assign(slot, n.state, n.share_jobs, n.whole_jobs);
   else
     classes_.remove(slot);
+  count_blocked(slot, +1);
   bump_group_version(slot);  // the group it joins
+}
+
+void ClusterScheduler::count_blocked(int slot, int sign) {
+  int c = classes_.class_of(slot);
+  if (c < 0 || slot >= static_cast<int>(slot_blocked_.size()) || !slot_blocked_[slot]) return;
+  if ((class_blocked_[c] += sign) == 0) class_blocked_.erase(c);
 }
 
 void ClusterScheduler::slot_changed(int slot) {
@@ -105,6 +113,15 @@ void ClusterScheduler::bump_group_version(int slot) {
 
 void ClusterScheduler::hold_changed(int slot) {
   mark_source_dirty(slot);
+  const bool blocked =
+      (slot < static_cast<int>(reserved_slot_.size()) && reserved_slot_[slot]) ||
+      (slot < static_cast<int>(nominees_by_slot_.size()) && !nominees_by_slot_[slot].empty());
+  if (slot_blocked_.size() <= static_cast<size_t>(slot)) slot_blocked_.resize(nodes_.size(), 0);
+  if (slot_blocked_[slot] != blocked) {
+    count_blocked(slot, -1);
+    slot_blocked_[slot] = blocked;
+    count_blocked(slot, +1);
+  }
   int c = classes_.class_of(slot);
   if (c < 0) return;
   size_t group = classes_.summary(c).static_group;
@@ -638,6 +655,11 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
 void ClusterScheduler::set_reservation(Reservation r) {
   ++wake_version_;
   ++reservation_changes_;
+  if (reservation_)  // (replaced)
+    for (int slot : reservation_->slots) {
+      reserved_slot_[slot] = 0;
+      hold_changed(slot);
+    }
   reserved_slot_.assign(nodes_.size(), 0);
   for (int slot : r.slots) {
     reserved_slot_[slot] = 1;

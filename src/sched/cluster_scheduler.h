@@ -601,6 +601,11 @@ class ClusterScheduler final : public Scheduler {
   std::vector<uint64_t> group_holds_version_;
   void bump_group_version(int slot);
   void hold_changed(int slot);  // the slot's reservation or nominations changed
+  // Nodes reserved or held for a preemptor, per node class (so a class whose nodes all are is
+  // known at once): by slot, whether it is; by class, how many are.
+  std::vector<char> slot_blocked_;
+  std::unordered_map<int, int> class_blocked_;
+  void count_blocked(int slot, int sign);  // counts the slot's block in its class (or not)
   std::vector<FreeClasses> free_classes_;
   std::vector<std::unordered_map<int, SlotReclaim>> slot_reclaim_;  // by tenant, then slot
   std::unordered_map<int, ReclaimEnvelope> reclaim_envelopes_;      // by tenant

@@ -295,15 +295,10 @@ const std::vector<WaitCapacity>& ClusterScheduler::free_classes(int group) {
     return cached.caps;
   std::vector<WaitCapacity> before = std::move(cached.caps);
   cached.caps.clear();
-  auto usable = [&](int class_id) {
-    for (int slot : classes_.get(class_id).members) {
-      bool reserved =
-          reservation_ && slot < static_cast<int>(reserved_slot_.size()) && reserved_slot_[slot];
-      bool held =
-          slot < static_cast<int>(nominees_by_slot_.size()) && !nominees_by_slot_[slot].empty();
-      if (!reserved && !held) return true;
-    }
-    return false;
+  auto usable = [&](int class_id) {  // a node of the class is neither reserved nor held
+    auto blocked = class_blocked_.find(class_id);
+    return blocked == class_blocked_.end() ||
+           static_cast<size_t>(blocked->second) < classes_.get(class_id).members.size();
   };
   std::vector<int> found;
   for (const auto& [neg_free, id] : classes_.group_by_free_gpus(group)) {
