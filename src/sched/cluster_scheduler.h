@@ -253,13 +253,11 @@ class ClusterScheduler final : public Scheduler {
   const std::vector<std::vector<WaitCapacity>>& wake_caps(int tenant, TimeMs now);
   // The tenant's own wake-up capacities, as (static group, capacity): where its quota grew
   // (quota_grown), and where it may reclaim what its cohort lent. Kept while what they are
-  // made of (free classes, reclaim envelope, quota) is as it was in this pass; `revision`
-  // bumps when they are built again.
+  // made of (free classes, reclaim envelope, quota) is as it was in this pass.
   struct OwnCaps {
     bool valid = false;
     std::vector<int64_t> inputs;  // what they were made of
     std::vector<std::pair<int, WaitCapacity>> caps;
-    uint64_t revision = 0;
   };
   const OwnCaps& own_caps(int tenant);
   // Where the tenant's quota of the static group's GPU model grew since the last pass: what it
@@ -628,14 +626,12 @@ class ClusterScheduler final : public Scheduler {
   std::map<std::pair<int, std::string>, int64_t> headroom_;
   uint64_t headroom_changes_ = 0;
   TimeMs last_now_ = 0;  // the pass's time, for wake-up capacities
-  // wake_caps() per tenant, valid while wake_version_ and tenants_.changes() are as they were,
-  // or (found again then) while what they are made of is (`inputs`: the shared list, the own
-  // capacities, the tenant's quota). With the queries next_woken asks of the tenant's
-  // partitions, built from them while no job was added to the index.
+  // wake_caps() per tenant, valid while wake_version_ and tenants_.changes() are as they were.
+  // With the queries next_woken asks of the tenant's partitions, built from them while no job
+  // was added to the index.
   struct WakeCaps {
     bool valid = false;
     uint64_t version = 0, changes = 0;
-    std::vector<int64_t> inputs;
     std::vector<std::vector<WaitCapacity>> by_group;  // (queries point into these)
     std::vector<WaitIndex::PartitionQuery> queries;   // the first `used` are asked
     size_t used = 0;
@@ -659,10 +655,7 @@ class ClusterScheduler final : public Scheduler {
   std::vector<std::pair<int, WaitCapacity>> shared_list_;  // shared_caps_ as a list
   uint64_t shared_version_ = 0;
   bool shared_valid_ = false;
-  uint64_t shared_revision_ = 0;                             // bumps when shared_list_ changes
-  std::vector<std::pair<int, WaitCapacity>> shared_before_;  // shared_list_ when it last did
-  std::unordered_map<int, OwnCaps> own_caps_;                // by tenant
-  uint64_t own_caps_revision_ = 0;
+  std::unordered_map<int, OwnCaps> own_caps_;  // by tenant
   // The tenants' first jobs when they were last decided again for want of a reservation.
   std::vector<uint64_t> heads_tried_;  // by seq
   uint64_t heads_unending_freed_ = 0;  // unending_freed_ when they were

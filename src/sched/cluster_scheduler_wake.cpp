@@ -606,14 +606,16 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
 const ClusterScheduler::OwnCaps& ClusterScheduler::own_caps(int tenant) {
   // What they are made of, found first (each part is kept while its nodes are unchanged).
   std::vector<int64_t> inputs{static_cast<int64_t>(pass_)};
-  const bool quota_woken = wake_quota_.count(tenant) > 0;
-  if (quota_woken)
+  // Where its quota grew: (group, quota now, allowed before), in groups with GPUs free.
+  std::vector<std::tuple<int, int64_t, int64_t>> grown;
+  if (wake_quota_.count(tenant))
     for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
       if (classes_.group_members(g) > 0)
-        if (auto grown = quota_grown(tenant, g))
-          if (free_classes(g).size())
-            inputs.insert(inputs.end(), {g, grown->first, grown->second,
-                                         static_cast<int64_t>(free_classes_[g].revision)});
+        if (auto quota = quota_grown(tenant, g); quota && !free_classes(g).empty()) {
+          grown.emplace_back(g, quota->first, quota->second);
+          inputs.insert(inputs.end(), {g, quota->first, quota->second,
+                                       static_cast<int64_t>(free_classes_[g].revision)});
+        }
   const std::string& name = tenant_names_[tenant];
   const std::string& cohort = tenants_.cohort_of(name);
   // Per GPU model of the reclaim envelope: the quota the tenant is allowed, and its nominal.
@@ -633,20 +635,16 @@ const ClusterScheduler::OwnCaps& ClusterScheduler::own_caps(int tenant) {
   if (cached.valid && cached.inputs == inputs) return cached;
   cached.valid = true;
   cached.inputs = std::move(inputs);
-  cached.revision = ++own_caps_revision_;
   auto& caps = cached.caps;
   caps.clear();
   // Where its quota grew: what is free (free_classes) in each group, its sizes merged (as
   // merge_sizes would), for the jobs the quota's growth may let start.
-  if (quota_woken)
-    for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
-      if (classes_.group_members(g) > 0 && !free_classes(g).empty())
-        if (auto grown = quota_grown(tenant, g)) {
-          WaitCapacity cap = free_classes_[g].most;
-          cap.quota_milli = grown->first;
-          cap.quota_blocked_above = grown->second;
-          caps.push_back({g, cap});
-        }
+  for (const auto& [g, quota, allowed_before] : grown) {
+    WaitCapacity cap = free_classes_[g].most;
+    cap.quota_milli = quota;
+    cap.quota_blocked_above = allowed_before;
+    caps.push_back({g, cap});
+  }
   if (envelope) {
     // Reclaiming, on the nodes that changed; and where its cohort's use of a GPU model fell (it
     // may now be within its nominal quota, or reclaiming may need to free less), on every node
@@ -725,8 +723,6 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
       cap.memory_mib = envelope.sizes[3].rbegin()->first;
     }
     drop_dominated(shared_list_);  // (their quota is every tenant's own: kAny here)
-    if (!shared_valid_ || shared_list_ != shared_before_) ++shared_revision_;
-    shared_before_ = shared_list_;
     shared_version_ = wake_version_;
     shared_valid_ = true;
   }
@@ -734,37 +730,7 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
   WakeCaps& cached = wake_caps_[tenant];
   if (cached.valid && cached.version == wake_version_ && cached.changes == tenants_.changes())
     return cached.by_group;
-  const OwnCaps& own = own_caps(tenant);
-  cached.version = wake_version_;
-  cached.changes = tenants_.changes();
-  // What they are made of: unchanged, they are.
-  std::vector<int64_t> inputs{static_cast<int64_t>(shared_revision_),
-                              static_cast<int64_t>(own.revision)};
-  {
-    const std::string& name = tenant_names_[tenant];
-    const std::string& cohort = tenants_.cohort_of(name);
-    std::vector<char> seen(classes_.static_groups(), 0), banded(classes_.static_groups(), 0);
-    for (const auto& [group, shared] : shared_list_) {
-      if (group >= static_cast<int>(seen.size())) continue;
-      const std::string& model = classes_.group_example(group).gpu_model;
-      if (!seen[group]) {
-        seen[group] = 1;
-        inputs.insert(inputs.end(),
-                      {group, quota_headroom(tenant, model), quota_reach(tenant, model)});
-      }
-      if (shared.by_preempting || banded[group] || cohort.empty() ||
-          quota_reach(tenant, model) <= quota_headroom(tenant, model))
-        continue;
-      banded[group] = 1;  // reclaim_bands
-      inputs.push_back(tenants_.cohort_room(name, model));
-      for (const auto& [priority, freeable] : reclaimable(cohort, model))
-        inputs.insert(inputs.end(), {priority, freeable});
-      inputs.push_back(-1);
-    }
-  }
-  if (cached.valid && cached.inputs == inputs) return cached.by_group;
-  cached.inputs = std::move(inputs);
-  const auto& caps = own.caps;
+  const auto& caps = own_caps(tenant).caps;
 
   // With the shared ones, the tenant's quota applied to every job, by static group (the quota of
   // a group's GPU model asked once). Within its nominal quota a job may preempt even where its
@@ -794,6 +760,8 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
   for (const auto& [group, cap] : caps)
     if (group < static_cast<int>(by_group.size())) by_group[group].push_back(cap);
   cached.valid = true;
+  cached.version = wake_version_;
+  cached.changes = tenants_.changes();
   cached.queries_valid = false;
   return by_group;
 }
@@ -820,7 +788,7 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
       WaitIndex::PartitionQuery& q = queries[used];
       q.partition = partition;
       q.caps.clear();
-      q.seen = {};  // (for other capacities)
+      q.seen.valid = false;  // (found for other capacities)
       for (size_t g = 0; g < by_group.size() && g < fits.size(); ++g)
         if (fits[g] == '1')
           for (const WaitCapacity& cap : by_group[g])
@@ -833,7 +801,7 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
     cached.queries_reservations = reservation_changes_;
   }
   if (cached.queries_reservations != reservation_changes_) {  // waits_now may say otherwise
-    for (auto& q : cached.queries) q.seen = {};
+    for (auto& q : cached.queries) q.seen.valid = false;
     cached.queries_reservations = reservation_changes_;
   }
   const std::vector<WaitIndex::PartitionQuery>& queries = cached.queries;
