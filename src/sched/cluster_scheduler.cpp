@@ -654,7 +654,6 @@ void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, Ti
 
 void ClusterScheduler::set_reservation(Reservation r) {
   ++wake_version_;
-  ++reservation_changes_;
   if (reservation_)  // (replaced)
     for (int slot : reservation_->slots) {
       reserved_slot_[slot] = 0;
@@ -677,7 +676,6 @@ void ClusterScheduler::drop_reservation_on(int slot) {
 
 void ClusterScheduler::clear_reservation() {
   ++wake_version_;
-  ++reservation_changes_;
   if (reservation_)
     for (int slot : reservation_->slots) {
       reserved_slot_[slot] = 0;

@@ -636,8 +636,7 @@ class ClusterScheduler final : public Scheduler {
     std::vector<WaitIndex::PartitionQuery> queries;   // the first `used` are asked
     size_t used = 0;
     bool queries_valid = false;
-    uint64_t queries_additions = 0;     // waiting_.additions() when built
-    uint64_t queries_reservations = 0;  // reservation_changes_ when their `seen` began
+    uint64_t queries_additions = 0;  // waiting_.additions() when built
   };
   std::unordered_map<int, WakeCaps> wake_caps_;
   std::map<int, bool> sources_;     // slot -> what is free counts too
@@ -663,7 +662,6 @@ class ClusterScheduler final : public Scheduler {
   uint64_t release_epoch_ = 1;         // bumps when capacity frees up or the rules change
   uint64_t pass_epoch_ = 0;            // release_epoch_ at the last full pass
   std::optional<Reservation> reservation_;
-  uint64_t reservation_changes_ = 0;                    // bumps when reservation_ is set or cleared
   std::unordered_map<int, std::string> failed_shapes_;  // shape -> reason, valid this epoch
   std::set<std::pair<int, int>> failed_reserves_;       // (shape, replicas) without a start
   // (shape, replicas) that would not fit even were every job with a declared end gone, with

@@ -769,12 +769,9 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
 ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const QueueKey* after,
                                                            TimeMs now) {
   const auto& by_group = wake_caps(tenant, now);
-  // A job decided in this pass, or one that waits as another of its key does, is not decided
-  // again in it (unless the reservation changes: see below).
   auto accept = [&](void* owner) {
     const PendingJob& job = *static_cast<const PendingJob*>(owner);
-    return job.decided_pass != pass_ && !waits_now(job, now) ? WaitIndex::kAccepted
-                                                             : WaitIndex::kRefusedStill;
+    return job.decided_pass != pass_ && !waits_now(job, now);
   };
   // The queries: per partition of the tenant, the capacities of the static groups it fits
   // that may admit one of its jobs.
@@ -788,7 +785,6 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
       WaitIndex::PartitionQuery& q = queries[used];
       q.partition = partition;
       q.caps.clear();
-      q.seen.valid = false;  // (found for other capacities)
       for (size_t g = 0; g < by_group.size() && g < fits.size(); ++g)
         if (fits[g] == '1')
           for (const WaitCapacity& cap : by_group[g])
@@ -798,11 +794,6 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
     cached.used = used;
     cached.queries_valid = true;
     cached.queries_additions = waiting_.additions();
-    cached.queries_reservations = reservation_changes_;
-  }
-  if (cached.queries_reservations != reservation_changes_) {  // waits_now may say otherwise
-    for (auto& q : cached.queries) q.seen.valid = false;
-    cached.queries_reservations = reservation_changes_;
   }
   const std::vector<WaitIndex::PartitionQuery>& queries = cached.queries;
   const size_t used = cached.used;

@@ -97,22 +97,6 @@ struct WaitCapacity {
 };
 
 /// The index. Each entry carries the caller's pointer to its job (`owner`), returned by queries.
-/// A QueueKey with its own copy of the job id.
-struct OwnedKey {
-  QueueKey key;
-  std::string job_id;
-  OwnedKey() = default;
-  explicit OwnedKey(const QueueKey& k) { *this = k; }
-  OwnedKey(const OwnedKey& o) { *this = o.key; }
-  OwnedKey& operator=(const OwnedKey& o) { return *this = o.key; }
-  OwnedKey& operator=(const QueueKey& k) {
-    key = k;
-    job_id = k.job_id ? *k.job_id : std::string();
-    key.job_id = &job_id;
-    return *this;
-  }
-};
-
 class WaitIndex {
  public:
   /// Adds a job to the partition (tenant, signature). The key's job_id must stay valid while
@@ -134,22 +118,7 @@ class WaitIndex {
   struct PartitionQuery {
     int partition = 0;
     std::vector<const WaitCapacity*> caps;
-    /// What first_admitted found, for the next asking of the same capacities: no job of the
-    /// partition after `from` (from the start without it) up to `through` is an answer (none
-    /// of them admits it, or accept said kRefusedStill). Kept while no job is added to the
-    /// index (`additions`); the caller clears it when such a refusal may no longer hold.
-    struct Seen {
-      bool valid = false, from_start = false;
-      OwnedKey from, through;
-      uint64_t additions = 0;
-    };
-    mutable Seen seen;
   };
-  /// What `accept` says of a job: it is the answer, or not (kRefusedStill: nor will it be while
-  /// the queries' `seen` is kept). A bool is read as kAccepted or kRefused.
-  enum Verdict { kAccepted, kRefused, kRefusedStill };
-  static Verdict verdict(bool accepted) { return accepted ? kAccepted : kRefused; }
-  static Verdict verdict(Verdict v) { return v; }
   /// The first job in queue order, over the queries' partitions, after `after` (nullptr: from
   /// the start), that one of its partition's capacities admits and `accept(owner)` accepts, as
   /// its owner; nullptr when there is none. The partitions' blocks that may hold one are visited
@@ -251,38 +220,10 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
     const QueueKey& kb = partitions_[queries[b.first].partition].blocks[b.second].entries[0].key;
     return kb < ka;
   };
-  // Per query: where its scan starts (after `after`, and past the jobs seen not to be answers
-  // before), and how far from there no job is an answer (extended as blocks are skipped or
-  // scanned, until a job accept may take another time).
-  struct Scan {
-    const QueueKey* start = nullptr;  // nullptr: from the partition's first job
-    const QueueKey* through = nullptr;
-    bool extending = true;
-  };
-  boost::container::small_vector<Scan, 32> scans(queries.size());
-  for (size_t i = 0; i < queries.size(); ++i) {
-    PartitionQuery::Seen& seen = queries[i].seen;
-    Scan& scan = scans[i];
-    scan.start = after;
-    const bool usable = seen.valid && seen.additions == additions_ &&
-                        (seen.from_start || (after && !(*after < seen.from.key)));
-    if (usable && (!after || *after < seen.through.key)) {
-      scan.start = &seen.through.key;
-      scan.through = &seen.through.key;
-    }
-    if (!usable || (after && seen.through.key < *after)) seen.valid = false;  // from `after`
-  }
-  // Every job of the partition's blocks [from, to) is admitted by none of the query's caps.
-  auto skipped = [&](size_t i, size_t from, size_t to) {
-    const Partition& p = partitions_[queries[i].partition];
-    if (to > from && scans[i].extending) scans[i].through = &p.blocks[to - 1].entries.back().key;
-  };
   std::vector<std::pair<size_t, size_t>> heap;
   for (size_t i = 0; i < queries.size(); ++i) {
     const Partition& p = partitions_[queries[i].partition];
-    size_t first = scans[i].start ? block_for(p, *scans[i].start) : 0;
-    size_t b = next_block(queries[i], first);
-    skipped(i, first, b);
+    size_t b = next_block(queries[i], after ? block_for(p, *after) : 0);
     if (b < p.blocks.size()) heap.push_back({i, b});
   }
   std::make_heap(heap.begin(), heap.end(), later);
@@ -296,10 +237,9 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
     const Block& block = partitions_[q.partition].blocks[b];
     if (best_key && !(block.entries.front().key < *best_key)) break;  // none of them is earlier
     ask(q, block);
-    Scan& scan = scans[i];
     auto e = block.entries.begin();
-    if (scan.start)
-      e = std::upper_bound(e, block.entries.end(), *scan.start,
+    if (after)
+      e = std::upper_bound(e, block.entries.end(), *after,
                            [](const QueueKey& k, const Entry& x) { return k < x.key; });
     bool found = false, past_best = false;
     for (; e != block.entries.end(); ++e) {
@@ -310,40 +250,17 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
       bool admitted = std::any_of(active.begin(), active.end(), [&](const WaitCapacity* cap) {
         return cap->admits(e->need, e->key.priority);
       });
-      if (!admitted) {
-        if (scan.extending) scan.through = &e->key;
-        continue;
-      }
-      const Verdict v = verdict(accept(e->owner));
-      if (v == kAccepted) {
+      if (admitted && accept(e->owner)) {
         best = e->owner, best_key = &e->key, found = true;
         break;
       }
-      if (v == kRefusedStill && scan.extending)
-        scan.through = &e->key;
-      else
-        scan.extending = false;
     }
     if (found || past_best) continue;  // the partition's later jobs come after the answer
     size_t next = next_block(q, b + 1);
-    skipped(i, b + 1, next);
     if (next < partitions_[q.partition].blocks.size()) {
       heap.push_back({i, next});
       std::push_heap(heap.begin(), heap.end(), later);
     }
-  }
-  // What was found not to be answers, for the next asking.
-  for (size_t i = 0; i < queries.size(); ++i) {
-    PartitionQuery::Seen& seen = queries[i].seen;
-    const Scan& scan = scans[i];
-    if (!scan.through || (seen.valid && scan.through == &seen.through.key)) continue;
-    if (!seen.valid) {  // a new range, after `after`
-      seen.from_start = !after;
-      if (after) seen.from = *after;
-    }
-    seen.through = *scan.through;
-    seen.additions = additions_;
-    seen.valid = true;
   }
   return best;
 }
