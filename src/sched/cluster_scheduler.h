@@ -463,6 +463,11 @@ class ClusterScheduler final : public Scheduler {
                                                           const std::string& model);
   std::optional<std::vector<std::string>> choose_reclaim_victims(const PendingJob& job,
                                                                  std::string* reclaimed_model);
+  // Reclaim searches that found too little, by (tenant, fit signature, priority, spot, GPU
+  // milli): another such job finds too little too while the tenants' use and the borrowing
+  // jobs are as they were in this pass (victims chosen since only take borrowers away).
+  std::set<std::tuple<int, int, int, bool, int64_t>> failed_reclaims_;
+  std::tuple<uint64_t, uint64_t, size_t, uint64_t> failed_reclaims_state_{};
   // The nodes where some running job may be preemptible for the job (a superset: may_preempt
   // decides per node); found once per (priority, spot, cohort) while nothing changes.
   VictimCandidates& victim_slots(const PendingJob& job);
