@@ -19,6 +19,14 @@ int64_t job_gpu_milli(const JobRequest& r) {
   return each * r.replicas;
 }
 
+// Raises each size of `into` (whole GPUs, GPU milli, CPUs, memory) to `from`'s where larger.
+void take_most(WaitCapacity& into, const WaitCapacity& from) {
+  into.whole_gpus = std::max(into.whole_gpus, from.whole_gpus);
+  into.max_free_milli = std::max(into.max_free_milli, from.max_free_milli);
+  into.cpu_milli = std::max(into.cpu_milli, from.cpu_milli);
+  into.memory_mib = std::max(into.memory_mib, from.memory_mib);
+}
+
 }  // namespace
 
 bool ClusterScheduler::waits_now(const PendingJob& job, TimeMs now) const {
@@ -249,12 +257,13 @@ const ClusterScheduler::SlotReclaim& ClusterScheduler::reclaim_levels(int tenant
 const ClusterScheduler::BorrowedSlots& ClusterScheduler::released_borrowed_slots(
     const std::string& cohort) {
   BorrowedSlots& memo = released_borrowed_slots_[cohort];
+  auto note = [&](int slot) {
+    if (memo.slots.insert(slot).second) memo.order.push_back(slot);
+  };
   auto add = [&](const RunningJob& r) {
     if (tenants_.cohort_of(r.req.tenant) != cohort) return;
     for (size_t i = 0; i < r.replicas.size(); ++i)
-      if (i < r.models.size() && memo.models.count(r.models[i]) &&
-          memo.slots.insert(r.replicas[i].first).second)
-        memo.order.push_back(r.replicas[i].first);
+      if (i < r.models.size() && memo.models.count(r.models[i])) note(r.replicas[i].first);
   };
   if (!memo.valid || memo.pass != pass_ || memo.removals != borrowed_removals_) {
     memo.valid = true;
@@ -269,8 +278,7 @@ const ClusterScheduler::BorrowedSlots& ClusterScheduler::released_borrowed_slots
       memo.models.insert(it->first.second);
     for (const auto& [key, slots] : borrowed_slots_)
       if (memo.models.count(key.second) && tenants_.cohort_of(key.first) == cohort)
-        for (const auto& [slot, replicas] : slots)
-          if (memo.slots.insert(slot).second) memo.order.push_back(slot);
+        for (const auto& [slot, replicas] : slots) note(slot);
     memo.added_seen = borrowed_added_.size();
   }
   // Borrowers started since (in this pass).
@@ -309,7 +317,7 @@ const std::vector<WaitCapacity>& ClusterScheduler::free_classes(int group) {
     if (neg_milli == 0) break;
     if (classes_.summary(id).free_gpus == 0 && usable(id)) found.push_back(id);
   }
-  WaitCapacity merged;
+  cached.most = WaitCapacity{};
   for (size_t i = 0; i < found.size(); ++i) {
     const ClassSummary& c = classes_.summary(found[i]);
     WaitCapacity cap;
@@ -317,26 +325,14 @@ const std::vector<WaitCapacity>& ClusterScheduler::free_classes(int group) {
     cap.max_free_milli = c.max_free_milli;
     cap.cpu_milli = c.cpu_free_milli;
     cap.memory_mib = c.memory_free_mib;
-    if (found.size() <= kMaxClasses) {
-      cached.caps.push_back(cap);
-      continue;
-    }
-    merged.whole_gpus = std::max(merged.whole_gpus, cap.whole_gpus);
-    merged.max_free_milli = std::max(merged.max_free_milli, cap.max_free_milli);
-    merged.cpu_milli = i ? std::max(merged.cpu_milli, cap.cpu_milli) : cap.cpu_milli;
-    merged.memory_mib = i ? std::max(merged.memory_mib, cap.memory_mib) : cap.memory_mib;
+    if (found.size() <= kMaxClasses) cached.caps.push_back(cap);
+    if (i == 0)
+      cached.most = cap;
+    else
+      take_most(cached.most, cap);
   }
-  if (found.size() > kMaxClasses) cached.caps.push_back(merged);
+  if (found.size() > kMaxClasses) cached.caps.push_back(cached.most);
   if (!cached.valid || cached.caps != before) cached.revision = ++free_classes_revision_;
-  cached.most = WaitCapacity{};
-  for (size_t i = 0; i < cached.caps.size(); ++i) {
-    const WaitCapacity& cap = cached.caps[i];
-    WaitCapacity& most = cached.most;
-    most.whole_gpus = std::max(most.whole_gpus, cap.whole_gpus);
-    most.max_free_milli = std::max(most.max_free_milli, cap.max_free_milli);
-    most.cpu_milli = i ? std::max(most.cpu_milli, cap.cpu_milli) : cap.cpu_milli;
-    most.memory_mib = i ? std::max(most.memory_mib, cap.memory_mib) : cap.memory_mib;
-  }
   cached.valid = true;
   cached.group_version = group_version_[group];
   cached.holds_version = group_holds_version_[group];
@@ -448,11 +444,7 @@ void ClusterScheduler::merge_sizes(std::vector<std::pair<int, WaitCapacity>>& ca
       caps[kept++] = caps[i];
       continue;
     }
-    WaitCapacity& into = caps[it->second].second;
-    into.whole_gpus = std::max(into.whole_gpus, cap.whole_gpus);
-    into.max_free_milli = std::max(into.max_free_milli, cap.max_free_milli);
-    into.cpu_milli = std::max(into.cpu_milli, cap.cpu_milli);
-    into.memory_mib = std::max(into.memory_mib, cap.memory_mib);
+    take_most(caps[it->second].second, cap);
   }
   caps.resize(kept);
 }
@@ -532,13 +524,9 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
         changed = true;
         continue;
       }
-      WaitCapacity& into = it->second;
-      const WaitCapacity before = into;
-      into.whole_gpus = std::max(into.whole_gpus, here.sizes.whole_gpus);
-      into.max_free_milli = std::max(into.max_free_milli, here.sizes.max_free_milli);
-      into.cpu_milli = std::max(into.cpu_milli, here.sizes.cpu_milli);
-      into.memory_mib = std::max(into.memory_mib, here.sizes.memory_mib);
-      changed |= !(into == before);
+      const WaitCapacity before = it->second;
+      take_most(it->second, here.sizes);
+      changed |= !(it->second == before);
     }
   };
   auto& slots = envelope.slots;  // sorted by slot but while nodes are added (below)
