@@ -436,9 +436,7 @@ void ClusterScheduler::index_running(const RunningJob& r, bool add) {
 
 void ClusterScheduler::count_borrowed(const RunningJob& r, int sign) {
   for (size_t i = 0; i < r.replicas.size() && i < r.models.size(); ++i) {
-    auto by_model = borrowed_slots_.find({r.req.tenant, r.models[i]});
-    if (by_model == borrowed_slots_.end())
-      by_model = borrowed_slots_.try_emplace({r.req.tenant, r.models[i]}).first;
+    auto by_model = borrowed_slots_.try_emplace({r.req.tenant, r.models[i]}).first;
     auto& slots = by_model->second;
     if ((slots[r.replicas[i].first] += sign) <= 0) slots.erase(r.replicas[i].first);
     if (slots.empty()) borrowed_slots_.erase(by_model);
