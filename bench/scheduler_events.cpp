@@ -5,9 +5,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <unordered_map>
 
 #include "sched/scheduler.h"
+
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define GPUCLOUD_HAVE_CALLGRIND 1
+#endif
 
 namespace gpucloud::bench {
 namespace {
@@ -105,16 +111,40 @@ namespace {
 
 // Profiling only the timed events: with GPUCLOUD_BENCH_PERF_FIFO set to the control FIFO of
 // `perf record --control fifo:FIFO -D -1`, perf samples the timed regions and nothing else.
+// With GPUCLOUD_BENCH_CALLGRIND=1 under `valgrind --tool=callgrind --instr-atstart=no
+// --collect-atstart=no`, each timed event is counted alone and dumped to its own file
+// (callgrind.out.N, its `totals:` line): exact instructions per event, whatever the machine's
+// load (docs/scheduler.md, "Measuring").
 class PerfControl {
  public:
   PerfControl() {
     if (const char* fifo = std::getenv("GPUCLOUD_BENCH_PERF_FIFO")) out_ = std::fopen(fifo, "w");
+    const char* callgrind = std::getenv("GPUCLOUD_BENCH_CALLGRIND");
+    callgrind_ = callgrind && std::string(callgrind) == "1";
   }
   ~PerfControl() {
     if (out_) std::fclose(out_);
   }
-  void enable() { say("enable\n"); }
-  void disable() { say("disable\n"); }
+  void enable() {
+    say("enable\n");
+#ifdef GPUCLOUD_HAVE_CALLGRIND
+    if (callgrind_) {
+      CALLGRIND_START_INSTRUMENTATION;
+      CALLGRIND_ZERO_STATS;
+      CALLGRIND_TOGGLE_COLLECT;
+    }
+#endif
+  }
+  void disable() {
+#ifdef GPUCLOUD_HAVE_CALLGRIND
+    if (callgrind_) {
+      CALLGRIND_TOGGLE_COLLECT;
+      CALLGRIND_DUMP_STATS;
+      CALLGRIND_STOP_INSTRUMENTATION;
+    }
+#endif
+    say("disable\n");
+  }
 
  private:
   void say(const char* what) {
@@ -123,6 +153,7 @@ class PerfControl {
     std::fflush(out_);
   }
   std::FILE* out_ = nullptr;
+  bool callgrind_ = false;
 };
 
 }  // namespace
