@@ -663,6 +663,7 @@ void ClusterScheduler::set_reservation(Reservation r) {
     hold_changed(slot);
   }
   reservation_ = std::move(r);
+  reset_wait_marks();  // waits are found for one reservation
 }
 
 void ClusterScheduler::drop_reservation_on(int slot) {
@@ -680,6 +681,7 @@ void ClusterScheduler::clear_reservation() {
       hold_changed(slot);
     }
   reservation_.reset();
+  reset_wait_marks();
 }
 
 void ClusterScheduler::nominate(const std::string& job_id, int priority,
@@ -751,6 +753,8 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   }
   maybe_refresh_profile();
   ++pass_;
+  pass_now_ = now;
+  reset_wait_marks();       // marked again as jobs wait in this pass
   changed_slots_.clear();   // reclaim envelopes begin again in each pass
   borrowed_added_.clear();  // and so the released borrowed slots
   ++changed_slots_epoch_;

@@ -111,6 +111,8 @@ class ClusterScheduler final : public Scheduler {
     std::string last_reason;
     std::vector<std::string> victims;  // preempted for this job and still running
     int signature = -1;                // its partition in waiting_ (-1: not indexed)
+    int wait_class = -1;               // its wait class in waiting_ (wait_class_of)
+    bool had_victims = false;          // it chose victims once: never of a wait class
     uint64_t decided_pass = 0;         // the last pass that decided it
     int64_t rank = 0;                  // QueueKey::rank under the queue policy
     int base_priority = 0;             // the caller's priority (req.priority is las-adjusted)
@@ -236,6 +238,12 @@ class ClusterScheduler final : public Scheduler {
   bool waits_now(const PendingJob& job, TimeMs now) const;
   void index_waiting(PendingJob& job);
   void unindex_waiting(PendingJob& job);
+  // The job's wait class: the jobs of its tenant with its shape, replicas and priority, which
+  // (those ending before the reservation, or those not) wait whenever one of them does in a pass
+  // (waits_now), unless they preempt (-1: asked about one by one).
+  int wait_class_of(const PendingJob& job);
+  // Forgets which classes wait (a pass begins, or the reservation changed).
+  void reset_wait_marks();
   // Indexes every pending job again (the static groups, and so the fit signatures, changed).
   void rebuild_waiting();
   // Capacity freed on the node (a job ended, the node joined or changed, a hold ended).
@@ -245,6 +253,8 @@ class ClusterScheduler final : public Scheduler {
   void wake_in_pass(int slot);
   // What the tenant's quota still allows of the model, in GPU milli.
   int64_t quota_headroom(int tenant, const std::string& model);
+  // Why the job's tenant may not take `milli` more of the model (TenantBook::allows).
+  const std::string& quota_why(const PendingJob& job, const std::string& model, int64_t milli);
   // The first job of the tenant after `after`, in queue order, that the wake-ups of this pass
   // may let start (0: none).
   PendingJob* next_woken(int tenant, const QueueKey* after, TimeMs now);
@@ -630,6 +640,9 @@ class ClusterScheduler final : public Scheduler {
   // Per pass: quota headroom per (tenant, GPU model), valid while tenants_.changes() is equal.
   std::map<std::pair<int, std::string>, int64_t> headroom_;
   uint64_t headroom_changes_ = 0;
+  // Why the quota refuses (tenant, GPU model, milli), while the tenants' use is unchanged.
+  std::map<std::tuple<int, std::string, int64_t>, std::string> quota_whys_;
+  uint64_t quota_whys_changes_ = 0;
   TimeMs last_now_ = 0;  // the pass's time, for wake-up capacities
   // wake_caps() per tenant, valid while wake_version_ and tenants_.changes() are as they were.
   // With the queries next_woken asks of the tenant's partitions, built from them while no job
@@ -675,6 +688,9 @@ class ClusterScheduler final : public Scheduler {
   uint64_t unending_freed_ = 0;  // bumps when a job without a declared end ends or a node changes
   uint64_t never_reservable_at_ = 0;  // unending_freed_ when never_reservable_ was last cleared
   std::map<WaitKey, Wait> waits_;     // see WaitKey
+  // (shape, replicas, priority) -> wait class, for waiting_
+  std::map<std::tuple<int, int, int>, int> wait_classes_;
+  TimeMs pass_now_ = 0;  // the time of the pass under way (or the last)
   // Resource reasons per (shape, replicas), valid this epoch.
   std::map<std::pair<int, int>, std::string> resource_reasons_;
   // Per static group, its classes by CPUs free (most first, then by id), for resource_reason;

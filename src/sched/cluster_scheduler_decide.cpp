@@ -146,6 +146,14 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
         plan.preemptions.push_back({v, std::move(why)});
       }
       nominate(job.req.job_id, job.req.priority, where);
+      if (!job.had_victims) {
+        // Decided one by one from now on (waits_now never holds for it while it preempts).
+        job.had_victims = true;
+        if (job.signature >= 0) {
+          unindex_waiting(job);
+          index_waiting(job);
+        }
+      }
       // Victims that only a lender may preempt (borrowers it outranks by neither priority nor
       // spot): it reclaims their quota.
       if (!quota_blocked)
@@ -204,6 +212,9 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
 void ClusterScheduler::set_wait(PendingJob& job, const WaitKey& key, std::string reason, TimeMs now,
                                 Plan& plan) {
   waits_[key] = {reason, reservation_ ? reservation_->job_id : std::string(), now};
+  // Every job of its class like it (ending before the reservation or not) waits as it does.
+  if (job.wait_class >= 0 && job.victims.empty())
+    waiting_.mark_waiting(job.tenant, job.signature, job.wait_class, std::get<3>(key));
   set_reason(job, std::move(reason), plan);
 }
 

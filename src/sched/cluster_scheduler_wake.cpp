@@ -54,16 +54,31 @@ WaitNeed ClusterScheduler::wait_need(const PendingJob& job) const {
   return n;
 }
 
+int ClusterScheduler::wait_class_of(const PendingJob& job) {
+  if (job.had_victims || nominated_slots_.count(job.req.job_id)) return -1;
+  auto key = std::make_tuple(job.shape, job.req.replicas, job.req.priority);
+  return wait_classes_.try_emplace(key, static_cast<int>(wait_classes_.size())).first->second;
+}
+
+void ClusterScheduler::reset_wait_marks() {
+  // As decide() finds whether a job ends before the reservation.
+  waiting_.clear_waiting(reservation_ && reservation_->start != kNever
+                             ? std::max<TimeMs>(-1, reservation_->start - pass_now_)
+                             : -1);
+}
+
 void ClusterScheduler::index_waiting(PendingJob& job) {
   if (waiting_groups_ != classes_.static_groups()) return;  // rebuilt before the next pass
   job.signature = fit_signature(shapes_[job.shape]);
-  waiting_.add(job.tenant, job.signature, job.key(), wait_need(job), &job);
+  job.wait_class = wait_class_of(job);
+  waiting_.add(job.tenant, job.signature, job.key(), wait_need(job), &job, job.wait_class);
 }
 
 void ClusterScheduler::unindex_waiting(PendingJob& job) {
   if (job.signature < 0) return;
   waiting_.remove(job.tenant, job.signature, job.key());
   job.signature = -1;
+  job.wait_class = -1;
 }
 
 void ClusterScheduler::rebuild_waiting() {

@@ -36,7 +36,15 @@ bool WaitIndex::Summary::may_admit(const WaitCapacity& cap) const {
 
 void WaitIndex::Block::summarise() {
   summary = {};
-  for (const Entry& e : entries) summary.add(e.need);
+  classes.reset();
+  unclassed = 0;
+  for (const Entry& e : entries) {
+    summary.add(e.need);
+    if (e.bit == kNoBit)
+      ++unclassed;
+    else
+      classes.set(e.bit);
+  }
 }
 
 void WaitIndex::Partition::summarise() {
@@ -52,19 +60,28 @@ size_t WaitIndex::block_for(const Partition& p, const QueueKey& key) {
 }
 
 void WaitIndex::add(int tenant, int signature, const QueueKey& key, const WaitNeed& need,
-                    void* owner) {
+                    void* owner, int wait_class) {
   auto [it, fresh] =
       partition_ids_.try_emplace({tenant, signature}, static_cast<int>(partitions_.size()));
   if (fresh) partitions_.emplace_back();
   by_tenant_[tenant][signature] = it->second;
   Partition& p = partitions_[it->second];
+  uint16_t bit = kNoBit;
+  if (wait_class >= 0) {
+    auto [known, added] =
+        p.class_bits.try_emplace(wait_class, static_cast<uint16_t>(p.class_bits.size()));
+    if (known->second < kClassBits)
+      bit = known->second;
+    else if (added)
+      p.class_bits.erase(known);  // no bit left: asked about, like a job of no class
+  }
   // After every key: the last block (a new one when there is none).
   size_t b = std::min(block_for(p, key), p.blocks.size() - (p.blocks.empty() ? 0 : 1));
   if (p.blocks.empty()) p.blocks.emplace_back();
   Block& block = p.blocks[b];
   auto pos = std::upper_bound(block.entries.begin(), block.entries.end(), key,
                               [](const QueueKey& k, const Entry& e) { return k < e.key; });
-  block.entries.insert(pos, Entry{key, need, owner});
+  block.entries.insert(pos, Entry{key, need, owner, bit});
   ++size_;
   ++additions_;
   if (block.entries.size() >= 2 * kBlock) {
@@ -79,7 +96,25 @@ void WaitIndex::add(int tenant, int signature, const QueueKey& key, const WaitNe
   }
   // Adding can only lower the least needs.
   block.summary.add(need);
+  if (bit == kNoBit)
+    ++block.unclassed;
+  else
+    block.classes.set(bit);
   p.summary.add(need);
+}
+
+void WaitIndex::mark_waiting(int tenant, int signature, int wait_class, bool ends_before) {
+  auto id = partition_ids_.find({tenant, signature});
+  if (id == partition_ids_.end()) return;
+  Partition& p = partitions_[id->second];
+  auto bit = p.class_bits.find(wait_class);
+  if (bit == p.class_bits.end()) return;
+  if (p.waiting_epoch != waiting_epoch_) {
+    p.waiting[0].reset();
+    p.waiting[1].reset();
+    p.waiting_epoch = waiting_epoch_;
+  }
+  p.waiting[ends_before].set(bit->second);
 }
 
 void WaitIndex::remove(int tenant, int signature, const QueueKey& key) {
@@ -96,7 +131,12 @@ void WaitIndex::remove(int tenant, int signature, const QueueKey& key) {
   --size_;
   if (block.entries.empty()) {
     p.blocks.erase(p.blocks.begin() + static_cast<long>(b));
-    if (p.blocks.empty()) by_tenant_[tenant].erase(signature);
+    if (p.blocks.empty()) {
+      by_tenant_[tenant].erase(signature);
+      p.class_bits.clear();  // (no job holds a bit)
+      p.waiting[0].reset();
+      p.waiting[1].reset();
+    }
     p.summarise();
     return;
   }
@@ -147,7 +187,11 @@ bool WaitIndex::consistent() const {
       if (block.entries.empty()) return false;
       Block copy = block;
       copy.summarise();
-      if (!(copy.summary == block.summary)) return false;
+      if (!(copy.summary == block.summary) || copy.classes != block.classes ||
+          copy.unclassed != block.unclassed)
+        return false;
+      for (const Entry& e : block.entries)
+        if (e.bit != kNoBit && (e.bit >= p.class_bits.size() || e.bit >= kClassBits)) return false;
       for (size_t i = 1; i < block.entries.size(); ++i)
         if (!(block.entries[i - 1].key < block.entries[i].key)) return false;
       if (b > 0 && !(p.blocks[b - 1].entries.back().key < block.entries.front().key)) return false;

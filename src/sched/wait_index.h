@@ -5,9 +5,14 @@
 // so the answer costs the blocks of the tenant's partitions, not its jobs. The answer is a
 // candidate (needs are compared one dimension at a time, GPU topology and node labels beyond the
 // signature are not looked at); the scheduler decides it for real.
+//
+// Jobs also carry their wait class (the caller's id for jobs that wait for the same reason
+// whenever one of them does). Once the caller marks a class as waiting, queries skip its jobs,
+// and blocks that hold only waiting classes, without asking about each job.
 #pragma once
 
 #include <algorithm>
+#include <bitset>
 #include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <limits>
@@ -100,12 +105,25 @@ struct WaitCapacity {
 class WaitIndex {
  public:
   /// Adds a job to the partition (tenant, signature). The key's job_id must stay valid while
-  /// the job is in the index.
-  void add(int tenant, int signature, const QueueKey& key, const WaitNeed& need, void* owner);
+  /// the job is in the index. `wait_class` >= 0: the job waits whenever another of its class
+  /// in the partition does (mark_waiting); -1: it is always asked about.
+  void add(int tenant, int signature, const QueueKey& key, const WaitNeed& need, void* owner,
+           int wait_class = -1);
   /// Removes a job added before (with the same tenant, signature and key).
   void remove(int tenant, int signature, const QueueKey& key);
   /// Removes every job.
   void clear();
+
+  /// Marks the wait class's jobs in the partition (tenant, signature) that end before the
+  /// reservation, or those that do not (see clear_waiting), as waiting until the next
+  /// clear_waiting: queries skip them as if `accept` refused them.
+  void mark_waiting(int tenant, int signature, int wait_class, bool ends_before);
+  /// Forgets every mark. Until the next call, a job ends before the reservation when it declares
+  /// a runtime of at most `ends_before_limit` (-1: none does).
+  void clear_waiting(int64_t ends_before_limit) {
+    ++waiting_epoch_;
+    ends_before_limit_ = ends_before_limit;
+  }
 
   /// The partitions (signatures) of a tenant that hold jobs, as (signature, partition id).
   const std::map<int, int>& partitions_of(int tenant) const;
@@ -148,10 +166,16 @@ class WaitIndex {
 
  private:
   static constexpr size_t kBlock = 64;
+  // Wait classes get a bit per partition, the first kClassBits of them; jobs of later ones
+  // (and of no class) are always asked about.
+  static constexpr size_t kClassBits = 256;
+  static constexpr uint16_t kNoBit = 0xffff;
+  using ClassBits = std::bitset<kClassBits>;
   struct Entry {
     QueueKey key;
     WaitNeed need;
     void* owner = nullptr;
+    uint16_t bit = kNoBit;  // its wait class's bit in the partition
   };
 
   // The least needs over blocks (or a partition's blocks), and the most any job asks of the
@@ -171,13 +195,33 @@ class WaitIndex {
     std::vector<Entry> entries;  // in queue order
     // The least need of the block's jobs in each dimension (kAny-like when no job has it).
     Summary summary;
+    ClassBits classes;       // of its jobs
+    uint32_t unclassed = 0;  // jobs without a bit
     void summarise();
   };
   struct Partition {
-    std::vector<Block> blocks;  // in queue order, none empty
-    Summary summary;            // of all its blocks
+    std::vector<Block> blocks;           // in queue order, none empty
+    Summary summary;                     // of all its blocks
+    std::map<int, uint16_t> class_bits;  // wait class -> bit (forgotten when it empties)
+    // Marked, for jobs that end after the reservation [0] and before it [1], while
+    // waiting_epoch is the index's.
+    ClassBits waiting[2];
+    uint64_t waiting_epoch = 0;
     void summarise();
   };
+  static bool ends_before(const WaitNeed& need, int64_t limit) {
+    return need.runtime_ms > 0 && need.runtime_ms <= limit;
+  }
+  // Whether every job of the block is of a class marked waiting (for the jobs like it).
+  bool all_waiting(const Partition& p, const Block& b) const {
+    if (p.waiting_epoch != waiting_epoch_ || b.unclassed > 0) return false;
+    if ((b.classes & ~p.waiting[0]).any()) return false;
+    return b.summary.min_runtime > ends_before_limit_ || (b.classes & ~p.waiting[1]).none();
+  }
+  bool waits(const Partition& p, const Entry& e) const {
+    return e.bit != kNoBit && p.waiting_epoch == waiting_epoch_ &&
+           p.waiting[ends_before(e.need, ends_before_limit_)].test(e.bit);
+  }
   // The block that holds (or would hold) the key.
   static size_t block_for(const Partition& p, const QueueKey& key);
 
@@ -186,6 +230,8 @@ class WaitIndex {
   std::map<int, std::map<int, int>> by_tenant_;       // tenant -> signature -> partition
   size_t size_ = 0;
   uint64_t additions_ = 0;
+  uint64_t waiting_epoch_ = 1;
+  int64_t ends_before_limit_ = -1;
 };
 
 template <typename Accept>
@@ -210,7 +256,7 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
     const Partition& p = partitions_[q.partition];
     for (; b < p.blocks.size(); ++b) {
       if (!ask(q, p.blocks[b])) return p.blocks.size();
-      if (!active.empty()) return b;
+      if (!active.empty() && !all_waiting(p, p.blocks[b])) return b;
     }
     return b;
   };
@@ -234,7 +280,8 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
     auto [i, b] = heap.back();
     heap.pop_back();
     const PartitionQuery& q = queries[i];
-    const Block& block = partitions_[q.partition].blocks[b];
+    const Partition& partition = partitions_[q.partition];
+    const Block& block = partition.blocks[b];
     if (best_key && !(block.entries.front().key < *best_key)) break;  // none of them is earlier
     ask(q, block);
     auto e = block.entries.begin();
@@ -247,6 +294,7 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
         past_best = true;
         break;
       }
+      if (waits(partition, *e)) continue;
       bool admitted = std::any_of(active.begin(), active.end(), [&](const WaitCapacity* cap) {
         return cap->admits(e->need, e->key.priority);
       });
@@ -257,7 +305,7 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
     }
     if (found || past_best) continue;  // the partition's later jobs come after the answer
     size_t next = next_block(q, b + 1);
-    if (next < partitions_[q.partition].blocks.size()) {
+    if (next < partition.blocks.size()) {
       heap.push_back({i, next});
       std::push_heap(heap.begin(), heap.end(), later);
     }

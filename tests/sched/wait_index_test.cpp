@@ -1,5 +1,6 @@
 // WaitIndex against a plain list: after random adds and removes, every query answers what a walk
-// of all jobs in queue order answers, and the blocks' summaries match their jobs.
+// of all jobs in queue order answers, and the blocks' summaries match their jobs. Jobs of wait
+// classes marked waiting are refused, as the scheduler's accept() refuses them.
 #include "sched/wait_index.h"
 
 #include <gtest/gtest.h>
@@ -8,7 +9,9 @@
 #include <list>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace gpucloud::sched {
@@ -21,6 +24,7 @@ struct Job {
   int64_t created_at = 0;
   std::string id;
   WaitNeed need;
+  int wait_class = -1;
   bool refused = false;  // what the query's accept() says no to
   QueueKey key() const {
     QueueKey k{priority, rank, created_at, &id};
@@ -116,6 +120,16 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
   std::list<Job> jobs;  // stable addresses: the index keeps pointers to them
   WaitIndex index;
   int next_id = 0, found = 0, queries = 0;
+  // (tenant, signature, wait class, ends before the reservation)
+  std::set<std::tuple<int, int, int, bool>> marked;
+  int64_t limit = -1;  // jobs with a runtime up to it end before the reservation
+  auto ends_before = [&](const Job& j) {
+    return j.need.runtime_ms > 0 && j.need.runtime_ms <= limit;
+  };
+  auto waits = [&](const Job& j) {
+    return j.wait_class >= 0 && marked.count({j.tenant, j.signature, j.wait_class, ends_before(j)});
+  };
+  int skipped_by_mark = 0;
   for (int round = 0; round < 4000; ++round) {
     if (jobs.empty() || pick(3) != 0) {
       Job j;
@@ -126,8 +140,10 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
       j.created_at = pick(50);              // many equal times: ids decide
       j.id = "job-" + std::to_string(next_id++ * 7919 % 100003);
       j.need = random_need(rng);
+      // Few classes, but more than a partition has bits for in signature 3.
+      j.wait_class = pick(10) == 0 ? -1 : j.signature == 3 ? pick(300) : pick(6);
       jobs.push_back(j);
-      index.add(j.tenant, j.signature, jobs.back().key(), j.need, &jobs.back());
+      index.add(j.tenant, j.signature, jobs.back().key(), j.need, &jobs.back(), j.wait_class);
     } else {
       auto it = std::next(jobs.begin(), pick(static_cast<int>(jobs.size())));
       index.remove(it->tenant, it->signature, it->key());
@@ -137,7 +153,28 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
     if (round % 50 == 0) {
       ASSERT_TRUE(index.consistent()) << "round " << round;
     }
-    for (auto& j : jobs) j.refused = pick(8) == 0;
+    if (pick(4) != 0) {  // marks kept for some rounds
+      limit = pick(3) == 0 ? -1 : 60'000 * pick(150);
+      index.clear_waiting(limit);
+      marked.clear();
+    }
+    for (int k = pick(6); k > 0 && !jobs.empty(); --k) {
+      const Job& j = *std::next(jobs.begin(), pick(static_cast<int>(jobs.size())));
+      if (j.wait_class < 0) continue;
+      bool both = pick(3) == 0;  // both kinds of the class
+      for (bool before : {false, true})
+        if (both || before == ends_before(j)) {
+          index.mark_waiting(j.tenant, j.signature, j.wait_class, before);
+          marked.insert({j.tenant, j.signature, j.wait_class, before});
+        }
+    }
+    for (auto& j : jobs) {
+      j.refused = pick(8) == 0;
+      if (waits(j)) {
+        j.refused = true;
+        ++skipped_by_mark;
+      }
+    }
     // A query per partition, from the start or after a random job of it.
     for (int tenant = 0; tenant < 3; ++tenant)
       for (const auto& [signature, partition] : index.partitions_of(tenant)) {
@@ -198,7 +235,48 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
   }
   // The generator must give queries that find something and queries that do not.
   EXPECT_GT(found, queries / 10);
+  EXPECT_GT(skipped_by_mark, 10000);
   EXPECT_LT(found, queries - queries / 10);
+}
+
+TEST(WaitIndex, JobsOfAWaitingClassAreSkippedWithoutAskingAboutEach) {
+  // 5,000 jobs of one class, then one of another: once the first class is marked waiting, the
+  // query finds the last job without asking accept() about the others.
+  std::list<Job> jobs;
+  WaitIndex index;
+  for (int i = 0; i <= 5000; ++i) {
+    Job j;
+    j.created_at = i;
+    j.id = "job-" + std::to_string(i);
+    j.need.whole_gpus = 1;
+    j.need.cpu_milli = 1000;
+    j.need.memory_mib = 1024;
+    j.need.quota_each = j.need.quota_milli = 1000;
+    j.wait_class = i < 5000 ? 7 : 8;
+    jobs.push_back(j);
+    index.add(0, 0, jobs.back().key(), j.need, &jobs.back(), j.wait_class);
+  }
+  WaitCapacity cap;
+  cap.whole_gpus = 8;
+  cap.max_free_milli = 1000;
+  const int partition = index.partitions_of(0).at(0);
+  int asked = 0;
+  auto refuse_first_class = [&](void* owner) {
+    ++asked;
+    return static_cast<Job*>(owner)->wait_class != 7;
+  };
+  EXPECT_EQ(index.first_admitted(partition, nullptr, {&cap}, refuse_first_class), &jobs.back());
+  EXPECT_EQ(asked, 5001);  // not marked: every job is asked about
+  index.mark_waiting(0, 0, 7, false);
+  asked = 0;
+  EXPECT_EQ(index.first_admitted(partition, nullptr, {&cap}, refuse_first_class), &jobs.back());
+  EXPECT_EQ(asked, 1);
+  // Marks last until cleared.
+  index.clear_waiting(-1);
+  asked = 0;
+  EXPECT_EQ(index.first_admitted(partition, nullptr, {&cap}, refuse_first_class), &jobs.back());
+  EXPECT_EQ(asked, 5001);
+  EXPECT_TRUE(index.consistent());
 }
 
 TEST(WaitIndex, SpotJobsAreNotAdmittedForSpotVictimsOfTheirOwnPriority) {
