@@ -6,6 +6,17 @@
 
 namespace gpucloud::sched {
 
+const std::string& ClusterScheduler::quota_why(const PendingJob& job, const std::string& model,
+                                               int64_t milli) {
+  if (quota_whys_changes_ != tenants_.changes()) {
+    quota_whys_.clear();
+    quota_whys_changes_ = tenants_.changes();
+  }
+  auto [it, fresh] = quota_whys_.try_emplace({job.tenant, model, milli});
+  if (fresh) tenants_.allows(job.req.tenant, model, milli, &it->second);
+  return it->second;
+}
+
 bool ClusterScheduler::node_usable(int slot, Filter& f) const {
   const PendingJob& job = *f.job;
   if (reservation_ && slot < static_cast<int>(reserved_slot_.size()) && reserved_slot_[slot] &&
@@ -37,12 +48,12 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
         if (!allowed) f.skipped_quota = true;
         return allowed;
       }
-    std::string why;
-    bool allowed = tenants_.allows(f.job->req.tenant, c.gpu_model, milli, &why);
+    bool allowed = milli <= quota_headroom(f.job->tenant, c.gpu_model);
     quota_by_model.push_back({&c.gpu_model, allowed});
     if (!allowed) {
       f.skipped_quota = true;
-      if (f.quota_why.empty()) f.quota_why = std::move(why), f.quota_model = c.gpu_model;
+      if (f.quota_why.empty())
+        f.quota_why = quota_why(*f.job, c.gpu_model, milli), f.quota_model = c.gpu_model;
     }
     return allowed;
   };
@@ -51,7 +62,7 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
   if (milli > 0 && !f.zone) {
     bool any_allowed = false;
     for (const auto& model : shape_models(shape))
-      if (tenants_.allows(f.job->req.tenant, model, milli)) any_allowed = true;
+      if (milli <= quota_headroom(f.job->tenant, model)) any_allowed = true;
     if (!any_allowed) {
       for (auto it = ranked.begin(); it != ranked.end();) {
         const NodeClass& c = classes_.get(it->second);
