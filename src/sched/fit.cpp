@@ -91,14 +91,16 @@ std::vector<int> best_set(const NodeState& node, const std::vector<int>& candida
   if (combos <= 5000) {
     std::vector<bool> pick(k, false);
     std::fill(pick.begin(), pick.begin() + n, true);
+    std::vector<int> set;  // one buffer for every combination (this runs per node ranked)
+    set.reserve(n);
     do {
-      std::vector<int> set;
+      set.clear();
       for (size_t i = 0; i < k; ++i)
         if (pick[i]) set.push_back(candidates[i]);
       int score = topology_score(node, set);
       if (score > best_score) {  // prev_permutation visits lexicographically smallest first
         best_score = score;
-        best = std::move(set);
+        best = set;
       }
     } while (std::prev_permutation(pick.begin(), pick.end()));
     return best;
