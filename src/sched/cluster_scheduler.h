@@ -599,6 +599,10 @@ class ClusterScheduler final : public Scheduler {
   std::vector<int> wake_slots_;
   std::set<int> wake_quota_;
   std::map<std::pair<std::string, std::string>, int64_t> wake_released_;
+  // quota_grown: per (tenant, static group), what wake_released_ holds for it in this pass.
+  static constexpr int64_t kUnknown = -2, kNone = -1;
+  std::vector<int64_t> released_;
+  uint64_t released_pass_ = 0;
   // free_classes() per static group, valid while the group's nodes and the holds on them
   // (reservation, preemptors' nominations) are as they were.
   struct FreeClasses {

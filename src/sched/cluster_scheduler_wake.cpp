@@ -56,6 +56,7 @@ WaitNeed ClusterScheduler::wait_need(const PendingJob& job) const {
 
 int ClusterScheduler::wait_class_of(const PendingJob& job) {
   if (job.had_victims || nominated_slots_.count(job.req.job_id)) return -1;
+  // (The shape fixes what a job needs but its runtime: WaitIndex asks a class's need once.)
   auto key = std::make_tuple(job.shape, job.req.replicas, job.req.priority);
   return wait_classes_.try_emplace(key, static_cast<int>(wait_classes_.size())).first->second;
 }
@@ -355,17 +356,27 @@ const std::vector<WaitCapacity>& ClusterScheduler::free_classes(int group) {
 }
 
 std::optional<std::pair<int64_t, int64_t>> ClusterScheduler::quota_grown(int tenant, int group) {
+  // What its pool (its cohort, or itself alone) released of the group's GPU model since the
+  // last pass: the same all pass (found once per tenant and group).
+  const size_t groups = classes_.static_groups();
+  if (released_pass_ != pass_ || released_.size() != tenant_names_.size() * groups) {
+    released_.assign(tenant_names_.size() * groups, kUnknown);
+    released_pass_ = pass_;
+  }
+  int64_t& released = released_[static_cast<size_t>(tenant) * groups + group];
   const std::string& model = classes_.group_example(group).gpu_model;
+  if (released == kUnknown) {
+    const std::string& cohort = tenants_.cohort_of(tenant_names_[tenant]);
+    auto it = wake_released_.find({cohort.empty() ? "/" + tenant_names_[tenant] : cohort, model});
+    released = it == wake_released_.end() ? kNone : it->second;
+  }
+  if (released == kNone) return {};
   const int64_t quota = quota_headroom(tenant, model);
   if (quota == 0 || quota >= WaitCapacity::kAny) return {};  // none, or no limit to hold jobs
   // Since the last pass it grew by at most what its pool released: jobs asking no more than
   // what it allowed then were not held back by it (free capacity woke them, as far as the quota
   // allowed when it was freed).
-  const std::string& cohort = tenants_.cohort_of(tenant_names_[tenant]);
-  auto released =
-      wake_released_.find({cohort.empty() ? "/" + tenant_names_[tenant] : cohort, model});
-  if (released == wake_released_.end()) return {};
-  return std::pair{quota, std::max<int64_t>(0, quota - released->second)};
+  return std::pair{quota, std::max<int64_t>(0, quota - released)};
 }
 
 namespace {
@@ -788,6 +799,8 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
       WaitIndex::PartitionQuery& q = queries[used];
       q.partition = partition;
       q.caps.clear();
+      q.known.reset();
+      q.admitted.reset();
       for (size_t g = 0; g < by_group.size() && g < fits.size(); ++g)
         if (fits[g] == '1')
           for (const WaitCapacity& cap : by_group[g])

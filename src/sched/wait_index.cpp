@@ -70,10 +70,16 @@ void WaitIndex::add(int tenant, int signature, const QueueKey& key, const WaitNe
   if (wait_class >= 0) {
     auto [known, added] =
         p.class_bits.try_emplace(wait_class, static_cast<uint16_t>(p.class_bits.size()));
-    if (known->second < kClassBits)
+    if (known->second < kClassBits) {
       bit = known->second;
-    else if (added)
+      if (added) {
+        WaitNeed class_need = need;
+        class_need.runtime_ms = 0;
+        p.class_needs.push_back({class_need, key.priority});
+      }
+    } else if (added) {
       p.class_bits.erase(known);  // no bit left: asked about, like a job of no class
+    }
   }
   // After every key: the last block (a new one when there is none).
   size_t b = std::min(block_for(p, key), p.blocks.size() - (p.blocks.empty() ? 0 : 1));
@@ -101,6 +107,19 @@ void WaitIndex::add(int tenant, int signature, const QueueKey& key, const WaitNe
   else
     block.classes.set(bit);
   p.summary.add(need);
+}
+
+void WaitIndex::learn_classes(const PartitionQuery& q, const Partition& p,
+                              const ClassBits& classes) const {
+  for (size_t bit = classes._Find_first(); bit < kClassBits; bit = classes._Find_next(bit)) {
+    WaitNeed need = p.class_needs[bit].first;
+    need.runtime_ms = 1;  // within every runtime limit but 0: the class's jobs may be
+    const int priority = p.class_needs[bit].second;
+    if (std::any_of(q.caps.begin(), q.caps.end(),
+                    [&](const WaitCapacity* cap) { return cap->admits(need, priority); }))
+      q.admitted.set(bit);
+  }
+  q.known |= classes;
 }
 
 void WaitIndex::mark_waiting(int tenant, int signature, int wait_class, bool ends_before) {
@@ -134,6 +153,7 @@ void WaitIndex::remove(int tenant, int signature, const QueueKey& key) {
     if (p.blocks.empty()) {
       by_tenant_[tenant].erase(signature);
       p.class_bits.clear();  // (no job holds a bit)
+      p.class_needs.clear();
       p.waiting[0].reset();
       p.waiting[1].reset();
     }

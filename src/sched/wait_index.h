@@ -132,10 +132,18 @@ class WaitIndex {
   bool may_admit(int partition, const WaitCapacity& cap) const {
     return partitions_[partition].summary.may_admit(cap);
   }
-  /// The capacities to ask of one partition.
+  /// Wait classes get a bit per partition, the first kClassBits of them; jobs of later ones
+  /// (and of no class) are always looked at one by one.
+  static constexpr size_t kClassBits = 256;
+  using ClassBits = std::bitset<kClassBits>;
+  /// The capacities to ask of one partition. A query also learns, as it meets them, which of
+  /// the partition's wait classes some capacity may admit (a class's jobs differ only in their
+  /// declared runtime): blocks without such a class are skipped whole. Reset them (or make a new
+  /// query) when the capacities change or a job was added to the index.
   struct PartitionQuery {
     int partition = 0;
     std::vector<const WaitCapacity*> caps;
+    mutable ClassBits known, admitted;  // classes asked about; those some capacity admits
   };
   /// The first job in queue order, over the queries' partitions, after `after` (nullptr: from
   /// the start), that one of its partition's capacities admits and `accept(owner)` accepts, as
@@ -166,11 +174,7 @@ class WaitIndex {
 
  private:
   static constexpr size_t kBlock = 64;
-  // Wait classes get a bit per partition, the first kClassBits of them; jobs of later ones
-  // (and of no class) are always asked about.
-  static constexpr size_t kClassBits = 256;
   static constexpr uint16_t kNoBit = 0xffff;
-  using ClassBits = std::bitset<kClassBits>;
   struct Entry {
     QueueKey key;
     WaitNeed need;
@@ -203,6 +207,8 @@ class WaitIndex {
     std::vector<Block> blocks;           // in queue order, none empty
     Summary summary;                     // of all its blocks
     std::map<int, uint16_t> class_bits;  // wait class -> bit (forgotten when it empties)
+    // Per bit, its class's need (a job's, runtime aside) and priority.
+    std::vector<std::pair<WaitNeed, int>> class_needs;
     // Marked, for jobs that end after the reservation [0] and before it [1], while
     // waiting_epoch is the index's.
     ClassBits waiting[2];
@@ -212,12 +218,19 @@ class WaitIndex {
   static bool ends_before(const WaitNeed& need, int64_t limit) {
     return need.runtime_ms > 0 && need.runtime_ms <= limit;
   }
-  // Whether every job of the block is of a class marked waiting (for the jobs like it).
-  bool all_waiting(const Partition& p, const Block& b) const {
-    if (p.waiting_epoch != waiting_epoch_ || b.unclassed > 0) return false;
-    if ((b.classes & ~p.waiting[0]).any()) return false;
-    return b.summary.min_runtime > ends_before_limit_ || (b.classes & ~p.waiting[1]).none();
+  // Whether no job of the block may be an answer: each is of a class no capacity of the query
+  // admits, or of one marked waiting (for the jobs like it).
+  bool none_wanted(const PartitionQuery& q, const Partition& p, const Block& b) const {
+    ClassBits unknown = b.classes & ~q.known;
+    if (unknown.any()) learn_classes(q, p, unknown);  // (the walk of its jobs reads them too)
+    if (b.unclassed > 0) return false;
+    ClassBits wanted = b.classes & q.admitted;
+    if (p.waiting_epoch != waiting_epoch_) return wanted.none();
+    if ((wanted & ~p.waiting[0]).any()) return false;
+    return b.summary.min_runtime > ends_before_limit_ || (wanted & ~p.waiting[1]).none();
   }
+  // Asks the query's capacities about the classes' needs (any runtime passes).
+  void learn_classes(const PartitionQuery& q, const Partition& p, const ClassBits& classes) const;
   bool waits(const Partition& p, const Entry& e) const {
     return e.bit != kNoBit && p.waiting_epoch == waiting_epoch_ &&
            p.waiting[ends_before(e.need, ends_before_limit_)].test(e.bit);
@@ -256,7 +269,7 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
     const Partition& p = partitions_[q.partition];
     for (; b < p.blocks.size(); ++b) {
       if (!ask(q, p.blocks[b])) return p.blocks.size();
-      if (!active.empty() && !all_waiting(p, p.blocks[b])) return b;
+      if (!active.empty() && !none_wanted(q, p, p.blocks[b])) return b;
     }
     return b;
   };
@@ -294,6 +307,7 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
         past_best = true;
         break;
       }
+      if (e->bit != kNoBit && !q.admitted.test(e->bit)) continue;  // (learnt: next_block)
       if (waits(partition, *e)) continue;
       bool admitted = std::any_of(active.begin(), active.end(), [&](const WaitCapacity* cap) {
         return cap->admits(e->need, e->key.priority);

@@ -130,6 +130,7 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
     return j.wait_class >= 0 && marked.count({j.tenant, j.signature, j.wait_class, ends_before(j)});
   };
   int skipped_by_mark = 0;
+  std::map<std::tuple<int, int, int>, std::pair<WaitNeed, int>> classes;  // need, priority
   for (int round = 0; round < 4000; ++round) {
     if (jobs.empty() || pick(3) != 0) {
       Job j;
@@ -140,8 +141,16 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
       j.created_at = pick(50);              // many equal times: ids decide
       j.id = "job-" + std::to_string(next_id++ * 7919 % 100003);
       j.need = random_need(rng);
-      // Few classes, but more than a partition has bits for in signature 3.
+      // Few classes, but more than a partition has bits for in signature 3. A class's jobs
+      // have one need and priority; their runtimes differ.
       j.wait_class = pick(10) == 0 ? -1 : j.signature == 3 ? pick(300) : pick(6);
+      if (j.wait_class >= 0) {
+        auto [known, fresh] = classes.try_emplace({j.tenant, j.signature, j.wait_class},
+                                                  std::pair{j.need, j.priority});
+        int64_t runtime = j.need.runtime_ms;
+        std::tie(j.need, j.priority) = known->second;
+        j.need.runtime_ms = runtime;
+      }
       jobs.push_back(j);
       index.add(j.tenant, j.signature, jobs.back().key(), j.need, &jobs.back(), j.wait_class);
     } else {
