@@ -61,12 +61,22 @@ double NodeScorer::fragmentation_of(const NodeClass& node, const NodeShape& shap
   return f;
 }
 
+int64_t NodeScorer::topology_of(const NodeClass& node, const JobRequest& req) {
+  auto& scores = topology_[{req.gpus, req.gpu_model, req.gpu_memory_mib}];
+  if (node.id >= static_cast<int>(scores.size())) scores.resize(node.id + 1, kUnscored);
+  int64_t& score = scores[node.id];
+  if (score == kUnscored) {
+    auto choice = choose_gpus(req, node.state);
+    score = choice ? choice->topology_score : -1;
+  }
+  return score;
+}
+
 NodeScore NodeScorer::score(const NodeClass& node, const JobRequest& req, const PodRequest& pod) {
   NodeScore out;
   if (policy_ == PlacementPolicy::kFirstFit || policy_ == PlacementPolicy::kRandom) return out;
   bool whole = req.gpus > 0 && req.gpu_milli == 0;
-  if (whole && req.gpus > 1)
-    if (auto choice = choose_gpus(req, node.state)) out.primary = choice->topology_score;
+  if (whole && req.gpus > 1) out.primary = std::max<int64_t>(0, topology_of(node, req));
   NodeShape shape = shape_of(node);
   switch (policy_) {
     case PlacementPolicy::kDotProduct:

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "sched/node_classes.h"
@@ -69,6 +70,10 @@ class NodeScorer {
   NodeShape shape_of(const NodeClass& node);
   /// F(node) under the profile, computed once per class (classes never change).
   double fragmentation_of(const NodeClass& node, const NodeShape& shape);
+  /// The interconnect score of the GPUs a multi-GPU replica would take on the class (-1: none
+  /// fits), computed once per class and (GPUs, model, GPU memory): shapes that differ in CPUs,
+  /// memory or labels rank the same classes.
+  int64_t topology_of(const NodeClass& node, const JobRequest& req);
 
   PlacementPolicy policy_;
   ScoreNormalizers normalizers_;
@@ -76,6 +81,9 @@ class NodeScorer {
   double gpu_per_cpu_ = 0;
   std::map<std::string, int> models_;
   std::vector<double> fragmentation_;  // by class id; NaN: not computed yet
+  // topology_of: (GPUs, model, GPU memory) -> scores by class id (kUnscored: not yet).
+  static constexpr int64_t kUnscored = -2;
+  std::map<std::tuple<int, std::string, int64_t>, std::vector<int64_t>> topology_;
 };
 
 }  // namespace gpucloud::sched
