@@ -106,7 +106,8 @@ class WaitIndex {
  public:
   /// Adds a job to the partition (tenant, signature). The key's job_id must stay valid while
   /// the job is in the index. `wait_class` >= 0: the job waits whenever another of its class
-  /// in the partition does (mark_waiting); -1: it is always asked about.
+  /// in the partition does (mark_waiting), and the class's jobs have the same need but for the
+  /// runtime, and the same priority; -1: it is always asked about.
   void add(int tenant, int signature, const QueueKey& key, const WaitNeed& need, void* owner,
            int wait_class = -1);
   /// Removes a job added before (with the same tenant, signature and key).
