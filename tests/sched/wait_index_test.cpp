@@ -286,6 +286,29 @@ TEST(WaitIndex, JobsOfAWaitingClassAreSkippedWithoutAskingAboutEach) {
   EXPECT_EQ(index.first_admitted(partition, nullptr, {&cap}, refuse_first_class), &jobs.back());
   EXPECT_EQ(asked, 5001);
   EXPECT_TRUE(index.consistent());
+
+  // A partition of more classes than it has bits for: jobs of the later classes are asked
+  // about one by one, marked or not.
+  for (int c = 0; c < 300; ++c) {
+    Job j;
+    j.tenant = 1;
+    j.created_at = c;
+    j.id = "class-" + std::to_string(c);
+    j.need = jobs.front().need;
+    j.wait_class = c;
+    jobs.push_back(j);
+    index.add(1, 0, jobs.back().key(), j.need, &jobs.back(), j.wait_class);
+  }
+  for (int c = 0; c < 300; ++c) index.mark_waiting(1, 0, c, false);
+  asked = 0;
+  auto refuse_all = [&](void*) {
+    ++asked;
+    return false;
+  };
+  EXPECT_EQ(index.first_admitted(index.partitions_of(1).at(0), nullptr, {&cap}, refuse_all),
+            nullptr);
+  EXPECT_EQ(asked, 300 - static_cast<int>(WaitIndex::kClassBits));
+  EXPECT_TRUE(index.consistent());
 }
 
 TEST(WaitIndex, SpotJobsAreNotAdmittedForSpotVictimsOfTheirOwnPriority) {
