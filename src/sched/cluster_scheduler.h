@@ -99,7 +99,8 @@ class ClusterScheduler final : public Scheduler {
   struct Ranking {
     int shape = 0;  // the first of its shapes
     // Classes that fit, best first (ties: newer class); some may have emptied since.
-    std::set<std::pair<NodeScore, int>, std::greater<>> ranked;
+    using Ranked = std::set<std::pair<NodeScore, int>, std::greater<>>;
+    Ranked ranked;
     size_t cursor = 0;  // into NodeClassIndex::activations()
     size_t kept = 0;    // entries when those of emptied classes were last dropped
   };
@@ -236,6 +237,16 @@ class ClusterScheduler final : public Scheduler {
   WaitNeed wait_need(const PendingJob& job) const;
   // Whether decide() would give the job the reason a job of its WaitKey got in this pass.
   bool waits_now(const PendingJob& job, TimeMs now) const;
+  // Whether a job declaring a runtime would end before the reservation's start, started now.
+  bool ends_before_reservation(const JobRequest& req, TimeMs now) const;
+  // Whether decide() would find the job (one replica, no preemption in progress) held back by
+  // its quota on every GPU model it could run on while a node class fits it freely, with its
+  // victim search known to find nothing (reclaiming quota lent, the only one it may run): it
+  // would wait for quota. Returns that class (whose GPU model the reason names), or -1.
+  int quota_wait_class(const PendingJob& job);
+  // Decides such a job as decide() would, without trying to place it: it waits for the quota of
+  // the class's GPU model.
+  void wait_for_quota(PendingJob& job, int class_id, TimeMs now, Plan& plan);
   void index_waiting(PendingJob& job);
   void unindex_waiting(PendingJob& job);
   // The job's wait class: the jobs of its tenant with its shape, replicas and priority, which
@@ -256,8 +267,11 @@ class ClusterScheduler final : public Scheduler {
   // Why the job's tenant may not take `milli` more of the model (TenantBook::allows).
   const std::string& quota_why(const PendingJob& job, const std::string& model, int64_t milli);
   // The first job of the tenant after `after`, in queue order, that the wake-ups of this pass
-  // may let start (0: none).
-  PendingJob* next_woken(int tenant, const QueueKey* after, TimeMs now);
+  // may let start (0: none), and before `listed` (the tenant's next job to decide whatever was
+  // freed; nullptr: none) if that comes first. The jobs it meets before its answer that would
+  // wait for quota (quota_wait_class) are decided meanwhile, in queue order (wait_for_quota).
+  PendingJob* next_woken(int tenant, const QueueKey* after, TimeMs now, const QueueKey* listed,
+                         Plan& plan);
   // The capacities the wake-ups of this pass offer the tenant now, per static group, with the
   // tenant's quota applied.
   const std::vector<std::vector<WaitCapacity>>& wake_caps(int tenant, TimeMs now);
@@ -413,6 +427,25 @@ class ClusterScheduler final : public Scheduler {
   // cluster_scheduler_place.cpp: placing one job.
   bool node_usable(int slot, Filter& f) const;
   std::optional<std::pair<int, GpuChoice>> pick_node(int shape, Filter& f);
+  // Visits the ranking's classes that have members, best first, dropping those that emptied,
+  // until `visit(class)` returns true; whether it did.
+  template <typename Visit>
+  bool visit_live_classes(Ranking::Ranked& ranked, Visit&& visit) {
+    for (auto it = ranked.begin(); it != ranked.end();) {
+      const NodeClass& c = classes_.get(it->second);
+      if (c.members.empty()) {
+        it = ranked.erase(it);
+        continue;
+      }
+      ++it;
+      if (visit(c)) return true;
+    }
+    return false;
+  }
+  // The best-ranked class with members whose memory fits the shape (-1: none), dropping the
+  // emptied classes it walks past: where pick_node finds the job held back by its quota when
+  // the quota allows none of the shape's GPU models.
+  int first_fitting_class(const Shape& shape, Ranking::Ranked& ranked);
   std::optional<Placement> place(const PendingJob& job, TimeMs now, Filter& f);
   std::optional<Placement> place_gang(const PendingJob& job, TimeMs now, Filter& f);
   std::optional<Placement> place_replicas(const PendingJob& job, int shape, Filter& f);
@@ -473,11 +506,19 @@ class ClusterScheduler final : public Scheduler {
                                                           const std::string& model);
   std::optional<std::vector<std::string>> choose_reclaim_victims(const PendingJob& job,
                                                                  std::string* reclaimed_model);
-  // Reclaim searches that found too little, by (tenant, fit signature, priority, spot, GPU
-  // milli): another such job finds too little too while the tenants' use and the borrowing
-  // jobs are as they were in this pass (victims chosen since only take borrowers away).
-  std::set<std::tuple<int, int, int, bool, int64_t>> failed_reclaims_;
-  std::tuple<uint64_t, uint64_t, size_t, uint64_t> failed_reclaims_state_{};
+  // Whether a reclaim search for the job is known to find too little (failed_reclaims_), and
+  // the memo's key for it.
+  bool reclaim_known_to_fail(const PendingJob& job);
+  std::tuple<int, int, int, bool, int64_t> failed_reclaim_key(const PendingJob& job);
+  // Reclaim searches that found too little, per cohort by (tenant, fit signature, priority,
+  // spot, GPU milli): another such job finds too little too while its cohort's use and the
+  // borrowing jobs are as they were in this pass (victims chosen since only take borrowers
+  // away).
+  struct FailedReclaims {
+    std::tuple<uint64_t, uint64_t, size_t, uint64_t> state{};  // pass, use, borrowers
+    std::set<std::tuple<int, int, int, bool, int64_t>> keys;
+  };
+  std::map<std::string, FailedReclaims, std::less<>> failed_reclaims_;
   // The nodes where some running job may be preemptible for the job (a superset: may_preempt
   // decides per node); found once per (priority, spot, cohort) while nothing changes.
   VictimCandidates& victim_slots(const PendingJob& job);

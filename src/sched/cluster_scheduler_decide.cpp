@@ -40,9 +40,7 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
   Filter f;
   f.job = &job;
   f.now = now;
-  f.ends_before_reservation = reservation_ && job.req.max_runtime_ms > 0 &&
-                              reservation_->start != kNever &&
-                              now + job.req.max_runtime_ms <= reservation_->start;
+  f.ends_before_reservation = ends_before_reservation(job.req, now);
   // Nothing was freed since a job with the same key was found waiting in this epoch at this
   // time, and capacity, quota and blocked nodes only shrink within it: this one waits for the
   // same reason (unless it has its own preemption in progress).
@@ -207,6 +205,24 @@ void ClusterScheduler::decide(PendingJob& job, TimeMs now, Plan& plan, bool full
     return;
   }
   set_wait(job, wait_key, resource_why, now, plan);
+}
+
+bool ClusterScheduler::ends_before_reservation(const JobRequest& req, TimeMs now) const {
+  return reservation_ && req.max_runtime_ms > 0 && reservation_->start != kNever &&
+         now + req.max_runtime_ms <= reservation_->start;
+}
+
+void ClusterScheduler::wait_for_quota(PendingJob& job, int class_id, TimeMs now, Plan& plan) {
+  // What decide() does for it: place() finds the quota refusing the class's model first; the
+  // victim search finds nothing, and is not tried again for its key in this pass.
+  job.decided_pass = pass_;
+  ++stats_.decisions;
+  const JobRequest& r = job.req;
+  if (settings_.preemption)
+    failed_preemptions_.insert({job.shape, r.replicas, r.priority, job.tenant});
+  const std::string& why = quota_why(job, classes_.get(class_id).gpu_model, replica_gpu_milli(r));
+  set_wait(job, {job.shape, r.replicas, r.priority, ends_before_reservation(r, now), job.tenant},
+           why, now, plan);
 }
 
 void ClusterScheduler::set_wait(PendingJob& job, const WaitKey& key, std::string reason, TimeMs now,

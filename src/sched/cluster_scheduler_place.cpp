@@ -31,13 +31,22 @@ bool ClusterScheduler::node_usable(int slot, Filter& f) const {
   return true;
 }
 
+int ClusterScheduler::first_fitting_class(const Shape& shape, Ranking::Ranked& ranked) {
+  int found = -1;
+  visit_live_classes(ranked, [&](const NodeClass& c) {
+    if (memory_fits(shape, c.id)) found = c.id;
+    return found >= 0;
+  });
+  return found;
+}
+
 std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_id, Filter& f) {
   Shape& shape = shapes_[shape_id];
   // A full cluster: nothing to rank (a new shape would rank every class) and nothing to skip.
   if (!gpus_free_somewhere(shape)) return std::nullopt;
   auto& ranked = refresh_ranking(shape_id).ranked;
   const JobRequest& req = shape.req;
-  int64_t milli = req.gpus == 0 ? 0 : req.gpu_milli > 0 ? req.gpu_milli : int64_t{req.gpus} * 1000;
+  const int64_t milli = replica_gpu_milli(req);
   // Quota per GPU model, asked once per model (the answer cannot change during one pick).
   std::vector<std::pair<const std::string*, bool>> quota_by_model;
   auto class_allowed = [&](const NodeClass& c) {
@@ -64,17 +73,8 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
     for (const auto& model : shape_models(shape))
       if (milli <= quota_headroom(f.job->tenant, model)) any_allowed = true;
     if (!any_allowed) {
-      for (auto it = ranked.begin(); it != ranked.end();) {
-        const NodeClass& c = classes_.get(it->second);
-        if (c.members.empty()) {
-          it = ranked.erase(it);
-          continue;
-        }
-        ++it;
-        if (!memory_fits(shape, c.id)) continue;
-        class_allowed(c);  // sets skipped_quota and quota_why as the walk would
-        break;
-      }
+      // (sets skipped_quota and quota_why as the walk would)
+      if (int c = first_fitting_class(shape, ranked); c >= 0) class_allowed(classes_.get(c));
       return std::nullopt;
     }
   }
@@ -86,15 +86,9 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
   // Visits the allowed classes best first, dropping those that have emptied, until `visit`
   // returns true.
   auto for_each_allowed = [&](auto visit) {
-    for (auto it = ranked.begin(); it != ranked.end();) {
-      const NodeClass& c = classes_.get(it->second);
-      if (c.members.empty()) {
-        it = ranked.erase(it);
-        continue;
-      }
-      ++it;
-      if (memory_fits(shape, c.id) && class_allowed(c) && visit(c)) return;
-    }
+    visit_live_classes(ranked, [&](const NodeClass& c) {
+      return memory_fits(shape, c.id) && class_allowed(c) && visit(c);
+    });
   };
   int best_slot = -1;
   if (policy_ == PlacementPolicy::kFirstFit || policy_ == PlacementPolicy::kRandom) {

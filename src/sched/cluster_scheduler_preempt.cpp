@@ -686,15 +686,7 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_reclaim_victims
   if (milli == 0) return std::nullopt;
   const std::string& cohort = tenants_.cohort_of(job.req.tenant);
   if (cohort.empty()) return std::nullopt;
-  const auto state =
-      std::make_tuple(pass_, tenants_.changes(), borrowed_added_.size(), borrowed_removals_);
-  if (failed_reclaims_state_ != state) {
-    failed_reclaims_.clear();
-    failed_reclaims_state_ = state;
-  }
-  const auto key = std::make_tuple(job.tenant, fit_signature(shapes_[job.shape]), job.req.priority,
-                                   job.req.preemptible(), milli);
-  if (failed_reclaims_.count(key)) return std::nullopt;
+  if (reclaim_known_to_fail(job)) return std::nullopt;
   std::set<std::string> models;  // of the nodes that could run it
   for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
     if (classes_.group_members(g) > 0 && could_fit(shapes_[job.shape], classes_.group_example(g)))
@@ -716,8 +708,27 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_reclaim_victims
       return victims;
     }
   }
-  failed_reclaims_.insert(key);
+  failed_reclaims_[cohort].keys.insert(failed_reclaim_key(job));
   return std::nullopt;
+}
+
+std::tuple<int, int, int, bool, int64_t> ClusterScheduler::failed_reclaim_key(
+    const PendingJob& job) {
+  return {job.tenant, fit_signature(shapes_[job.shape]), job.req.priority, job.req.preemptible(),
+          gpu_milli_of(job.req)};
+}
+
+bool ClusterScheduler::reclaim_known_to_fail(const PendingJob& job) {
+  const std::string& cohort = tenants_.cohort_of(job.req.tenant);
+  const auto state = std::make_tuple(pass_, tenants_.cohort_changes(cohort), borrowed_added_.size(),
+                                     borrowed_removals_);
+  FailedReclaims& failed = failed_reclaims_[cohort];
+  if (failed.state != state) {
+    failed.keys.clear();
+    failed.state = state;
+    return false;
+  }
+  return failed.keys.count(failed_reclaim_key(job)) > 0;
 }
 
 }  // namespace gpucloud::sched

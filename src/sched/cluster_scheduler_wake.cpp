@@ -5,6 +5,7 @@
 // and quota only shrink in between) and keep their reason, so an event costs what it freed,
 // not the length of the queue.
 #include <algorithm>
+#include <boost/container/small_vector.hpp>
 #include <queue>
 #include <set>
 
@@ -15,8 +16,7 @@ namespace gpucloud::sched {
 namespace {
 
 int64_t job_gpu_milli(const JobRequest& r) {
-  int64_t each = r.gpus == 0 ? 0 : r.gpu_milli > 0 ? r.gpu_milli : int64_t{r.gpus} * 1000;
-  return each * r.replicas;
+  return replica_gpu_milli(r) * r.replicas;
 }
 
 // Raises each size of `into` (whole GPUs, GPU milli, CPUs, memory) to `from`'s where larger.
@@ -33,11 +33,53 @@ bool ClusterScheduler::waits_now(const PendingJob& job, TimeMs now) const {
   // As decide() would find: a job of the same request, priority and tenant waits in this pass
   // (for the same reservation), and nothing was freed since.
   if (!job.victims.empty() || nominated_slots_.count(job.req.job_id)) return false;
-  bool ends_before = reservation_ && job.req.max_runtime_ms > 0 && reservation_->start != kNever &&
-                     now + job.req.max_runtime_ms <= reservation_->start;
-  auto it = waits_.find({job.shape, job.req.replicas, job.req.priority, ends_before, job.tenant});
+  auto it = waits_.find({job.shape, job.req.replicas, job.req.priority,
+                         ends_before_reservation(job.req, now), job.tenant});
   return it != waits_.end() && it->second.now == now &&
          it->second.reservation == (reservation_ ? reservation_->job_id : std::string());
+}
+
+int ClusterScheduler::quota_wait_class(const PendingJob& job) {
+  // decide(): a job whose shape failed to place waits for resources without a placement tried;
+  // one the quota allows on some model may start there.
+  const JobRequest& r = job.req;
+  if (r.replicas != 1 || !job.victims.empty() || nominated_slots_.count(r.job_id) ||
+      failed_shapes_.count(job.shape))
+    return -1;
+  const int64_t milli = replica_gpu_milli(r);
+  if (milli == 0 || !tenants_.limited(r.tenant)) return -1;
+  Shape& shape = shapes_[job.shape];
+  bool any_allowed = false, all_allowed = true;
+  for (const auto& model : shape_models(shape)) {
+    bool allowed = milli <= quota_headroom(job.tenant, model);
+    any_allowed |= allowed;
+    all_allowed &= allowed;
+  }
+  if (all_allowed) return -1;
+  // Its search (choose_reclaim_victims) is skipped, or known to find too little.
+  if (settings_.preemption &&
+      !failed_preemptions_.count({job.shape, r.replicas, r.priority, job.tenant}) &&
+      !tenants_.cohort_of(r.tenant).empty() && !reclaim_known_to_fail(job))
+    return -1;
+  // Held back by quota, not by resources: else it would search for victims (choose_victims).
+  if (!gpus_free_somewhere(shape)) return -1;
+  auto& ranked = refresh_ranking(job.shape).ranked;
+  if (!any_allowed) return first_fitting_class(shape, ranked);
+  // As pick_node walks the classes: none of a model the quota allows may fit it (it would be
+  // tried there), and the first of another names the quota that refuses it.
+  int first_refused = -1;
+  boost::container::small_vector<std::pair<const std::string*, bool>, 4> allowed_by_model;
+  bool allowed_fits = visit_live_classes(ranked, [&](const NodeClass& c) {
+    if (!memory_fits(shape, c.id)) return false;
+    auto known = std::find_if(allowed_by_model.begin(), allowed_by_model.end(),
+                              [&](const auto& m) { return *m.first == c.gpu_model; });
+    if (known == allowed_by_model.end())
+      known = allowed_by_model.insert(
+          known, {&c.gpu_model, milli <= quota_headroom(job.tenant, c.gpu_model)});
+    if (!known->second && first_refused < 0) first_refused = c.id;
+    return known->second;
+  });
+  return allowed_fits ? -1 : first_refused;
 }
 
 WaitNeed ClusterScheduler::wait_need(const PendingJob& job) const {
@@ -781,11 +823,23 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
 }
 
 ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const QueueKey* after,
-                                                           TimeMs now) {
+                                                           TimeMs now, const QueueKey* listed,
+                                                           Plan& plan) {
   const auto& by_group = wake_caps(tenant, now);
+  // The query asks in queue order: a job its quota holds back is decided as it is met, without
+  // trying to place it, and without a query for each (set_wait marks the rest of its class). A
+  // job after the listed one ends the query (that one is decided first: it may change how the
+  // others are).
   auto accept = [&](void* owner) {
-    const PendingJob& job = *static_cast<const PendingJob*>(owner);
-    return job.decided_pass != pass_ && !waits_now(job, now);
+    PendingJob& job = *static_cast<PendingJob*>(owner);
+    if (job.decided_pass == pass_ || waits_now(job, now)) return false;
+    if (listed && *listed < job.key()) return true;
+    if (int class_id = quota_wait_class(job); class_id >= 0) {
+      ++stats_.woken;
+      wait_for_quota(job, class_id, now, plan);
+      return false;
+    }
+    return true;
   };
   // The queries: per partition of the tenant, the capacities of the static groups it fits
   // that may admit one of its jobs.
@@ -901,7 +955,10 @@ void ClusterScheduler::decide_woken(TimeMs now, Plan& plan, bool full,
       {
         StatTimer timer(stats_.wake_ns);
         ++stats_.wake_queries;
-        woken = next_woken(tenant, cursor.started ? &after : nullptr, now);
+        QueueKey listed;
+        if (next) listed = next->key();
+        woken = next_woken(tenant, cursor.started ? &after : nullptr, now, next ? &listed : nullptr,
+                           plan);
       }
       if (woken && (!next || woken->key() < next->key())) next = woken, ++stats_.woken;
     }

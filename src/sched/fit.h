@@ -15,6 +15,12 @@ namespace gpucloud::sched {
 /// (if given) says which check failed.
 bool node_could_fit(const JobRequest& req, const NodeState& node, std::string* why = nullptr);
 
+/// What one replica asks of its GPU model's quota, in GPU milli: a share's milli, or 1000 per
+/// whole GPU (0 without GPUs).
+inline int64_t replica_gpu_milli(const JobRequest& r) {
+  return r.gpus == 0 ? 0 : r.gpu_milli > 0 ? r.gpu_milli : int64_t{r.gpus} * 1000;
+}
+
 /// Whether a GPU satisfies the request's model and memory constraints.
 bool gpu_matches(const JobRequest& req, const GpuState& gpu);
 

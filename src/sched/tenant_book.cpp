@@ -19,8 +19,14 @@ std::string gpus_text(int64_t milli) {
 
 }  // namespace
 
+void TenantBook::changed(const std::string& tenant) {
+  ++changes_;
+  if (const TenantSpec* s = spec(tenant); s && !s->cohort.empty()) ++cohort_changes_[s->cohort];
+}
+
 void TenantBook::configure(const std::vector<TenantSpec>& tenants) {
   ++changes_;
+  ++config_changes_;
   specs_.clear();
   cohorts_.clear();
   for (const auto& t : tenants) {
@@ -31,6 +37,7 @@ void TenantBook::configure(const std::vector<TenantSpec>& tenants) {
 
 void TenantBook::set_capacity(int64_t gpu_milli, int64_t cpu_milli, int64_t memory_mib) {
   ++changes_;
+  ++config_changes_;
   capacity_gpu_ = gpu_milli;
   capacity_cpu_ = cpu_milli;
   capacity_memory_ = memory_mib;
@@ -38,7 +45,7 @@ void TenantBook::set_capacity(int64_t gpu_milli, int64_t cpu_milli, int64_t memo
 
 void TenantBook::charge(const std::string& tenant, const std::string& gpu_model, int64_t gpu_milli,
                         int64_t cpu_milli, int64_t memory_mib, int sign) {
-  ++changes_;
+  changed(tenant);
   Use& u = use_[tenant];
   if (gpu_milli) u.gpu_milli[gpu_model] += sign * gpu_milli;
   u.gpu_total += sign * gpu_milli;
@@ -48,7 +55,7 @@ void TenantBook::charge(const std::string& tenant, const std::string& gpu_model,
 
 void TenantBook::hold_reclaim(const std::string& tenant, const std::string& model, int64_t milli,
                               int sign) {
-  ++changes_;
+  changed(tenant);
   auto [it, fresh] = reclaim_held_.try_emplace({tenant, model}, 0);
   it->second += sign * milli;
   if (it->second <= 0) reclaim_held_.erase(it);

@@ -73,6 +73,13 @@ class TenantBook {
   /// Counts the changes to use and configuration: equal counts mean every answer above is
   /// unchanged.
   uint64_t changes() const { return changes_; }
+  /// Counts the changes to the use and holds of the cohort's members and to the configuration:
+  /// while it is unchanged, every answer above about them that reads no other tenant's use
+  /// (all but dominant_share) is unchanged.
+  uint64_t cohort_changes(const std::string& cohort) const {
+    auto it = cohort_changes_.find(cohort);
+    return config_changes_ + (it == cohort_changes_.end() ? 0 : it->second);
+  }
 
  private:
   struct Use {
@@ -100,6 +107,10 @@ class TenantBook {
   std::map<std::pair<std::string, std::string>, int64_t> reclaim_held_;  // (tenant, model)
   int64_t capacity_gpu_ = 0, capacity_cpu_ = 0, capacity_memory_ = 0;
   uint64_t changes_ = 0;
+  uint64_t config_changes_ = 0;
+  std::map<std::string, uint64_t, std::less<>> cohort_changes_;
+  // A change to the tenant's use or holds: counted for its cohort too.
+  void changed(const std::string& tenant);
 };
 
 }  // namespace gpucloud::sched

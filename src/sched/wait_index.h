@@ -148,9 +148,9 @@ class WaitIndex {
   };
   /// The first job in queue order, over the queries' partitions, after `after` (nullptr: from
   /// the start), that one of its partition's capacities admits and `accept(owner)` accepts, as
-  /// its owner; nullptr when there is none. The partitions' blocks that may hold one are visited
-  /// in queue order across partitions (by their first job), and none that starts past the answer
-  /// found so far; `accept` is asked about admitted jobs in those blocks, at most once each.
+  /// its owner; nullptr when there is none. Only the partitions' blocks that may hold one are
+  /// read; `accept` is asked about admitted jobs in queue order, up to the answer, at most once
+  /// each (so it may decide the jobs it refuses).
   template <typename Accept>
   void* first_admitted(std::span<const PartitionQuery> queries, const QueueKey* after,
                        Accept&& accept) const;
@@ -274,58 +274,64 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
     }
     return b;
   };
-  // Candidate blocks, the first in queue order on top: (query, block).
-  auto later = [&](const std::pair<size_t, size_t>& a, const std::pair<size_t, size_t>& b) {
-    const QueueKey& ka = partitions_[queries[a.first].partition].blocks[a.second].entries[0].key;
-    const QueueKey& kb = partitions_[queries[b.first].partition].blocks[b.second].entries[0].key;
-    return kb < ka;
+  // Where each query's partition is read next, the first in queue order on top: (query, block,
+  // entry). A partition is read until another's next job comes first: `accept` is asked in
+  // queue order, and the first job it accepts is the answer.
+  struct Cursor {
+    size_t query, block, entry;
   };
-  std::vector<std::pair<size_t, size_t>> heap;
+  auto key_of = [&](const Cursor& c) -> const QueueKey& {
+    return partitions_[queries[c.query].partition].blocks[c.block].entries[c.entry].key;
+  };
+  auto later = [&](const Cursor& a, const Cursor& b) { return key_of(b) < key_of(a); };
+  std::vector<Cursor> heap;
   for (size_t i = 0; i < queries.size(); ++i) {
     const Partition& p = partitions_[queries[i].partition];
     size_t b = next_block(queries[i], after ? block_for(p, *after) : 0);
-    if (b < p.blocks.size()) heap.push_back({i, b});
+    size_t e = 0;
+    if (b < p.blocks.size() && after) {
+      const auto& entries = p.blocks[b].entries;
+      e = static_cast<size_t>(
+          std::upper_bound(entries.begin(), entries.end(), *after,
+                           [](const QueueKey& k, const Entry& x) { return k < x.key; }) -
+          entries.begin());
+      if (e == entries.size()) b = next_block(queries[i], b + 1), e = 0;
+    }
+    if (b < p.blocks.size()) heap.push_back({i, b, e});
   }
   std::make_heap(heap.begin(), heap.end(), later);
-  void* best = nullptr;
-  const QueueKey* best_key = nullptr;
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
-    auto [i, b] = heap.back();
+    Cursor c = heap.back();
     heap.pop_back();
-    const PartitionQuery& q = queries[i];
+    const PartitionQuery& q = queries[c.query];
     const Partition& partition = partitions_[q.partition];
-    const Block& block = partition.blocks[b];
-    if (best_key && !(block.entries.front().key < *best_key)) break;  // none of them is earlier
+    const Block& block = partition.blocks[c.block];
+    const QueueKey* next_other = heap.empty() ? nullptr : &key_of(heap.front());
     ask(q, block);
-    auto e = block.entries.begin();
-    if (after)
-      e = std::upper_bound(e, block.entries.end(), *after,
-                           [](const QueueKey& k, const Entry& x) { return k < x.key; });
-    bool found = false, past_best = false;
-    for (; e != block.entries.end(); ++e) {
-      if (best_key && !(e->key < *best_key)) {
-        past_best = true;
+    bool paused = false;
+    for (; c.entry < block.entries.size(); ++c.entry) {
+      const Entry& e = block.entries[c.entry];
+      if (next_other && *next_other < e.key) {
+        paused = true;
         break;
       }
-      if (e->bit != kNoBit && !q.admitted.test(e->bit)) continue;  // (learnt: next_block)
-      if (waits(partition, *e)) continue;
+      if (e.bit != kNoBit && !q.admitted.test(e.bit)) continue;  // (learnt: next_block)
+      if (waits(partition, e)) continue;
       bool admitted = std::any_of(active.begin(), active.end(), [&](const WaitCapacity* cap) {
-        return cap->admits(e->need, e->key.priority);
+        return cap->admits(e.need, e.key.priority);
       });
-      if (admitted && accept(e->owner)) {
-        best = e->owner, best_key = &e->key, found = true;
-        break;
-      }
+      if (admitted && accept(e.owner)) return e.owner;
     }
-    if (found || past_best) continue;  // the partition's later jobs come after the answer
-    size_t next = next_block(q, b + 1);
-    if (next < partition.blocks.size()) {
-      heap.push_back({i, next});
-      std::push_heap(heap.begin(), heap.end(), later);
+    if (!paused) {
+      c.block = next_block(q, c.block + 1);
+      c.entry = 0;
+      if (c.block == partition.blocks.size()) continue;
     }
+    heap.push_back(c);
+    std::push_heap(heap.begin(), heap.end(), later);
   }
-  return best;
+  return nullptr;
 }
 
 }  // namespace gpucloud::sched

@@ -293,6 +293,79 @@ TEST(Quotas, QuotaBeingReclaimedIsNotLentAgain) {
   EXPECT_EQ(placement_of(plan, "v-a"), nullptr);
 }
 
+// Jobs of many shapes that only reclaiming could let start, while the borrower outranks them:
+// a node freeing GPUs and a job it could preempt wakes them all, and each waits for quota
+// again, decided without placing it or asking the index once per job.
+TEST(Quotas, WokenJobsTheQuotaHoldsBackWaitWithoutAQueryEach) {
+  auto s = make();
+  NodeState n1 = gpu_node("n1", 2), n2 = gpu_node("n2", 2), n3 = gpu_node("n3", 2);
+  add_nodes(*s, {n1, n2, n3, gpu_node("spare", 1)});
+  s->set_tenants({tenant("vision", "ml", 2), tenant("nlp", "ml", 0)});
+  // nlp borrows vision's whole quota at a priority vision's jobs cannot reclaim from.
+  ASSERT_TRUE(start_on(*s, for_tenant(job("nlp-1", 2), "nlp"), 5, n1, {0, 1}).ok());
+  ASSERT_TRUE(start_on(*s, for_tenant(job("hold", 2), "research"), 10, n2, {0, 1}).ok());
+  ASSERT_TRUE(start_on(*s, for_tenant(job("low", 1), "research"), 0, n3, {0}).ok());
+  ASSERT_TRUE(start_on(*s, for_tenant(job("other", 1), "research"), 10, n3, {1}).ok());
+  constexpr int kJobs = 20;
+  for (int i = 0; i < kJobs; ++i) {
+    JobRequest v = for_tenant(job("v" + std::to_string(i), 1), "vision", i);
+    v.priority = 1;
+    v.cpu_milli = 1000 * (i + 1);  // a shape of its own
+    ASSERT_TRUE(s->submit(v).ok());
+  }
+  Plan plan = s->schedule(kMinute);
+  ASSERT_TRUE(plan.placements.empty() && plan.preemptions.empty());
+  ASSERT_THAT(reason_of(plan, "v7"), HasSubstr("tenant vision: A100 quota"));
+  // n3 frees a GPU and could free another by preempting "low": every vision job may fit there.
+  s->finish("other");
+  plan = s->schedule(2 * kMinute);
+  EXPECT_TRUE(plan.placements.empty());
+  EXPECT_TRUE(plan.preemptions.empty());
+  PassStats stats = s->last_pass();
+  EXPECT_EQ(stats.woken, kJobs);
+  EXPECT_EQ(stats.decisions, kJobs);
+  EXPECT_LE(stats.wake_queries, 4) << "a query per woken job";
+  EXPECT_LE(stats.preemption_searches, 1);
+}
+
+// A job ahead in the queue is decided first even when a wake-up finds a later one of its tenant
+// that waits for quota: here it takes a GPU of the node that made the later one quota's to hold
+// back, and the later one then preempts instead.
+TEST(Quotas, AJobAheadIsDecidedBeforeALaterOneWaitsForQuota) {
+  auto s = make();
+  NodeState a = gpu_node("a", 2), b = gpu_node("b", 2), c = gpu_node("c", 3);
+  b.cpu_milli = 8000;
+  add_nodes(*s, {a, b, c});
+  s->set_tenants({tenant("vision", "ml", 4), tenant("nlp", "ml", 0)});
+  // nlp borrows 3 of vision's 4 GPUs, at a priority vision's jobs cannot reclaim from.
+  ASSERT_TRUE(start_on(*s, for_tenant(job("nlp-1", 3), "nlp"), 5, c, {0, 1, 2}).ok());
+  ASSERT_TRUE(start_on(*s, for_tenant(job("low", 1), "research"), 0, b, {0}).ok());
+  ASSERT_TRUE(start_on(*s, for_tenant(job("other", 1), "research"), 10, b, {1}).ok());
+  // "first" and "q" differ only in CPUs (a wait of one says nothing of the other): both fit a,
+  // and wait for quota (2 GPUs, 1 allowed).
+  JobRequest first = for_tenant(job("first", 2), "vision", 1);
+  JobRequest q = for_tenant(job("q", 2), "vision", 3);
+  first.priority = q.priority = 1;
+  first.cpu_milli = 2000;
+  q.cpu_milli = 1000;
+  ASSERT_TRUE(s->submit(first).ok());
+  ASSERT_TRUE(s->submit(q).ok());
+  Plan plan = s->schedule(kMinute);
+  ASSERT_TRUE(plan.placements.empty() && plan.preemptions.empty());
+  ASSERT_THAT(reason_of(plan, "q"), HasSubstr("tenant vision: A100 quota"));
+  // b frees a GPU, and could free "low"'s: first and q are woken. "ahead", queued between them,
+  // needs more CPUs than b has: it takes a GPU of a, where q no longer fits without preempting.
+  s->finish("other");
+  JobRequest ahead = for_tenant(job("ahead", 1), "vision", 2);
+  ahead.priority = 1;
+  ahead.cpu_milli = 32000;
+  ASSERT_TRUE(s->submit(ahead).ok());
+  plan = s->schedule(2 * kMinute);
+  ASSERT_NE(placement_of(plan, "ahead"), nullptr);
+  EXPECT_EQ(placement_of(plan, "ahead")->replicas.at(0).node_id, "id-a");
+  EXPECT_EQ(preempted(plan), std::set<std::string>{"low"}) << reason_of(plan, "q");
+}
+
 TEST(FairShare, TheTenantWithTheSmallerDominantShareGoesFirst) {
   auto s = make();
   add_nodes(*s, {gpu_node("n1", 8)});

@@ -1,5 +1,6 @@
-// TenantBook::headroom against allows(): over random quotas, cohorts, borrowing limits, use and
-// reclaim holds, a request is allowed exactly when it is no larger than the headroom.
+// TenantBook over random quotas, cohorts, borrowing limits, use and reclaim holds: a request is
+// allowed exactly when it is no larger than the headroom, and a cohort's change count tells when
+// its members' answers may have changed.
 #include "sched/tenant_book.h"
 
 #include <gtest/gtest.h>
@@ -54,6 +55,68 @@ TEST(TenantBook, HeadroomIsTheLargestRequestAllowed) {
   // The rounds reach the branches that matter: borrowing, and quota lent within a cohort.
   EXPECT_GT(checked_borrowing, 500);
   EXPECT_GT(checked_lent, 500);
+}
+
+// A cohort's change count stays put only when nothing its members are told changed: the answers
+// about them (all but the dominant share) are the same before and after a charge or hold that
+// leaves it unchanged.
+TEST(TenantBook, ACohortsCountMovesWhenItsMembersAnswersMay) {
+  std::mt19937 rng(11);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  const std::vector<std::string> models = {"A100", "H100"};
+  const std::vector<std::string> cohorts = {"c1", "c2"};
+  auto answers = [&](const TenantBook& book, const std::string& tenant) {
+    std::vector<int64_t> out{static_cast<int64_t>(book.cohort_of(tenant).size())};
+    for (const auto& m : models)
+      for (int64_t milli : {250, 1000, 3000})
+        out.insert(out.end(),
+                   {book.headroom(tenant, m), book.nominal_headroom(tenant, m),
+                    book.cohort_room(tenant, m), book.borrowing(tenant, m),
+                    book.over_nominal(tenant, m), book.over_limit(tenant, m),
+                    book.within_nominal(tenant, m, milli), book.cohort_excess(tenant, m, milli)});
+    return out;
+  };
+  int unchanged = 0, moved = 0;
+  for (int round = 0; round < 500; ++round) {
+    TenantBook book;
+    std::vector<TenantSpec> specs;
+    for (int t = 0; t < 5; ++t) {
+      TenantSpec s;
+      s.name = "t" + std::to_string(t);
+      s.has_quota = pick(4) != 0;
+      s.cohort = pick(3) == 0 ? "" : cohorts[pick(2)];
+      for (const auto& m : models) {
+        if (pick(4)) s.quota[m] = pick(6);
+        if (pick(2)) s.borrowing_limit[m] = pick(4);
+      }
+      specs.push_back(s);
+    }
+    book.configure(specs);
+    for (int step = 0; step < 20; ++step) {
+      std::vector<std::vector<int64_t>> before;
+      for (const auto& s : specs) before.push_back(answers(book, s.name));
+      const std::vector<uint64_t> counts = {book.cohort_changes("c1"), book.cohort_changes("c2")};
+      const std::string who = "t" + std::to_string(pick(5));
+      if (pick(4))
+        book.charge(who, models[pick(2)], 250 * (1 + pick(8)), 100, 100, pick(3) ? +1 : -1);
+      else
+        book.hold_reclaim(who, models[pick(2)], 500 * (1 + pick(4)), pick(2) ? +1 : -1);
+      for (size_t t = 0; t < specs.size(); ++t) {
+        const std::string& cohort = book.cohort_of(specs[t].name);
+        if (cohort.empty()) continue;
+        if (book.cohort_changes(cohort) != counts[cohort == "c1" ? 0 : 1]) {
+          ++moved;
+          continue;
+        }
+        ++unchanged;
+        ASSERT_EQ(answers(book, specs[t].name), before[t])
+            << "round " << round << ": " << who << " changed, " << specs[t].name << " in " << cohort
+            << " was told otherwise while its cohort's count stayed";
+      }
+    }
+  }
+  EXPECT_GT(unchanged, 1000);
+  EXPECT_GT(moved, 1000);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // WaitIndex against a plain list: after random adds and removes, every query answers what a walk
 // of all jobs in queue order answers, and the blocks' summaries match their jobs. Jobs of wait
-// classes marked waiting are refused, as the scheduler's accept() refuses them.
+// classes marked waiting are refused, as the scheduler's accept() refuses them; accept() is asked
+// in queue order.
 #include "sched/wait_index.h"
 
 #include <gtest/gtest.h>
@@ -130,6 +131,7 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
     return j.wait_class >= 0 && marked.count({j.tenant, j.signature, j.wait_class, ends_before(j)});
   };
   int skipped_by_mark = 0;
+  int asked_across = 0;  // tenant queries that asked about more than one job
   std::map<std::tuple<int, int, int>, std::pair<WaitNeed, int>> classes;  // need, priority
   for (int round = 0; round < 4000; ++round) {
     if (jobs.empty() || pick(3) != 0) {
@@ -234,17 +236,32 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
       QueueKey after_key = after ? after->key() : QueueKey{};
       const Job* expected = first_admitted_by_walk(
           queue, after, [&](const Job& j) -> auto& { return caps[j.signature]; });
-      auto accept = [](void* owner) { return !static_cast<Job*>(owner)->refused; };
+      // accept() is asked in queue order, up to the answer (the scheduler decides the jobs it
+      // refuses as it meets them).
+      std::vector<const Job*> asked;
+      auto accept = [&](void* owner) {
+        asked.push_back(static_cast<const Job*>(owner));
+        return !static_cast<Job*>(owner)->refused;
+      };
       void* got = index.first_admitted(all, after ? &after_key : nullptr, accept);
       ++queries;
       found += expected != nullptr;
       ASSERT_EQ(got, static_cast<const void*>(expected))
           << "round " << round << " tenant " << tenant;
+      for (size_t i = 1; i < asked.size(); ++i)
+        ASSERT_TRUE(asked[i - 1]->key() < asked[i]->key())
+            << "round " << round << " tenant " << tenant << ": asked about " << asked[i - 1]->id
+            << " before " << asked[i]->id;
+      if (got) {
+        ASSERT_EQ(asked.back(), got);
+      }
+      asked_across += asked.size() > 1;
     }
   }
   // The generator must give queries that find something and queries that do not.
   EXPECT_GT(found, queries / 10);
   EXPECT_GT(skipped_by_mark, 10000);
+  EXPECT_GT(asked_across, 1000);
   EXPECT_LT(found, queries - queries / 10);
 }
 
