@@ -243,6 +243,7 @@ void ClusterScheduler::remove_node(const std::string& node_id) {
 
 void ClusterScheduler::set_tenants(const std::vector<TenantSpec>& tenants) {
   tenants_.configure(tenants);
+  headroom_.clear();  // (cohorts may have changed)
   tenants_changed_ = true;
   decide_all_ = true;  // every quota may have changed
   drop_victim_candidates();

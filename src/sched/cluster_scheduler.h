@@ -501,7 +501,7 @@ class ClusterScheduler final : public Scheduler {
                      std::vector<WaitCapacity>& out);
   // Per priority of the cohort's borrowers of the model (ascending), the GPU milli a lender of
   // at least that priority could reclaim (borrowers whose tenant still borrows, not preempted);
-  // kept per wake version.
+  // kept while the pass, the use of the cohort's members and the victims chosen are unchanged.
   const std::vector<std::pair<int, int64_t>>& reclaimable(const std::string& cohort,
                                                           const std::string& model);
   std::optional<std::vector<std::string>> choose_reclaim_victims(const PendingJob& job,
@@ -676,15 +676,21 @@ class ClusterScheduler final : public Scheduler {
   void count_borrowed(const RunningJob& r, int sign);
   uint64_t borrowed_removals_ = 0;
   std::vector<int> sources_order_;  // sources_'s slots in the order they were added
-  std::map<std::pair<std::string, std::string>,
-           std::pair<uint64_t, std::vector<std::pair<int, int64_t>>>>
-      reclaimable_;  // (cohort, model) -> (wake version, reclaimable())
+  // (cohort, model) -> ((pass, the cohort's changes, victims chosen), reclaimable())
+  std::map<std::pair<std::string, std::string>, std::pair<std::tuple<uint64_t, uint64_t, uint64_t>,
+                                                          std::vector<std::pair<int, int64_t>>>>
+      reclaimable_;
+  uint64_t victims_chosen_ = 0;  // counts victim_chosen()
   std::vector<std::pair<int, uint64_t>> wake_victims_;
   std::vector<std::string> tenant_names_;    // interned tenant id -> name
   std::vector<std::string> signature_bits_;  // fit signature -> '1' per static group it fits
-  // Per pass: quota headroom per (tenant, GPU model), valid while tenants_.changes() is equal.
-  std::map<std::pair<int, std::string>, int64_t> headroom_;
-  uint64_t headroom_changes_ = 0;
+  // Per tenant: quota_headroom per GPU model, while its cohort's changes are as counted.
+  struct TenantHeadroom {
+    const std::string* cohort = nullptr;  // TenantBook::cohort_of (until set_tenants)
+    uint64_t changes = 0;
+    std::vector<std::pair<std::string, int64_t>> by_model;
+  };
+  std::vector<TenantHeadroom> headroom_;
   // Why the quota refuses (tenant, GPU model, milli), while the tenants' use is unchanged.
   std::map<std::tuple<int, std::string, int64_t>, std::string> quota_whys_;
   uint64_t quota_whys_changes_ = 0;

@@ -324,6 +324,7 @@ std::optional<int64_t> ClusterScheduler::least_single_victim(const VictimCandida
 
 void ClusterScheduler::victim_chosen(const RunningJob& victim) {
   ++wake_version_;  // what preempting would free there shrank
+  ++victims_chosen_;
   for (const auto& [slot, rp] : victim.replicas) slot_changed(slot);  // victims_on, NodeVictim
   // Candidates found in this victim epoch stay candidates until the next one (as if found now);
   // their bounds shrink at once.

@@ -152,14 +152,18 @@ void ClusterScheduler::wake_in_pass(int slot) {
 }
 
 int64_t ClusterScheduler::quota_headroom(int tenant, const std::string& model) {
-  if (headroom_changes_ != tenants_.changes()) {
-    headroom_.clear();
-    headroom_changes_ = tenants_.changes();
+  // It reads the use of the tenant's cohort alone.
+  if (headroom_.size() < tenant_names_.size()) headroom_.resize(tenant_names_.size());
+  TenantHeadroom& cached = headroom_[tenant];
+  if (!cached.cohort) cached.cohort = &tenants_.cohort_of(tenant_names_[tenant]);
+  if (const uint64_t changes = tenants_.cohort_changes(*cached.cohort); cached.changes != changes) {
+    cached.by_model.clear();
+    cached.changes = changes;
   }
-  auto [it, fresh] = headroom_.try_emplace({tenant, model}, 0);
-  if (!fresh) return it->second;
-  it->second = tenants_.headroom(tenant_names_[tenant], model);
-  return it->second;
+  for (const auto& [known, headroom] : cached.by_model)
+    if (known == model) return headroom;
+  return cached.by_model.emplace_back(model, tenants_.headroom(tenant_names_[tenant], model))
+      .second;
 }
 
 int64_t ClusterScheduler::quota_reach(int tenant, const std::string& model) {
@@ -748,15 +752,24 @@ const std::vector<std::pair<int, int64_t>>& ClusterScheduler::reclaimable(
     const std::string& cohort, const std::string& model) {
   auto [it, fresh] = reclaimable_.try_emplace({cohort, model});
   auto& [version, levels] = it->second;
-  if (!fresh && version == wake_version_) return levels;
-  version = wake_version_;
+  // (The borrowers are the same all pass: cohort_borrowers.)
+  const auto inputs = std::make_tuple(pass_, tenants_.cohort_changes(cohort), victims_chosen_);
+  if (!fresh && version == inputs) return levels;
+  version = inputs;
   levels.clear();
-  // Borrowers whose tenant still borrows the model (may_reclaim), not already preempted.
+  // Borrowers whose tenant still borrows the model (may_reclaim), not already preempted; asked
+  // once per tenant.
+  boost::container::small_vector<std::pair<const std::string*, bool>, 4> borrowing;
+  auto still_borrows = [&](const std::string& tenant) {
+    for (const auto& [name, yes] : borrowing)
+      if (*name == tenant) return yes;
+    return borrowing.emplace_back(&tenant, tenants_.borrowing(tenant, model)).second;
+  };
   int64_t freeable = 0;
   const auto& borrowers = cohort_borrowers(cohort, model);
   for (size_t i = 0; i < borrowers.size(); ++i) {
     const RunningJob& r = *borrowers[i];
-    if (!r.preempting && tenants_.borrowing(r.req.tenant, model)) freeable += job_gpu_milli(r.req);
+    if (!r.preempting && still_borrows(r.req.tenant)) freeable += job_gpu_milli(r.req);
     if (i + 1 < borrowers.size() && borrowers[i + 1]->req.priority == r.req.priority) continue;
     if (freeable > 0) levels.push_back({r.req.priority, freeable});
   }

@@ -21,7 +21,7 @@ std::string gpus_text(int64_t milli) {
 
 void TenantBook::changed(const std::string& tenant) {
   ++changes_;
-  if (const TenantSpec* s = spec(tenant); s && !s->cohort.empty()) ++cohort_changes_[s->cohort];
+  if (const TenantSpec* s = spec(tenant)) ++cohort_changes_[s->cohort];
 }
 
 void TenantBook::configure(const std::vector<TenantSpec>& tenants) {

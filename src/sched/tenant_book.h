@@ -75,7 +75,9 @@ class TenantBook {
   uint64_t changes() const { return changes_; }
   /// Counts the changes to the use and holds of the cohort's members and to the configuration:
   /// while it is unchanged, every answer above about them that reads no other tenant's use
-  /// (all but dominant_share) is unchanged.
+  /// (all but dominant_share) is unchanged. The cohort "" (cohort_of a tenant without one)
+  /// counts those of every tenant with a quota and no cohort (a tenant without a quota is told
+  /// the same whatever it uses).
   uint64_t cohort_changes(const std::string& cohort) const {
     auto it = cohort_changes_.find(cohort);
     return config_changes_ + (it == cohort_changes_.end() ? 0 : it->second);
