@@ -66,8 +66,12 @@ TEST_F(JobUserTest, RunsAsItsUserWithoutCapabilitiesOrNewPrivileges) {
 }
 
 TEST_F(JobUserTest, TheShimsFilesAreClosedToTheJob) {
+  // The shim writes its pid file once the job runs: the job waits for it (up to 10 s) before
+  // trying to read it.
   LaunchSpec s = as_user("closed", kUidA,
                          {"sh", "-c",
+                          "i=0; while [ ! -e ../pid ] && [ $i -lt 200 ]; do sleep 0.05; "
+                          "i=$((i+1)); done; "
                           "ls ..; cat ../launch.json; cat ../pid; echo x >> ../output.log; "
                           "cat ../shim.log; echo done"});
   s.env["SECRET"] = "hunter2";
