@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 
 namespace gpucloud::server {
 
@@ -27,7 +28,14 @@ int64_t LogStore::size(const std::string& key) {
 
 Result<int64_t> LogStore::append(const std::string& key, int64_t offset, const std::string& data) {
   int64_t current = size(key);
-  if (offset != current || data.empty()) return current;
+  // A chunk that starts before the end repeats what is stored (an agent that lost the answer
+  // to its last poll sends it again, with what came since): only its rest is new. One that
+  // starts past the end would leave a gap: the agent continues from `current` instead.
+  if (offset < 0 || offset > current) return current;
+  const int64_t end = offset + static_cast<int64_t>(data.size());
+  if (end <= current) return current;
+  const std::string_view fresh =
+      std::string_view(data).substr(static_cast<size_t>(current - offset));
   std::string path = path_for(key);
   if (!dir_made_) {
     std::error_code ec;
@@ -38,8 +46,8 @@ Result<int64_t> LogStore::append(const std::string& key, int64_t offset, const s
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return internal(fmt::format("cannot open log {}: {}", path, std::strerror(errno)));
   size_t written = 0;
-  while (written < data.size()) {
-    ssize_t n = ::write(fd, data.data() + written, data.size() - written);
+  while (written < fresh.size()) {
+    ssize_t n = ::write(fd, fresh.data() + written, fresh.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       ::close(fd);
@@ -48,7 +56,7 @@ Result<int64_t> LogStore::append(const std::string& key, int64_t offset, const s
     written += static_cast<size_t>(n);
   }
   ::close(fd);
-  sizes_[key] = current + static_cast<int64_t>(data.size());
+  sizes_[key] = end;
   wake(key);
   return sizes_[key];
 }

@@ -15,8 +15,9 @@ namespace gpucloud::server {
 class LogStore {
  public:
   explicit LogStore(std::string dir) : dir_(std::move(dir)) {}
-  /// Appends data if offset equals the current size; returns the size afterwards (the offset
-  /// the agent must continue from).
+  /// Appends what of data (the log's bytes from offset on) lies past the current size; a chunk
+  /// that starts past it is ignored. Returns the size afterwards (the offset the agent must
+  /// continue from).
   Result<int64_t> append(const std::string& key, int64_t offset, const std::string& data);
   /// The current size of a replica's log (0 when none).
   int64_t size(const std::string& key);
