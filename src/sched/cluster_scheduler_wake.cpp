@@ -840,13 +840,13 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
                                                            Plan& plan) {
   const auto& by_group = wake_caps(tenant, now);
   // The query asks in queue order: a job its quota holds back is decided as it is met, without
-  // trying to place it, and without a query for each (set_wait marks the rest of its class). A
-  // job after the listed one ends the query (that one is decided first: it may change how the
-  // others are).
+  // trying to place it, and without a query for each (set_wait marks the rest of its class). The
+  // listed job, or one after it, ends the query (the listed one is decided first, by decide():
+  // it may change how the others are).
   auto accept = [&](void* owner) {
     PendingJob& job = *static_cast<PendingJob*>(owner);
     if (job.decided_pass == pass_ || waits_now(job, now)) return false;
-    if (listed && *listed < job.key()) return true;
+    if (listed && !(job.key() < *listed)) return true;
     if (int class_id = quota_wait_class(job); class_id >= 0) {
       ++stats_.woken;
       wait_for_quota(job, class_id, now, plan);
