@@ -68,16 +68,11 @@ int ClusterScheduler::quota_wait_class(const PendingJob& job) {
   // As pick_node walks the classes: none of a model the quota allows may fit it (it would be
   // tried there), and the first of another names the quota that refuses it.
   int first_refused = -1;
-  boost::container::small_vector<std::pair<const std::string*, bool>, 4> allowed_by_model;
   bool allowed_fits = visit_live_classes(ranked, [&](const NodeClass& c) {
     if (!memory_fits(shape, c.id)) return false;
-    auto known = std::find_if(allowed_by_model.begin(), allowed_by_model.end(),
-                              [&](const auto& m) { return *m.first == c.gpu_model; });
-    if (known == allowed_by_model.end())
-      known = allowed_by_model.insert(
-          known, {&c.gpu_model, milli <= quota_headroom(job.tenant, c.gpu_model)});
-    if (!known->second && first_refused < 0) first_refused = c.id;
-    return known->second;
+    if (milli <= quota_headroom(job.tenant, c.gpu_model)) return true;
+    if (first_refused < 0) first_refused = c.id;
+    return false;
   });
   return allowed_fits ? -1 : first_refused;
 }
