@@ -182,7 +182,8 @@ void ClusterScheduler::update_capacity() {
 void ClusterScheduler::reset_rankings() {
   for (auto& ranking : rankings_) {
     ranking.ranked.clear();
-    ranking.cursor = 0;
+    ranking.started = false;
+    ranking.cursors.fill(0);
   }
 }
 
@@ -282,22 +283,30 @@ ClusterScheduler::Ranking& ClusterScheduler::refresh_ranking(int shape_id) {
     std::string key = fmt::format("{}/{}/{}/{}/{}/{}", r.gpus, r.gpu_milli, r.cpu_milli,
                                   r.gpu_model, r.gpu_memory_mib, fit_signature(shape));
     auto [it, fresh] = ranking_by_key_.try_emplace(key, static_cast<int>(rankings_.size()));
-    if (fresh) rankings_.push_back({shape_id, {}, 0});
+    if (fresh) rankings_.push_back({.shape = shape_id});
     shape.ranking = it->second;
   }
   Ranking& ranking = rankings_[shape.ranking];
   const Shape& s = shapes_[ranking.shape];
-  const auto& log = classes_.activations();
-  if (ranking.cursor == 0 && log.size() > classes_.active().size()) {
-    // A new (or reset) ranking: the classes with members now are all it needs.
-    for (int c : classes_.active())
-      if (may_fit(s, classes_.summary(c))) rank_class(ranking, c);
-    ranking.cursor = log.size();
-    return ranking;
+  if (!ranking.started) {
+    ranking.started = true;
+    if (classes_.activation_count() > classes_.active().size()) {
+      // A new (or reset) ranking: the classes with members now are all it needs.
+      for (int c : classes_.active())
+        if (may_fit(s, classes_.summary(c))) rank_class(ranking, c);
+      for (int level = 0; level < NodeClassIndex::kCapacityLevels; ++level)
+        ranking.cursors[level] = classes_.activations(level).size();
+      return ranking;
+    }
   }
-  // Most activations on a busy cluster cannot fit the shape: their summaries say so.
-  for (; ranking.cursor < log.size(); ++ranking.cursor)
-    if (may_fit(s, log[ranking.cursor])) rank_class(ranking, log[ranking.cursor].class_id);
+  // Most activations on a busy cluster cannot fit the shape: those at levels below what it
+  // needs are not read, the others' summaries say so.
+  for (int level = NodeClassIndex::least_capacity_level(s.req.gpus, s.req.gpu_milli);
+       level < NodeClassIndex::kCapacityLevels; ++level) {
+    const auto& log = classes_.activations(level);
+    for (uint32_t& at = ranking.cursors[level]; at < log.size(); ++at)
+      if (may_fit(s, log[at])) rank_class(ranking, log[at].class_id);
+  }
   // Classes that emptied leave when a pick walks past them; once the set has doubled since they
   // were last dropped, drop them all, so that inserts search a set about the size of the fitting
   // classes alive (a class that gains a member again is ranked again from its activation).

@@ -101,8 +101,10 @@ class ClusterScheduler final : public Scheduler {
     // Classes that fit, best first (ties: newer class); some may have emptied since.
     using Ranked = std::set<std::pair<NodeScore, int>, std::greater<>>;
     Ranked ranked;
-    size_t cursor = 0;  // into NodeClassIndex::activations()
-    size_t kept = 0;    // entries when those of emptied classes were last dropped
+    bool started = false;  // it has read the classes active when it started
+    // Into NodeClassIndex::activations(level), for the levels its shape may fit.
+    std::array<uint32_t, NodeClassIndex::kCapacityLevels> cursors{};
+    size_t kept = 0;  // entries when those of emptied classes were last dropped
   };
   struct PendingJob {
     JobRequest req;
@@ -702,6 +704,7 @@ class ClusterScheduler final : public Scheduler {
     bool valid = false;
     uint64_t version = 0, changes = 0;
     std::vector<std::vector<WaitCapacity>> by_group;  // (queries point into these)
+    std::vector<int> groups;                          // those with capacities, ascending
     std::vector<WaitIndex::PartitionQuery> queries;   // the first `used` are asked
     size_t used = 0;
     bool queries_valid = false;

@@ -823,6 +823,9 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
   }
   for (const auto& [group, cap] : caps)
     if (group < static_cast<int>(by_group.size())) by_group[group].push_back(cap);
+  cached.groups.clear();
+  for (int g = 0; g < static_cast<int>(by_group.size()); ++g)
+    if (!by_group[g].empty()) cached.groups.push_back(g);
   cached.valid = true;
   cached.version = wake_version_;
   cached.changes = tenants_.changes();
@@ -863,8 +866,8 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
       q.caps.clear();
       q.known.reset();
       q.admitted.reset();
-      for (size_t g = 0; g < by_group.size() && g < fits.size(); ++g)
-        if (fits[g] == '1')
+      for (int g : cached.groups)
+        if (static_cast<size_t>(g) < fits.size() && fits[g] == '1')
           for (const WaitCapacity& cap : by_group[g])
             if (waiting_.may_admit(partition, cap)) q.caps.push_back(&cap);
       if (!q.caps.empty()) ++used;

@@ -138,7 +138,8 @@ void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, in
   ++member_counts_[id];
   ++group_members_[group];
   if (c.members.size() == 1) {
-    activations_.push_back(summaries_[id]);
+    activations_[capacity_level(summaries_[id])].push_back(summaries_[id]);
+    ++activation_count_;
     active_.insert(id);
     group_by_free_gpus_[group].insert({-c.free_gpus, id});
     group_by_free_milli_[group].insert({-c.max_free_milli, id});

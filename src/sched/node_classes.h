@@ -9,6 +9,8 @@
 // classes alive, not every state ever seen.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -89,8 +91,27 @@ class NodeClassIndex {
     return group_by_free_milli_[group];
   }
 
-  /// Classes in the order they gained a first member (again): consumers keep a cursor.
-  const std::vector<ClassSummary>& activations() const { return activations_; }
+  /// Activation logs are split by what a class offers, so that a consumer needing at least some
+  /// GPU capacity reads only the logs that may hold it: level 0-9 for a class without a whole GPU
+  /// free (its most milli free on one GPU ÷ 100), 10-17 for one with 1-8+ whole GPUs free.
+  static constexpr int kCapacityLevels = 18;
+  /// The level of a class (see kCapacityLevels).
+  static int capacity_level(const ClassSummary& s) {
+    if (s.free_gpus > 0) return 9 + std::min<int>(s.free_gpus, 8);
+    return std::clamp<int>(s.max_free_milli / 100, 0, 9);
+  }
+  /// The lowest level a class that has `gpus` whole GPUs free (or, `gpu_milli` > 0, that much of
+  /// one GPU) can be at: every such class is at this level or above.
+  static int least_capacity_level(int gpus, int gpu_milli) {
+    if (gpus <= 0) return 0;
+    if (gpu_milli > 0) return std::min(gpu_milli / 100, 9);
+    return 9 + std::min(gpus, 8);
+  }
+  /// Classes of one capacity level in the order they gained a first member (again): consumers
+  /// keep a cursor per level.
+  const std::vector<ClassSummary>& activations(int level) const { return activations_[level]; }
+  /// The number of activations at all levels.
+  size_t activation_count() const { return activation_count_; }
   /// The class's summary (as its activations carry it).
   const ClassSummary& summary(int id) const { return summaries_[id]; }
   /// The number of nodes in the class now (as get(id).members.size(), without reading the class).
@@ -121,7 +142,8 @@ class NodeClassIndex {
   std::vector<std::set<std::pair<int, int>>> group_by_free_gpus_, group_by_free_milli_;
   std::vector<int> slot_class_;  // -1: no class
   std::vector<int> slot_group_;  // the static group of the slot's last class, -1: none
-  std::vector<ClassSummary> activations_;
+  std::array<std::vector<ClassSummary>, kCapacityLevels> activations_;
+  size_t activation_count_ = 0;
   std::vector<ClassSummary> summaries_;  // by class id
   std::vector<int32_t> member_counts_;   // by class id
   std::set<int> active_;

@@ -43,7 +43,43 @@ TEST(NodeClassIndex, HoldsTheStatesOfClassesWithNodesOnly) {
   EXPECT_EQ(index.size(), 1000u);  // every state seen has an id
   EXPECT_EQ(index.held(), 1u);     // only the node's current state is held
   EXPECT_EQ(index.active().size(), 1u);
-  EXPECT_EQ(index.activations().size(), 1000u);
+  EXPECT_EQ(index.activation_count(), 1000u);
+}
+
+TEST(NodeClassIndex, AnActivationIsLoggedAtTheLevelOfWhatTheClassOffers) {
+  NodeClassIndex index;
+  NodeState node = gpu_node("a", 2);
+  index.assign(0, node, 0, 0);  // two whole GPUs free: level 11
+  node.gpus[0].used_milli = 1000;
+  node.gpus[1].used_milli = 550;  // 450 milli free on its best GPU: level 4
+  index.assign(0, node, 1, 1);
+  EXPECT_EQ(index.activations(11).size(), 1u);
+  EXPECT_EQ(index.activations(4).size(), 1u);
+  EXPECT_EQ(index.activation_count(), 2u);
+}
+
+TEST(NodeClassIndex, ARequestThatFitsAClassNeedsNoLevelAboveTheClasss) {
+  // least_capacity_level is a lower bound: every class whose summary offers what the request
+  // needs is at that level or above, so readers may skip the logs below it.
+  for (int free_gpus = 0; free_gpus <= 12; ++free_gpus)
+    for (int max_free = 0; max_free <= 1000; max_free += 25) {
+      if (free_gpus > 0 && max_free != 1000) continue;
+      if (free_gpus == 0 && max_free == 1000) continue;
+      ClassSummary summary;
+      summary.free_gpus = free_gpus;
+      summary.max_free_milli = max_free;
+      const int level = NodeClassIndex::capacity_level(summary);
+      ASSERT_GE(level, 0);
+      ASSERT_LT(level, NodeClassIndex::kCapacityLevels);
+      for (int gpus = 1; gpus <= free_gpus; ++gpus)
+        EXPECT_GE(level, NodeClassIndex::least_capacity_level(gpus, 0));
+      for (int milli = 1; milli <= max_free; milli += 7)
+        EXPECT_GE(level, NodeClassIndex::least_capacity_level(1, milli));
+      EXPECT_GE(level, NodeClassIndex::least_capacity_level(0, 0));
+    }
+  // And it is not trivially 0: a whole GPU is never looked for among partly used ones.
+  EXPECT_EQ(NodeClassIndex::least_capacity_level(1, 0), 10);
+  EXPECT_EQ(NodeClassIndex::least_capacity_level(1, 500), 5);
 }
 
 TEST(NodeClassIndex, AStaticGroupKeepsItsExampleWhenItsFirstClassEmpties) {

@@ -120,5 +120,69 @@ TEST(TenantBook, ACohortsCountMovesWhenItsMembersAnswersMay) {
   EXPECT_GT(moved, 1000);
 }
 
+// What a book keeps between questions never goes stale: after any sequence of charges and holds,
+// asked all along, it answers as a book given the same sequence and asked only at its end.
+TEST(TenantBook, AnswersAfterChangesAreThoseOfABookAskedOnlyAtTheEnd) {
+  std::mt19937 rng(23);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  const std::vector<std::string> models = {"A100", "H100"};
+  auto answers = [&](const TenantBook& book, const std::vector<TenantSpec>& specs) {
+    std::vector<int64_t> out;
+    for (const auto& s : specs)
+      for (const auto& m : models) {
+        std::string why;
+        out.insert(out.end(),
+                   {book.headroom(s.name, m), book.cohort_room(s.name, m),
+                    book.cohort_excess(s.name, m, 1000), book.allows(s.name, m, 2000, &why)});
+        out.push_back(static_cast<int64_t>(std::hash<std::string>{}(why)));
+      }
+    return out;
+  };
+  struct Change {
+    bool hold;
+    std::string tenant, model;
+    int64_t milli;
+    int sign;
+  };
+  int compared = 0;
+  for (int round = 0; round < 200; ++round) {
+    std::vector<TenantSpec> specs;
+    for (int t = 0; t < 5; ++t) {
+      TenantSpec s;
+      s.name = "t" + std::to_string(t);
+      s.has_quota = pick(5) != 0;
+      s.cohort = pick(4) == 0 ? "" : "c1";
+      for (const auto& m : models) {
+        if (pick(4)) s.quota[m] = pick(6);
+        if (pick(2)) s.borrowing_limit[m] = pick(4);
+      }
+      specs.push_back(s);
+    }
+    TenantBook asked;
+    asked.configure(specs);
+    std::vector<Change> changes;
+    for (int step = 0; step < 30; ++step) {
+      Change c{pick(3) == 0, "t" + std::to_string(pick(5)), models[pick(2)], 250 * (1 + pick(8)),
+               pick(3) ? +1 : -1};
+      changes.push_back(c);
+      if (c.hold)
+        asked.hold_reclaim(c.tenant, c.model, c.milli, c.sign);
+      else
+        asked.charge(c.tenant, c.model, c.milli, 0, 0, c.sign);
+      TenantBook fresh;
+      fresh.configure(specs);
+      for (const Change& d : changes)
+        if (d.hold)
+          fresh.hold_reclaim(d.tenant, d.model, d.milli, d.sign);
+        else
+          fresh.charge(d.tenant, d.model, d.milli, 0, 0, d.sign);
+      ASSERT_EQ(answers(asked, specs), answers(fresh, specs))
+          << "round " << round << ", step " << step;
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 6000);
+}
+
 }  // namespace
 }  // namespace gpucloud::sched
