@@ -290,6 +290,10 @@ class ClusterScheduler final : public Scheduler {
   // allows now and what it allowed then at most (so the jobs that ask the quota for more than
   // that and no more than this), if it limits jobs at all.
   std::optional<std::pair<int64_t, int64_t>> quota_grown(int tenant, int group);
+  // What the tenant's pool (its cohort, or itself alone) released of the static group's GPU
+  // model since the last pass (kNone: nothing), and the groups where it released some.
+  int64_t pool_released(int tenant, int group);
+  const std::vector<int>& released_groups(int tenant);
   // Drops the capacities another one of the same static group admits every job of.
   static void drop_dominated(std::vector<std::pair<int, WaitCapacity>>& caps);
   // Merges the capacities of a static group that differ only in size (whole GPUs, GPU milli,
@@ -646,6 +650,8 @@ class ClusterScheduler final : public Scheduler {
   static constexpr int64_t kUnknown = -2, kNone = -1;
   std::vector<int64_t> released_;
   uint64_t released_pass_ = 0;
+  // released_groups: per tenant, whether found in this pass, and the groups.
+  std::vector<std::pair<bool, std::vector<int>>> released_groups_;
   // free_classes() per static group, valid while the group's nodes and the holds on them
   // (reservation, preemptors' nominations) are as they were.
   struct FreeClasses {

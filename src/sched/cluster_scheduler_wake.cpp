@@ -396,21 +396,39 @@ const std::vector<WaitCapacity>& ClusterScheduler::free_classes(int group) {
   return cached.caps;
 }
 
-std::optional<std::pair<int64_t, int64_t>> ClusterScheduler::quota_grown(int tenant, int group) {
+int64_t ClusterScheduler::pool_released(int tenant, int group) {
   // What its pool (its cohort, or itself alone) released of the group's GPU model since the
   // last pass: the same all pass (found once per tenant and group).
   const size_t groups = classes_.static_groups();
   if (released_pass_ != pass_ || released_.size() != tenant_names_.size() * groups) {
     released_.assign(tenant_names_.size() * groups, kUnknown);
+    released_groups_.assign(tenant_names_.size(), {});
     released_pass_ = pass_;
   }
   int64_t& released = released_[static_cast<size_t>(tenant) * groups + group];
-  const std::string& model = classes_.group_example(group).gpu_model;
   if (released == kUnknown) {
+    const std::string& model = classes_.group_example(group).gpu_model;
     const std::string& cohort = tenants_.cohort_of(tenant_names_[tenant]);
     auto it = wake_released_.find({cohort.empty() ? "/" + tenant_names_[tenant] : cohort, model});
     released = it == wake_released_.end() ? kNone : it->second;
   }
+  return released;
+}
+
+const std::vector<int>& ClusterScheduler::released_groups(int tenant) {
+  pool_released(tenant, 0);  // (starts the pass's lists)
+  auto& [known, groups] = released_groups_[tenant];
+  if (!known) {
+    for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
+      if (pool_released(tenant, g) != kNone) groups.push_back(g);
+    known = true;
+  }
+  return groups;
+}
+
+std::optional<std::pair<int64_t, int64_t>> ClusterScheduler::quota_grown(int tenant, int group) {
+  const int64_t released = pool_released(tenant, group);
+  const std::string& model = classes_.group_example(group).gpu_model;
   if (released == kNone) return {};
   const int64_t quota = quota_headroom(tenant, model);
   if (quota == 0 || quota >= WaitCapacity::kAny) return {};  // none, or no limit to hold jobs
@@ -663,8 +681,8 @@ const ClusterScheduler::OwnCaps& ClusterScheduler::own_caps(int tenant) {
   std::vector<int64_t> inputs{static_cast<int64_t>(pass_)};
   // Where its quota grew: (group, quota now, allowed before), in groups with GPUs free.
   std::vector<std::tuple<int, int64_t, int64_t>> grown;
-  if (wake_quota_.count(tenant))
-    for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
+  if (wake_quota_.count(tenant) && classes_.static_groups() > 0)
+    for (int g : released_groups(tenant))
       if (classes_.group_members(g) > 0)
         if (auto quota = quota_grown(tenant, g); quota && !free_classes(g).empty()) {
           grown.emplace_back(g, quota->first, quota->second);
@@ -803,7 +821,8 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
   // only reclaim, which the capacities of the nodes where its cohort borrows decide.) A job the
   // quota holds back is so not woken by capacity alone: own_caps wakes it when the quota grows.
   auto& by_group = cached.by_group;
-  by_group.assign(classes_.static_groups(), {});
+  by_group.resize(classes_.static_groups());
+  for (auto& caps_of_group : by_group) caps_of_group.clear();  // (keeping their room)
   std::vector<std::pair<int64_t, int64_t>> quota(by_group.size(), {-1, -1});  // allowed, reach
   for (const auto& [group, shared] : shared_list_) {
     if (group >= static_cast<int>(by_group.size())) continue;
