@@ -266,6 +266,13 @@ class ClusterScheduler final : public Scheduler {
   void wake_in_pass(int slot);
   // What the tenant's quota still allows of the model, in GPU milli.
   int64_t quota_headroom(int tenant, const std::string& model);
+  // The same for the GPU model of a static group.
+  int64_t quota_headroom(int tenant, int group);
+  // TenantBook::cohort_of the tenant, kept until set_tenants.
+  const std::string& cohort_of_tenant(int tenant);
+  // headroom_'s entry of the tenant, emptied if its cohort changed since it was filled.
+  struct TenantHeadroom;
+  TenantHeadroom& tenant_headroom(int tenant);
   // Why the job's tenant may not take `milli` more of the model (TenantBook::allows).
   const std::string& quota_why(const PendingJob& job, const std::string& model, int64_t milli);
   // The first job of the tenant after `after`, in queue order, that the wake-ups of this pass
@@ -695,9 +702,12 @@ class ClusterScheduler final : public Scheduler {
   // Per tenant: quota_headroom per GPU model, while its cohort's changes are as counted.
   struct TenantHeadroom {
     const std::string* cohort = nullptr;  // TenantBook::cohort_of (until set_tenants)
-    uint64_t changes = 0;
+    uint64_t changes = 0;                 // its cohort's changes when filled
+    uint64_t book_changes = 0;            // TenantBook::changes() when last found unchanged
     std::vector<std::pair<std::string, int64_t>> by_model;
+    std::vector<int64_t> by_group;  // by static group; kUnknownHeadroom: not asked yet
   };
+  static constexpr int64_t kUnknownHeadroom = -1;
   std::vector<TenantHeadroom> headroom_;
   // Why the quota refuses (tenant, GPU model, milli), while the tenants' use is unchanged.
   std::map<std::tuple<int, std::string, int64_t>, std::string> quota_whys_;
@@ -717,8 +727,9 @@ class ClusterScheduler final : public Scheduler {
     uint64_t queries_additions = 0;  // waiting_.additions() when built
   };
   std::unordered_map<int, WakeCaps> wake_caps_;
-  std::map<int, bool> sources_;     // slot -> what is free counts too
-  std::vector<int> dirty_sources_;  // sources whose node changed in the pass
+  std::vector<std::vector<WaitCapacity>> spare_by_group_;  // wake_caps' list being made
+  std::map<int, bool> sources_;                            // slot -> what is free counts too
+  std::vector<int> dirty_sources_;                         // sources whose node changed in the pass
   bool all_sources_dirty_ = false;
   bool sources_started_ = false;  // sources_ is this pass's
   // The sources' capacities by WakeCapKey with the sizes left out (merge_sizes): the sizes

@@ -57,7 +57,7 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
         if (!allowed) f.skipped_quota = true;
         return allowed;
       }
-    bool allowed = milli <= quota_headroom(f.job->tenant, c.gpu_model);
+    bool allowed = milli <= quota_headroom(f.job->tenant, c.static_group);
     quota_by_model.push_back({&c.gpu_model, allowed});
     if (!allowed) {
       f.skipped_quota = true;

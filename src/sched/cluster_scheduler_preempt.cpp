@@ -720,7 +720,7 @@ std::tuple<int, int, int, bool, int64_t> ClusterScheduler::failed_reclaim_key(
 }
 
 bool ClusterScheduler::reclaim_known_to_fail(const PendingJob& job) {
-  const std::string& cohort = tenants_.cohort_of(job.req.tenant);
+  const std::string& cohort = cohort_of_tenant(job.tenant);
   const auto state = std::make_tuple(pass_, tenants_.cohort_changes(cohort), borrowed_added_.size(),
                                      borrowed_removals_);
   FailedReclaims& failed = failed_reclaims_[cohort];

@@ -59,7 +59,7 @@ int ClusterScheduler::quota_wait_class(const PendingJob& job) {
   // Its search (choose_reclaim_victims) is skipped, or known to find too little.
   if (settings_.preemption &&
       !failed_preemptions_.count({job.shape, r.replicas, r.priority, job.tenant}) &&
-      !tenants_.cohort_of(r.tenant).empty() && !reclaim_known_to_fail(job))
+      !cohort_of_tenant(job.tenant).empty() && !reclaim_known_to_fail(job))
     return -1;
   // Held back by quota, not by resources: else it would search for victims (choose_victims).
   if (!gpus_free_somewhere(shape)) return -1;
@@ -70,7 +70,7 @@ int ClusterScheduler::quota_wait_class(const PendingJob& job) {
   int first_refused = -1;
   bool allowed_fits = visit_live_classes(ranked, [&](const NodeClass& c) {
     if (!memory_fits(shape, c.id)) return false;
-    if (milli <= quota_headroom(job.tenant, c.gpu_model)) return true;
+    if (milli <= quota_headroom(job.tenant, c.static_group)) return true;
     if (first_refused < 0) first_refused = c.id;
     return false;
   });
@@ -146,19 +146,43 @@ void ClusterScheduler::wake_in_pass(int slot) {
   }
 }
 
-int64_t ClusterScheduler::quota_headroom(int tenant, const std::string& model) {
-  // It reads the use of the tenant's cohort alone.
+const std::string& ClusterScheduler::cohort_of_tenant(int tenant) {
   if (headroom_.size() < tenant_names_.size()) headroom_.resize(tenant_names_.size());
   TenantHeadroom& cached = headroom_[tenant];
   if (!cached.cohort) cached.cohort = &tenants_.cohort_of(tenant_names_[tenant]);
+  return *cached.cohort;
+}
+
+ClusterScheduler::TenantHeadroom& ClusterScheduler::tenant_headroom(int tenant) {
+  // It reads the use of the tenant's cohort alone.
+  if (headroom_.size() < tenant_names_.size()) headroom_.resize(tenant_names_.size());
+  TenantHeadroom& cached = headroom_[tenant];
+  if (cached.book_changes == tenants_.changes() && cached.cohort) return cached;
+  if (!cached.cohort) cohort_of_tenant(tenant);
   if (const uint64_t changes = tenants_.cohort_changes(*cached.cohort); cached.changes != changes) {
     cached.by_model.clear();
+    std::fill(cached.by_group.begin(), cached.by_group.end(), kUnknownHeadroom);
     cached.changes = changes;
   }
+  cached.book_changes = tenants_.changes();
+  return cached;
+}
+
+int64_t ClusterScheduler::quota_headroom(int tenant, const std::string& model) {
+  TenantHeadroom& cached = tenant_headroom(tenant);
   for (const auto& [known, headroom] : cached.by_model)
     if (known == model) return headroom;
   return cached.by_model.emplace_back(model, tenants_.headroom(tenant_names_[tenant], model))
       .second;
+}
+
+int64_t ClusterScheduler::quota_headroom(int tenant, int group) {
+  TenantHeadroom& cached = tenant_headroom(tenant);
+  if (cached.by_group.size() <= static_cast<size_t>(group))
+    cached.by_group.resize(classes_.static_groups(), kUnknownHeadroom);
+  if (int64_t known = cached.by_group[group]; known != kUnknownHeadroom) return known;
+  const int64_t headroom = quota_headroom(tenant, classes_.group_example(group).gpu_model);
+  return cached.by_group[group] = headroom;
 }
 
 int64_t ClusterScheduler::quota_reach(int tenant, const std::string& model) {
@@ -261,7 +285,7 @@ const ClusterScheduler::SlotReclaim& ClusterScheduler::reclaim_levels(int tenant
   memo.group = classes_.summary(c).static_group;
   const Node& n = nodes_[slot];
   const std::string& name = tenant_names_[tenant];
-  const std::string& cohort = tenants_.cohort_of(name);
+  const std::string& cohort = cohort_of_tenant(tenant);
   // A job of the tenant within its nominal quota may preempt the jobs it outranks and reclaim
   // from its cohort's borrowers that do not outrank it (choose_victims). Per threshold t (one
   // above a running job's level, or a borrower's priority): for jobs of priority t or higher,
@@ -408,7 +432,7 @@ int64_t ClusterScheduler::pool_released(int tenant, int group) {
   int64_t& released = released_[static_cast<size_t>(tenant) * groups + group];
   if (released == kUnknown) {
     const std::string& model = classes_.group_example(group).gpu_model;
-    const std::string& cohort = tenants_.cohort_of(tenant_names_[tenant]);
+    const std::string& cohort = cohort_of_tenant(tenant);
     auto it = wake_released_.find({cohort.empty() ? "/" + tenant_names_[tenant] : cohort, model});
     released = it == wake_released_.end() ? kNone : it->second;
   }
@@ -428,9 +452,8 @@ const std::vector<int>& ClusterScheduler::released_groups(int tenant) {
 
 std::optional<std::pair<int64_t, int64_t>> ClusterScheduler::quota_grown(int tenant, int group) {
   const int64_t released = pool_released(tenant, group);
-  const std::string& model = classes_.group_example(group).gpu_model;
   if (released == kNone) return {};
-  const int64_t quota = quota_headroom(tenant, model);
+  const int64_t quota = quota_headroom(tenant, group);
   if (quota == 0 || quota >= WaitCapacity::kAny) return {};  // none, or no limit to hold jobs
   // Since the last pass it grew by at most what its pool released: jobs asking no more than
   // what it allowed then were not held back by it (free capacity woke them, as far as the quota
@@ -631,8 +654,7 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
   };
   // The nodes where its cohort borrows a released model, and the nodes that changed (the
   // wake-ups' sources): those added since, or all of them again when some may have gone.
-  const BorrowedSlots& released =
-      released_borrowed_slots(tenants_.cohort_of(tenant_names_[tenant]));
+  const BorrowedSlots& released = released_borrowed_slots(cohort_of_tenant(tenant));
   if (envelope.released_generation != released.generation) {
     merge_again |= std::erase_if(slots, [&](const auto& s) {
                      return !released.slots.count(s.first) && !sources_.count(s.first);
@@ -690,7 +712,7 @@ const ClusterScheduler::OwnCaps& ClusterScheduler::own_caps(int tenant) {
                                        static_cast<int64_t>(free_classes_[g].revision)});
         }
   const std::string& name = tenant_names_[tenant];
-  const std::string& cohort = tenants_.cohort_of(name);
+  const std::string& cohort = cohort_of_tenant(tenant);
   // Per GPU model of the reclaim envelope: the quota the tenant is allowed, and its nominal.
   std::vector<std::tuple<std::string, int64_t, int64_t>> quota;
   const ReclaimEnvelope* envelope = nullptr;
@@ -746,7 +768,7 @@ const ClusterScheduler::OwnCaps& ClusterScheduler::own_caps(int tenant) {
 void ClusterScheduler::reclaim_bands(int tenant, const std::string& model, const WaitCapacity& free,
                                      std::vector<WaitCapacity>& out) {
   const std::string& name = tenant_names_[tenant];
-  const std::string& cohort = tenants_.cohort_of(name);
+  const std::string& cohort = cohort_of_tenant(tenant);
   if (cohort.empty()) return;
   const int64_t allowed = quota_headroom(tenant, model), reach = quota_reach(tenant, model);
   const int64_t room = tenants_.cohort_room(name, model);
@@ -820,7 +842,8 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
   // the nominal headroom counts too. (Where it is free, a job the quota holds back there can
   // only reclaim, which the capacities of the nodes where its cohort borrows decide.) A job the
   // quota holds back is so not woken by capacity alone: own_caps wakes it when the quota grows.
-  auto& by_group = cached.by_group;
+  // (Made in a spare list: when they come out as they were, the queries built from them stand.)
+  auto& by_group = spare_by_group_;
   by_group.resize(classes_.static_groups());
   for (auto& caps_of_group : by_group) caps_of_group.clear();  // (keeping their room)
   std::vector<std::pair<int64_t, int64_t>> quota(by_group.size(), {-1, -1});  // allowed, reach
@@ -829,7 +852,7 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
     auto& [allowed, reach] = quota[group];
     if (allowed < 0) {
       const std::string& model = classes_.group_example(group).gpu_model;
-      allowed = quota_headroom(tenant, model);
+      allowed = quota_headroom(tenant, group);
       reach = quota_reach(tenant, model);
     }
     WaitCapacity cap = shared;
@@ -842,14 +865,17 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
   }
   for (const auto& [group, cap] : caps)
     if (group < static_cast<int>(by_group.size())) by_group[group].push_back(cap);
-  cached.groups.clear();
-  for (int g = 0; g < static_cast<int>(by_group.size()); ++g)
-    if (!by_group[g].empty()) cached.groups.push_back(g);
+  if (!cached.valid || by_group != cached.by_group) {
+    std::swap(by_group, cached.by_group);
+    cached.groups.clear();
+    for (int g = 0; g < static_cast<int>(cached.by_group.size()); ++g)
+      if (!cached.by_group[g].empty()) cached.groups.push_back(g);
+    cached.queries_valid = false;
+  }
   cached.valid = true;
   cached.version = wake_version_;
   cached.changes = tenants_.changes();
-  cached.queries_valid = false;
-  return by_group;
+  return cached.by_group;
 }
 
 ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const QueueKey* after,

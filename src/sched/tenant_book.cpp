@@ -29,14 +29,10 @@ void TenantBook::configure(const std::vector<TenantSpec>& tenants) {
   ++config_changes_;
   specs_.clear();
   cohorts_.clear();
-  cohort_totals_.clear();
-  for (const auto& t : tenants) specs_[t.name] = t;
-  // Members in the order given, each once (a name given twice has its last spec).
-  std::set<std::string> listed;
-  for (const auto& t : tenants)
-    if (const TenantSpec& last = specs_[t.name];
-        !last.cohort.empty() && last.has_quota && listed.insert(t.name).second)
-      cohorts_[last.cohort].push_back(t.name);
+  for (const auto& t : tenants) {
+    specs_[t.name] = t;
+    if (!t.cohort.empty() && t.has_quota) cohorts_[t.cohort].push_back(t.name);
+  }
 }
 
 void TenantBook::set_capacity(int64_t gpu_milli, int64_t cpu_milli, int64_t memory_mib) {
@@ -214,30 +210,17 @@ TenantBook::CohortUse TenantBook::cohort_use(const std::string& tenant, const Te
   CohortUse out{nominal(spec, model), used(tenant, model), 0, nullptr};
   auto c = cohorts_.find(spec.cohort);
   if (spec.cohort.empty() || c == cohorts_.end()) return out;
-  // The sums over all members are kept while the cohort is unchanged (a quota check asks them
-  // for every job); the tenant's own part of what is held is left out here.
-  const uint64_t changes = cohort_changes(spec.cohort);
-  auto [it, fresh] = cohort_totals_.try_emplace({spec.cohort, model});
-  CohortTotals& totals = it->second;
-  if (fresh || totals.changes != changes) {
-    totals = {changes, 0, 0, {}};
-    for (const auto& member : c->second) {
-      const int64_t member_nominal = nominal(specs_.at(member), model);
-      const int64_t member_used = used(member, model);
-      totals.nominal += member_nominal;
-      totals.used += member_used;
-      if (auto h = reclaim_held_.find({member, model}); h != reclaim_held_.end())
-        if (int64_t held = std::min(h->second, std::max<int64_t>(0, member_nominal - member_used));
-            held > 0)
-          totals.held.emplace_back(&member, held);
+  for (const auto& member : c->second) {
+    if (member == tenant) continue;
+    int64_t member_nominal = nominal(specs_.at(member), model);
+    int64_t member_used = used(member, model);
+    out.nominal += member_nominal;
+    out.used += member_used;
+    if (auto h = reclaim_held_.find({member, model}); h != reclaim_held_.end()) {
+      int64_t held = std::min(h->second, std::max<int64_t>(0, member_nominal - member_used));
+      out.held += held;
+      if (held > 0 && !out.reclaimer) out.reclaimer = &member;
     }
-  }
-  out.nominal = totals.nominal;
-  out.used = totals.used;
-  for (const auto& [member, held] : totals.held) {
-    if (*member == tenant) continue;
-    out.held += held;
-    if (!out.reclaimer) out.reclaimer = member;
   }
   return out;
 }

@@ -102,14 +102,6 @@ class TenantBook {
   };
   CohortUse cohort_use(const std::string& tenant, const TenantSpec& spec,
                        const std::string& model) const;
-  // cohort_use's sums over every member of a cohort, per (cohort, model), while cohort_changes
-  // is `changes`; `held`: the members holding some (clamped as cohort_use counts it), in order.
-  struct CohortTotals {
-    uint64_t changes = 0;
-    int64_t nominal = 0, used = 0;
-    std::vector<std::pair<const std::string*, int64_t>> held;
-  };
-  mutable std::map<std::pair<std::string, std::string>, CohortTotals> cohort_totals_;
 
   std::map<std::string, TenantSpec> specs_;
   std::map<std::string, std::vector<std::string>> cohorts_;  // cohort -> members
