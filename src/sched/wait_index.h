@@ -133,6 +133,9 @@ class WaitIndex {
   bool may_admit(int partition, const WaitCapacity& cap) const {
     return partitions_[partition].summary.may_admit(cap);
   }
+  /// Counts the times the partition's wait classes lost their bits (it emptied): while it is
+  /// unchanged, a bit stands for the class it stood for (a query may keep what it learnt).
+  uint64_t class_generation(int partition) const { return partitions_[partition].generation; }
   /// Wait classes get a bit per partition, the first kClassBits of them; jobs of later ones
   /// (and of no class) are always looked at one by one.
   static constexpr size_t kClassBits = 256;
@@ -140,7 +143,7 @@ class WaitIndex {
   /// The capacities to ask of one partition. A query also learns, as it meets them, which of
   /// the partition's wait classes some capacity may admit (a class's jobs differ only in their
   /// declared runtime): blocks without such a class are skipped whole. Reset them (or make a new
-  /// query) when the capacities change or a job was added to the index.
+  /// query) when the capacities change or the partition's class_generation does.
   struct PartitionQuery {
     int partition = 0;
     std::vector<const WaitCapacity*> caps;
@@ -214,6 +217,7 @@ class WaitIndex {
     // waiting_epoch is the index's.
     ClassBits waiting[2];
     uint64_t waiting_epoch = 0;
+    uint64_t generation = 0;  // class_generation
     void summarise();
   };
   static bool ends_before(const WaitNeed& need, int64_t limit) {
@@ -245,6 +249,7 @@ class WaitIndex {
   size_t size_ = 0;
   uint64_t additions_ = 0;
   uint64_t waiting_epoch_ = 1;
+  uint64_t generations_ = 0;  // class generations given (never two partitions the same)
   int64_t ends_before_limit_ = -1;
 };
 
@@ -279,11 +284,12 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
   // queue order, and the first job it accepts is the answer.
   struct Cursor {
     size_t query, block, entry;
+    const QueueKey* key;  // the entry's, while it is in the heap
   };
   auto key_of = [&](const Cursor& c) -> const QueueKey& {
     return partitions_[queries[c.query].partition].blocks[c.block].entries[c.entry].key;
   };
-  auto later = [&](const Cursor& a, const Cursor& b) { return key_of(b) < key_of(a); };
+  auto later = [](const Cursor& a, const Cursor& b) { return *b.key < *a.key; };
   std::vector<Cursor> heap;
   for (size_t i = 0; i < queries.size(); ++i) {
     const Partition& p = partitions_[queries[i].partition];
@@ -297,7 +303,10 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
           entries.begin());
       if (e == entries.size()) b = next_block(queries[i], b + 1), e = 0;
     }
-    if (b < p.blocks.size()) heap.push_back({i, b, e});
+    if (b < p.blocks.size()) {
+      heap.push_back({i, b, e, nullptr});
+      heap.back().key = &key_of(heap.back());
+    }
   }
   std::make_heap(heap.begin(), heap.end(), later);
   while (!heap.empty()) {
@@ -307,27 +316,33 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
     const PartitionQuery& q = queries[c.query];
     const Partition& partition = partitions_[q.partition];
     const Block& block = partition.blocks[c.block];
-    const QueueKey* next_other = heap.empty() ? nullptr : &key_of(heap.front());
+    const QueueKey* next_other = heap.empty() ? nullptr : heap.front().key;
     ask(q, block);
     bool paused = false;
+    // Jobs no capacity admits, or that wait, are passed over without a look at the other
+    // partitions: `accept` is never asked about them, and marks only ever grow in a query, so
+    // one passed over now would be passed over at its turn too. The read pauses at the first
+    // that `accept` would be asked about when another partition's next job comes first.
     for (; c.entry < block.entries.size(); ++c.entry) {
       const Entry& e = block.entries[c.entry];
-      if (next_other && *next_other < e.key) {
-        paused = true;
-        break;
-      }
       if (e.bit != kNoBit && !q.admitted.test(e.bit)) continue;  // (learnt: next_block)
       if (waits(partition, e)) continue;
       bool admitted = std::any_of(active.begin(), active.end(), [&](const WaitCapacity* cap) {
         return cap->admits(e.need, e.key.priority);
       });
-      if (admitted && accept(e.owner)) return e.owner;
+      if (!admitted) continue;
+      if (next_other && *next_other < e.key) {
+        paused = true;
+        break;
+      }
+      if (accept(e.owner)) return e.owner;
     }
     if (!paused) {
       c.block = next_block(q, c.block + 1);
       c.entry = 0;
       if (c.block == partition.blocks.size()) continue;
     }
+    c.key = &key_of(c);
     heap.push_back(c);
     std::push_heap(heap.begin(), heap.end(), later);
   }
