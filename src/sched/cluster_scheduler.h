@@ -722,13 +722,6 @@ class ClusterScheduler final : public Scheduler {
     std::vector<std::vector<WaitCapacity>> by_group;  // (queries point into these)
     std::vector<int> groups;                          // those with capacities, ascending
     std::vector<WaitIndex::PartitionQuery> queries;   // the first `used` are asked
-    // Per query: the capacities its learnt classes were asked of, and the partition's
-    // class_generation then.
-    struct Learnt {
-      uint64_t generation = 0;
-      std::vector<WaitCapacity> caps;
-    };
-    std::vector<Learnt> learnt;
     size_t used = 0;
     bool queries_valid = false;
     uint64_t queries_additions = 0;  // waiting_.additions() when built

@@ -905,34 +905,17 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
     size_t used = 0;
     for (const auto& [signature, partition] : waiting_.partitions_of(tenant)) {
       const std::string& fits = signature_bits_[signature];
-      if (used == queries.size()) {
-        queries.emplace_back();
-        cached.learnt.emplace_back();
-      }
+      if (used == queries.size()) queries.emplace_back();
       WaitIndex::PartitionQuery& q = queries[used];
-      WakeCaps::Learnt& learnt = cached.learnt[used];
-      const bool same_partition = q.partition == partition;
       q.partition = partition;
       q.caps.clear();
+      q.known.reset();
+      q.admitted.reset();
       for (int g : cached.groups)
         if (static_cast<size_t>(g) < fits.size() && fits[g] == '1')
           for (const WaitCapacity& cap : by_group[g])
             if (waiting_.may_admit(partition, cap)) q.caps.push_back(&cap);
-      if (q.caps.empty()) continue;
-      ++used;
-      // What it learnt of the partition's wait classes stands while it asks the same
-      // capacities and the partition's classes keep their bits.
-      const uint64_t generation = waiting_.class_generation(partition);
-      const bool same_caps =
-          same_partition && learnt.generation == generation &&
-          std::equal(q.caps.begin(), q.caps.end(), learnt.caps.begin(), learnt.caps.end(),
-                     [](const WaitCapacity* a, const WaitCapacity& b) { return *a == b; });
-      if (same_caps) continue;
-      q.known.reset();
-      q.admitted.reset();
-      learnt.generation = generation;
-      learnt.caps.clear();
-      for (const WaitCapacity* cap : q.caps) learnt.caps.push_back(*cap);
+      if (!q.caps.empty()) ++used;
     }
     cached.used = used;
     cached.queries_valid = true;

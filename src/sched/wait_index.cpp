@@ -63,7 +63,7 @@ void WaitIndex::add(int tenant, int signature, const QueueKey& key, const WaitNe
                     void* owner, int wait_class) {
   auto [it, fresh] =
       partition_ids_.try_emplace({tenant, signature}, static_cast<int>(partitions_.size()));
-  if (fresh) partitions_.emplace_back().generation = ++generations_;
+  if (fresh) partitions_.emplace_back();
   by_tenant_[tenant][signature] = it->second;
   Partition& p = partitions_[it->second];
   uint16_t bit = kNoBit;
@@ -153,7 +153,6 @@ void WaitIndex::remove(int tenant, int signature, const QueueKey& key) {
     if (p.blocks.empty()) {
       by_tenant_[tenant].erase(signature);
       p.class_bits.clear();  // (no job holds a bit)
-      p.generation = ++generations_;
       p.class_needs.clear();
       p.waiting[0].reset();
       p.waiting[1].reset();

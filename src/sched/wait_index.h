@@ -133,9 +133,6 @@ class WaitIndex {
   bool may_admit(int partition, const WaitCapacity& cap) const {
     return partitions_[partition].summary.may_admit(cap);
   }
-  /// Counts the times the partition's wait classes lost their bits (it emptied): while it is
-  /// unchanged, a bit stands for the class it stood for (a query may keep what it learnt).
-  uint64_t class_generation(int partition) const { return partitions_[partition].generation; }
   /// Wait classes get a bit per partition, the first kClassBits of them; jobs of later ones
   /// (and of no class) are always looked at one by one.
   static constexpr size_t kClassBits = 256;
@@ -143,7 +140,7 @@ class WaitIndex {
   /// The capacities to ask of one partition. A query also learns, as it meets them, which of
   /// the partition's wait classes some capacity may admit (a class's jobs differ only in their
   /// declared runtime): blocks without such a class are skipped whole. Reset them (or make a new
-  /// query) when the capacities change or the partition's class_generation does.
+  /// query) when the capacities change or a job was added to the index.
   struct PartitionQuery {
     int partition = 0;
     std::vector<const WaitCapacity*> caps;
@@ -217,7 +214,6 @@ class WaitIndex {
     // waiting_epoch is the index's.
     ClassBits waiting[2];
     uint64_t waiting_epoch = 0;
-    uint64_t generation = 0;  // class_generation
     void summarise();
   };
   static bool ends_before(const WaitNeed& need, int64_t limit) {
@@ -249,7 +245,6 @@ class WaitIndex {
   size_t size_ = 0;
   uint64_t additions_ = 0;
   uint64_t waiting_epoch_ = 1;
-  uint64_t generations_ = 0;  // class generations given (never two partitions the same)
   int64_t ends_before_limit_ = -1;
 };
 

@@ -328,43 +328,6 @@ TEST(WaitIndex, JobsOfAWaitingClassAreSkippedWithoutAskingAboutEach) {
   EXPECT_TRUE(index.consistent());
 }
 
-TEST(WaitIndex, AClassBitKeepsItsMeaningWhileTheClassGenerationStays) {
-  // A query may keep what it learnt of a partition's classes while class_generation is
-  // unchanged: adding and removing jobs keeps it; emptying the partition (its bits are given
-  // out again) and clearing the index change it, and no two partitions share one.
-  std::list<Job> jobs;
-  WaitIndex index;
-  auto add = [&](int tenant, int n, int wait_class) {
-    Job j;
-    j.tenant = tenant;
-    j.created_at = n;
-    j.id = "job-" + std::to_string(tenant) + "-" + std::to_string(n);
-    j.need.whole_gpus = 1;
-    j.wait_class = wait_class;
-    jobs.push_back(j);
-    index.add(tenant, 0, jobs.back().key(), j.need, &jobs.back(), wait_class);
-    return &jobs.back();
-  };
-  const Job* first = add(0, 0, 7);
-  add(1, 0, 7);
-  const int p0 = index.partitions_of(0).at(0), p1 = index.partitions_of(1).at(0);
-  const uint64_t g0 = index.class_generation(p0);
-  EXPECT_NE(g0, index.class_generation(p1));
-  const Job* second = add(0, 1, 8);
-  EXPECT_EQ(index.class_generation(p0), g0);
-  index.remove(0, 0, first->key());
-  EXPECT_EQ(index.class_generation(p0), g0);  // a job of class 8 still holds its bit
-  index.remove(0, 0, second->key());
-  const uint64_t emptied = index.class_generation(p0);
-  EXPECT_NE(emptied, g0);
-  add(0, 2, 9);  // class 9 takes bit 0, which stood for class 7
-  EXPECT_EQ(index.class_generation(index.partitions_of(0).at(0)), emptied);
-  index.clear();
-  add(2, 0, 7);  // partition 0 again, after clear()
-  EXPECT_NE(index.class_generation(index.partitions_of(2).at(0)), g0);
-  EXPECT_NE(index.class_generation(index.partitions_of(2).at(0)), emptied);
-}
-
 TEST(WaitIndex, SpotJobsAreNotAdmittedForSpotVictimsOfTheirOwnPriority) {
   WaitCapacity cap;
   cap.whole_gpus = 8;
