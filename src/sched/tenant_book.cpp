@@ -19,20 +19,93 @@ std::string gpus_text(int64_t milli) {
 
 }  // namespace
 
-void TenantBook::changed(const std::string& tenant) {
+void TenantBook::changed(const Row& r) {
   ++changes_;
-  if (const TenantSpec* s = spec(tenant)) ++cohort_changes_[s->cohort];
+  if (r.spec) ++*r.cohort_count;
+}
+
+const TenantBook::Row* TenantBook::find(const std::string& tenant) const {
+  auto it = tenant_rows_.find(tenant);
+  return it == tenant_rows_.end() ? nullptr : &rows_[it->second];
+}
+
+TenantBook::Row& TenantBook::row(const std::string& tenant) {
+  auto [it, fresh] = tenant_rows_.try_emplace(tenant, static_cast<int>(rows_.size()));
+  if (fresh) {
+    rows_.emplace_back();
+    row_names_.push_back(&it->first);
+    fill_limits(rows_.back());
+  }
+  return rows_[it->second];
+}
+
+int TenantBook::model_of(const std::string& model) const {
+  auto it = models_.find(model);
+  return it == models_.end() ? -1 : it->second;
+}
+
+int TenantBook::add_model(const std::string& model) {
+  auto [it, fresh] = models_.try_emplace(model, static_cast<int>(models_.size()));
+  if (fresh)
+    for (Row& r : rows_) fill_limits(r);
+  return it->second;
+}
+
+void TenantBook::fill_limits(Row& r) const {
+  r.nominal.assign(models_.size(), 0);
+  r.limit.assign(models_.size(), kNoLimit);
+  if (!r.spec) return;
+  for (const auto& [model, m] : models_) {
+    if (auto q = r.spec->quota.find(model); q != r.spec->quota.end())
+      r.nominal[m] = int64_t{q->second} * 1000;
+    if (auto l = r.spec->borrowing_limit.find(model); l != r.spec->borrowing_limit.end())
+      r.limit[m] = int64_t{l->second} * 1000;
+  }
+}
+
+TenantBook::Asked TenantBook::ask(const std::string& tenant, const std::string& model) const {
+  const Row* r = find(tenant);
+  if (!r || !r->spec) return {};
+  return {r, model_of(model)};
 }
 
 void TenantBook::configure(const std::vector<TenantSpec>& tenants) {
   ++changes_;
   ++config_changes_;
+  for (Row& r : rows_) {  // (before the specs they point to go)
+    r.spec = nullptr;
+    r.weight = 1;
+    r.cohort = -1;
+    r.cohort_count = nullptr;
+  }
   specs_.clear();
-  cohorts_.clear();
+  cohort_members_.clear();
   for (const auto& t : tenants) {
     specs_[t.name] = t;
-    if (!t.cohort.empty() && t.has_quota) cohorts_[t.cohort].push_back(t.name);
+    for (const auto& [model, q] : t.quota) add_model(model);
+    for (const auto& [model, l] : t.borrowing_limit) add_model(model);
   }
+  for (const auto& t : tenants) row(t.name);  // (rows_ may grow: no Row& is held meanwhile)
+  for (const auto& [name, spec] : specs_) {
+    Row& r = rows_[tenant_rows_.at(name)];
+    r.weight = spec.weight <= 0 ? 1 : spec.weight;
+    if (!spec.has_quota) continue;
+    r.spec = &spec;
+    r.cohort_count = &cohort_changes_[spec.cohort];
+  }
+  for (Row& r : rows_) fill_limits(r);
+  // A cohort's members in the order given (as often as given).
+  std::map<std::string, int> cohort_index;
+  for (const auto& t : tenants) {
+    const Row& r = rows_[tenant_rows_.at(t.name)];
+    if (!r.spec || r.spec->cohort.empty()) continue;
+    auto [it, fresh] =
+        cohort_index.try_emplace(r.spec->cohort, static_cast<int>(cohort_index.size()));
+    if (fresh) cohort_members_.emplace_back();
+    cohort_members_[it->second].push_back(tenant_rows_.at(t.name));
+  }
+  for (Row& r : rows_)
+    if (r.spec && !r.spec->cohort.empty()) r.cohort = cohort_index.at(r.spec->cohort);
 }
 
 void TenantBook::set_capacity(int64_t gpu_milli, int64_t cpu_milli, int64_t memory_mib) {
@@ -45,98 +118,80 @@ void TenantBook::set_capacity(int64_t gpu_milli, int64_t cpu_milli, int64_t memo
 
 void TenantBook::charge(const std::string& tenant, const std::string& gpu_model, int64_t gpu_milli,
                         int64_t cpu_milli, int64_t memory_mib, int sign) {
-  changed(tenant);
-  Use& u = use_[tenant];
-  if (gpu_milli) u.gpu_milli[gpu_model] += sign * gpu_milli;
-  u.gpu_total += sign * gpu_milli;
-  u.cpu += sign * cpu_milli;
-  u.memory += sign * memory_mib;
+  const int m = gpu_milli ? add_model(gpu_model) : -1;
+  Row& r = row(tenant);
+  changed(r);
+  if (m >= 0) {
+    if (r.used.size() <= static_cast<size_t>(m)) r.used.resize(m + 1, 0);
+    r.used[m] += sign * gpu_milli;
+  }
+  r.gpu_total += sign * gpu_milli;
+  r.cpu += sign * cpu_milli;
+  r.memory += sign * memory_mib;
 }
 
 void TenantBook::hold_reclaim(const std::string& tenant, const std::string& model, int64_t milli,
                               int sign) {
-  changed(tenant);
-  auto [it, fresh] = reclaim_held_.try_emplace({tenant, model}, 0);
-  it->second += sign * milli;
-  if (it->second <= 0) reclaim_held_.erase(it);
-}
-
-const TenantSpec* TenantBook::spec(const std::string& tenant) const {
-  auto it = specs_.find(tenant);
-  return it == specs_.end() || !it->second.has_quota ? nullptr : &it->second;
-}
-
-int64_t TenantBook::nominal(const TenantSpec& spec, const std::string& model) {
-  auto it = spec.quota.find(model);
-  return it == spec.quota.end() ? 0 : int64_t{it->second} * 1000;
-}
-
-int64_t TenantBook::used(const std::string& tenant, const std::string& model) const {
-  auto it = use_.find(tenant);
-  if (it == use_.end()) return 0;
-  auto m = it->second.gpu_milli.find(model);
-  return m == it->second.gpu_milli.end() ? 0 : m->second;
+  const int m = add_model(model);
+  Row& r = row(tenant);
+  changed(r);
+  if (r.held.size() <= static_cast<size_t>(m)) r.held.resize(m + 1, 0);
+  r.held[m] = std::max<int64_t>(0, r.held[m] + sign * milli);
 }
 
 bool TenantBook::within_nominal(const std::string& tenant, const std::string& model,
                                 int64_t milli) const {
-  const TenantSpec* s = spec(tenant);
-  return !s || used(tenant, model) + milli <= nominal(*s, model);
+  const Asked a = ask(tenant, model);
+  return !a.row || used(a) + milli <= nominal(a);
 }
 
 int64_t TenantBook::nominal_headroom(const std::string& tenant, const std::string& model) const {
-  const TenantSpec* s = spec(tenant);
-  if (!s) return std::numeric_limits<int64_t>::max() / 4;
-  return std::max<int64_t>(0, nominal(*s, model) - used(tenant, model));
+  const Asked a = ask(tenant, model);
+  if (!a.row) return kNoLimit;
+  return std::max<int64_t>(0, nominal(a) - used(a));
 }
 
 bool TenantBook::borrowing(const std::string& tenant, const std::string& model) const {
-  const TenantSpec* s = spec(tenant);
-  return s && used(tenant, model) > nominal(*s, model);
+  const Asked a = ask(tenant, model);
+  return a.row && used(a) > nominal(a);
 }
 
 int64_t TenantBook::over_nominal(const std::string& tenant, const std::string& model) const {
-  const TenantSpec* s = spec(tenant);
-  return s ? std::max<int64_t>(0, used(tenant, model) - nominal(*s, model)) : 0;
+  const Asked a = ask(tenant, model);
+  return a.row ? std::max<int64_t>(0, used(a) - nominal(a)) : 0;
 }
 
 int64_t TenantBook::over_limit(const std::string& tenant, const std::string& model) const {
-  const TenantSpec* s = spec(tenant);
-  if (!s) return 0;
-  int64_t limit = nominal(*s, model);
-  if (!s->cohort.empty()) {
-    auto it = s->borrowing_limit.find(model);
-    if (it == s->borrowing_limit.end()) return 0;  // it may borrow without limit
-    limit += int64_t{it->second} * 1000;
+  const Asked a = ask(tenant, model);
+  if (!a.row) return 0;
+  int64_t limit = nominal(a);
+  if (!a.row->spec->cohort.empty()) {
+    if (borrowing_limit(a) == kNoLimit) return 0;  // it may borrow without limit
+    limit += borrowing_limit(a);
   }
-  return std::max<int64_t>(0, used(tenant, model) - limit);
+  return std::max<int64_t>(0, used(a) - limit);
 }
 
 const std::string& TenantBook::cohort_of(const std::string& tenant) const {
   static const std::string kNone;
-  const TenantSpec* s = spec(tenant);
-  return s ? s->cohort : kNone;
+  const Row* r = find(tenant);
+  return r && r->spec ? r->spec->cohort : kNone;
 }
 
 int64_t TenantBook::cohort_excess(const std::string& tenant, const std::string& model,
                                   int64_t milli) const {
-  const TenantSpec* s = spec(tenant);
-  if (!s) return 0;
-  int64_t cohort_nominal = nominal(*s, model), cohort_used = used(tenant, model);
-  if (auto c = cohorts_.find(s->cohort); c != cohorts_.end() && !s->cohort.empty())
-    for (const auto& member : c->second)
-      if (member != tenant) {
-        cohort_nominal += nominal(specs_.at(member), model);
-        cohort_used += used(member, model);
-      }
-  return std::max<int64_t>(0, cohort_used + milli - cohort_nominal);
+  const Asked a = ask(tenant, model);
+  if (!a.row) return 0;
+  const CohortUse cohort = cohort_use(a);
+  return std::max<int64_t>(0, cohort.used + milli - cohort.nominal);
 }
 
 bool TenantBook::allows(const std::string& tenant, const std::string& model, int64_t milli,
                         std::string* why) const {
-  const TenantSpec* s = spec(tenant);
-  if (!s || milli == 0) return true;
-  int64_t mine = used(tenant, model), quota = nominal(*s, model);
+  const Asked a = ask(tenant, model);
+  if (!a.row || milli == 0) return true;
+  const TenantSpec* s = a.row->spec;
+  int64_t mine = used(a), quota = nominal(a);
   if (mine + milli <= quota) {
     // The tenant's own quota, unless others borrowed it: then it must be reclaimed first.
     if (int64_t excess = cohort_excess(tenant, model, milli); excess > 0) {
@@ -151,8 +206,8 @@ bool TenantBook::allows(const std::string& tenant, const std::string& model, int
   // Borrowing: within the tenant's limit and the cohort's unused nominal quota (Kueue: cohort
   // use + request <= cohort nominal), less what members reclaiming their lent quota hold of
   // their unused nominal quota.
-  const int64_t limit = borrowing_limit(*s, model);
-  const CohortUse cohort = cohort_use(tenant, *s, model);
+  const int64_t limit = borrowing_limit(a);
+  const CohortUse cohort = cohort_use(a);
   const std::string* reclaimer = cohort.reclaimer;
   int64_t lendable = std::max<int64_t>(0, cohort.nominal - cohort.used - cohort.held);
   int64_t need = milli;
@@ -182,68 +237,59 @@ int64_t TenantBook::headroom(const std::string& tenant, const std::string& model
   // limit above the quota and what the cohort can lend (lendable <= cohort_room, as lendable
   // also counts what reclaiming members hold). So where own > cohort_room nothing above
   // cohort_room is allowed; else everything up to own, and beyond it what borrowing allows.
-  const TenantSpec* s = spec(tenant);
-  if (!s) return std::numeric_limits<int64_t>::max() / 4;
-  const int64_t own = nominal(*s, model) - used(tenant, model);
-  const CohortUse cohort = cohort_use(tenant, *s, model);
+  const Asked a = ask(tenant, model);
+  if (!a.row) return kNoLimit;
+  const int64_t own = nominal(a) - used(a);
+  const CohortUse cohort = cohort_use(a);
   const int64_t cohort_room = cohort.nominal - cohort.used;
   if (own > cohort_room) return std::max<int64_t>(0, cohort_room);
   const int64_t lendable = std::max<int64_t>(0, cohort_room - cohort.held);
-  return std::max<int64_t>({0, own, std::min(borrowing_limit(*s, model) + own, lendable)});
+  return std::max<int64_t>({0, own, std::min(borrowing_limit(a) + own, lendable)});
 }
 
 int64_t TenantBook::cohort_room(const std::string& tenant, const std::string& model) const {
-  const TenantSpec* s = spec(tenant);
-  if (!s) return std::numeric_limits<int64_t>::max() / 4;
-  const CohortUse cohort = cohort_use(tenant, *s, model);
+  const Asked a = ask(tenant, model);
+  if (!a.row) return kNoLimit;
+  const CohortUse cohort = cohort_use(a);
   return cohort.nominal - cohort.used;
 }
 
-int64_t TenantBook::borrowing_limit(const TenantSpec& spec, const std::string& model) {
-  auto it = spec.borrowing_limit.find(model);
-  return it == spec.borrowing_limit.end() ? std::numeric_limits<int64_t>::max() / 4
-                                          : int64_t{it->second} * 1000;
-}
-
-TenantBook::CohortUse TenantBook::cohort_use(const std::string& tenant, const TenantSpec& spec,
-                                             const std::string& model) const {
-  CohortUse out{nominal(spec, model), used(tenant, model), 0, nullptr};
-  auto c = cohorts_.find(spec.cohort);
-  if (spec.cohort.empty() || c == cohorts_.end()) return out;
-  for (const auto& member : c->second) {
-    if (member == tenant) continue;
-    int64_t member_nominal = nominal(specs_.at(member), model);
-    int64_t member_used = used(member, model);
+TenantBook::CohortUse TenantBook::cohort_use(const Asked& a) const {
+  CohortUse out{nominal(a), used(a), 0, nullptr};
+  if (a.row->cohort < 0) return out;
+  for (int member : cohort_members_[a.row->cohort]) {
+    const Row& m = rows_[member];
+    if (&m == a.row) continue;
+    const int64_t member_nominal = at(m.nominal, a.model), member_used = at(m.used, a.model);
     out.nominal += member_nominal;
     out.used += member_used;
-    if (auto h = reclaim_held_.find({member, model}); h != reclaim_held_.end()) {
-      int64_t held = std::min(h->second, std::max<int64_t>(0, member_nominal - member_used));
+    if (int64_t h = at(m.held, a.model); h > 0) {
+      int64_t held = std::min(h, std::max<int64_t>(0, member_nominal - member_used));
       out.held += held;
-      if (held > 0 && !out.reclaimer) out.reclaimer = &member;
+      if (held > 0 && !out.reclaimer) out.reclaimer = row_names_[member];
     }
   }
   return out;
 }
 
 double TenantBook::dominant_share(const std::string& tenant) const {
-  auto it = use_.find(tenant);
-  if (it == use_.end()) return 0;
-  const Use& u = it->second;
+  const Row* r = find(tenant);
+  if (!r) return 0;
   auto part = [](int64_t used, int64_t cap) {
     return cap > 0 ? static_cast<double>(used) / static_cast<double>(cap) : 0.0;
   };
-  double share = std::max({part(u.gpu_total, capacity_gpu_), part(u.cpu, capacity_cpu_),
-                           part(u.memory, capacity_memory_)});
-  auto s = specs_.find(tenant);
-  double weight = s == specs_.end() || s->second.weight <= 0 ? 1 : s->second.weight;
-  return share / weight;
+  double share = std::max({part(r->gpu_total, capacity_gpu_), part(r->cpu, capacity_cpu_),
+                           part(r->memory, capacity_memory_)});
+  return share / r->weight;
 }
 
 std::vector<TenantUsage> TenantBook::usage() const {
+  std::vector<const std::string*> model_names(models_.size());
+  for (const auto& [model, m] : models_) model_names[m] = &model;
   std::set<std::pair<std::string, std::string>> keys;
-  for (const auto& [tenant, u] : use_)
-    for (const auto& [model, milli] : u.gpu_milli)
-      if (milli != 0) keys.insert({tenant, model});
+  for (size_t t = 0; t < rows_.size(); ++t)
+    for (size_t m = 0; m < rows_[t].used.size(); ++m)
+      if (rows_[t].used[m] != 0) keys.insert({*row_names_[t], *model_names[m]});
   for (const auto& [tenant, s] : specs_)
     for (const auto& [model, q] : s.quota) keys.insert({tenant, model});
   std::vector<TenantUsage> out;
@@ -251,9 +297,10 @@ std::vector<TenantUsage> TenantBook::usage() const {
     TenantUsage u;
     u.tenant = tenant;
     u.gpu_model = model;
-    u.used_milli = used(tenant, model);
-    if (const TenantSpec* s = spec(tenant)) {
-      u.quota_milli = nominal(*s, model);
+    const Row& r = rows_[tenant_rows_.at(tenant)];
+    u.used_milli = at(r.used, model_of(model));
+    if (const Asked a = ask(tenant, model); a.row) {
+      u.quota_milli = nominal(a);
       u.borrowed_milli = std::max<int64_t>(0, u.used_milli - u.quota_milli);
     }
     out.push_back(std::move(u));

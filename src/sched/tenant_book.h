@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sched/types.h"
@@ -49,7 +51,10 @@ class TenantBook {
   /// it (after a quota shrank) must be reclaimed, lender or not.
   int64_t over_limit(const std::string& tenant, const std::string& gpu_model) const;
   /// Whether the tenant has a quota (false: nothing it uses is limited).
-  bool limited(const std::string& tenant) const { return spec(tenant) != nullptr; }
+  bool limited(const std::string& tenant) const {
+    const Row* r = find(tenant);
+    return r && r->spec;
+  }
   /// The tenant's cohort, "" when it has none or no quota (it then lends and borrows nothing).
   const std::string& cohort_of(const std::string& tenant) const;
   /// How much of the model the cohort's members would use above the cohort's nominal quota if
@@ -84,15 +89,41 @@ class TenantBook {
   }
 
  private:
-  struct Use {
-    std::map<std::string, int64_t> gpu_milli;  // per model
+  // Tenants and GPU models are kept by index: a question finds its tenant and model once, then
+  // reads vectors (a cohort's members are rows too).
+  struct Row {
+    const TenantSpec* spec = nullptr;     // its spec if it has a quota (specs_)
+    double weight = 1;                    // from its spec, quota or not
+    int cohort = -1;                      // index into cohort_members_ (a quota and a cohort)
+    uint64_t* cohort_count = nullptr;     // its cohort's cohort_changes_ entry (quota only)
+    std::vector<int64_t> nominal, limit;  // by model, milli (limit: none if absent)
+    std::vector<int64_t> used, held;      // by model, milli
     int64_t gpu_total = 0, cpu = 0, memory = 0;
   };
-  const TenantSpec* spec(const std::string& tenant) const;
-  int64_t used(const std::string& tenant, const std::string& model) const;
-  static int64_t nominal(const TenantSpec& spec, const std::string& model);
-  // The tenant's borrowing limit on the model, in milli (a large value without one).
-  static int64_t borrowing_limit(const TenantSpec& spec, const std::string& model);
+  static constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max() / 4;
+  // The row of a tenant (nullptr: never named in a spec, a charge or a hold).
+  const Row* find(const std::string& tenant) const;
+  Row& row(const std::string& tenant);
+  // The model's index, -1 when no spec, charge or hold named it (nothing is used or held of it,
+  // and no quota names it).
+  int model_of(const std::string& model) const;
+  int add_model(const std::string& model);
+  // Fills the row's nominal quota and borrowing limit for every model from its spec.
+  void fill_limits(Row& r) const;
+  static int64_t at(const std::vector<int64_t>& by_model, int m) {
+    return m >= 0 && static_cast<size_t>(m) < by_model.size() ? by_model[m] : 0;
+  }
+  // The row and model of a question about a tenant with a quota (row nullptr: no quota).
+  struct Asked {
+    const Row* row = nullptr;
+    int model = -1;
+  };
+  Asked ask(const std::string& tenant, const std::string& model) const;
+  int64_t nominal(const Asked& a) const { return at(a.row->nominal, a.model); }
+  int64_t used(const Asked& a) const { return at(a.row->used, a.model); }
+  int64_t borrowing_limit(const Asked& a) const {
+    return a.model >= 0 ? a.row->limit[a.model] : kNoLimit;
+  }
   // The model's nominal quota and use summed over the tenant and the other members of its
   // cohort, and what members reclaiming quota they lent hold of their unused nominal quota
   // (with the first such member).
@@ -100,19 +131,20 @@ class TenantBook {
     int64_t nominal = 0, used = 0, held = 0;
     const std::string* reclaimer = nullptr;
   };
-  CohortUse cohort_use(const std::string& tenant, const TenantSpec& spec,
-                       const std::string& model) const;
+  CohortUse cohort_use(const Asked& a) const;
 
   std::map<std::string, TenantSpec> specs_;
-  std::map<std::string, std::vector<std::string>> cohorts_;  // cohort -> members
-  std::map<std::string, Use> use_;
-  std::map<std::pair<std::string, std::string>, int64_t> reclaim_held_;  // (tenant, model)
+  std::unordered_map<std::string, int> tenant_rows_;
+  std::vector<Row> rows_;
+  std::vector<const std::string*> row_names_;  // (keys of tenant_rows_)
+  std::unordered_map<std::string, int> models_;
+  std::vector<std::vector<int>> cohort_members_;  // rows, in the order given
   int64_t capacity_gpu_ = 0, capacity_cpu_ = 0, capacity_memory_ = 0;
   uint64_t changes_ = 0;
   uint64_t config_changes_ = 0;
   std::map<std::string, uint64_t, std::less<>> cohort_changes_;
   // A change to the tenant's use or holds: counted for its cohort too.
-  void changed(const std::string& tenant);
+  void changed(const Row& r);
 };
 
 }  // namespace gpucloud::sched
