@@ -58,7 +58,7 @@ TEST(NodeClassIndex, AnActivationIsLoggedAtTheLevelOfWhatTheClassOffers) {
   EXPECT_EQ(index.activation_count(), 2u);
 }
 
-TEST(NodeClassIndex, ARequestThatFitsAClassNeedsNoLevelAboveTheClasss) {
+TEST(NodeClassIndex, AClassThatFitsARequestIsAtItsLeastLevelOrAbove) {
   // least_capacity_level is a lower bound: every class whose summary offers what the request
   // needs is at that level or above, so readers may skip the logs below it.
   for (int free_gpus = 0; free_gpus <= 12; ++free_gpus)
