@@ -741,7 +741,8 @@ class ClusterScheduler final : public Scheduler {
   std::map<WakeCapKey, Envelope> shared_caps_;
   std::map<int, std::vector<WakeCapKey>> source_caps_;     // slot -> its part of shared_caps_
   std::vector<std::pair<int, WaitCapacity>> shared_list_;  // shared_caps_ as a list
-  uint64_t shared_version_ = 0;
+  uint64_t shared_version_ = 0;  // shared_changes_ when shared_list_ was made
+  uint64_t shared_changes_ = 0;  // bumps when shared_caps_ changes
   bool shared_valid_ = false;
   std::unordered_map<int, OwnCaps> own_caps_;  // by tenant
   // The tenants' first jobs when they were last decided again for want of a reservation.

@@ -558,6 +558,7 @@ void ClusterScheduler::merge_sizes(std::vector<std::pair<int, WaitCapacity>>& ca
 }
 
 void ClusterScheduler::start_wake_sources() {
+  ++shared_changes_;
   shared_caps_.clear();
   source_caps_.clear();
   sources_.clear();
@@ -575,8 +576,16 @@ void ClusterScheduler::start_wake_sources() {
 }
 
 void ClusterScheduler::refresh_wake_sources() {
+  std::vector<std::pair<int, WaitCapacity>> caps;
+  std::vector<WakeCapKey> keys;
   auto refresh = [&](int slot, bool free_too) {
+    caps.clear();
+    preemption_caps(slot, free_too, caps);
+    keys.clear();
+    for (const auto& [group, cap] : caps) keys.push_back(cap_key(group, cap));
     auto& mine = source_caps_[slot];
+    if (keys == mine) return;  // (the shared capacities stand)
+    ++shared_changes_;
     for (const auto& k : mine) {
       auto it = shared_caps_.find(envelope_key(k));
       if (it == shared_caps_.end()) continue;
@@ -587,13 +596,10 @@ void ClusterScheduler::refresh_wake_sources() {
           it->second.sizes[d].erase(c);
       if (it->second.sizes[0].empty()) shared_caps_.erase(it);
     }
-    mine.clear();
-    std::vector<std::pair<int, WaitCapacity>> caps;
-    preemption_caps(slot, free_too, caps);
-    for (const auto& [group, cap] : caps) {
-      mine.push_back(cap_key(group, cap));
-      Envelope& envelope = shared_caps_[envelope_key(mine.back())];
-      auto values = sizes(mine.back());
+    mine = keys;
+    for (const WakeCapKey& k : mine) {
+      Envelope& envelope = shared_caps_[envelope_key(k)];
+      auto values = sizes(k);
       for (size_t d = 0; d < values.size(); ++d) ++envelope.sizes[d][values[d]];
     }
   };
@@ -816,7 +822,7 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
   if (!sources_started_) start_wake_sources();
   refresh_wake_sources();
   // Shared by every tenant (their quota is applied per query): what the wake-ups' nodes offer.
-  if (shared_version_ != wake_version_ || !shared_valid_) {
+  if (shared_version_ != shared_changes_ || !shared_valid_) {
     shared_list_.clear();
     // Capacities that differ only in size, as one with the most of each (merge_sizes).
     for (const auto& [k, envelope] : shared_caps_) {
@@ -827,7 +833,7 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
       cap.memory_mib = envelope.sizes[3].rbegin()->first;
     }
     drop_dominated(shared_list_);  // (their quota is every tenant's own: kAny here)
-    shared_version_ = wake_version_;
+    shared_version_ = shared_changes_;
     shared_valid_ = true;
   }
   // The tenant's own: its quota grew, or it may reclaim what its cohort lent.
