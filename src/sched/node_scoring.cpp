@@ -27,6 +27,7 @@ std::optional<PlacementPolicy> parse_placement_policy(std::string_view name) {
 void NodeScorer::set_profile(WorkloadProfile profile) {
   profile_ = std::move(profile);
   fragmentation_.clear();
+  after_placement_.clear();
   gpu_per_cpu_ = gpu_milli_per_cpu_milli(profile_);
 }
 
@@ -100,8 +101,8 @@ NodeScore NodeScorer::score(const NodeClass& node, const JobRequest& req, const 
         int left = free_matching_gpus(req, node.state) - req.gpus;
         out.primary = out.primary * 1000 - left;
       }
-      out.secondary =
-          default_score(shape, pod, profile_, fragmentation_of(node, shape), gpu_per_cpu_);
+      out.secondary = default_score(shape, pod, profile_, fragmentation_of(node, shape),
+                                    gpu_per_cpu_, &after_placement_);
       break;
     }
     default:

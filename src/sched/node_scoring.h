@@ -80,7 +80,8 @@ class NodeScorer {
   WorkloadProfile profile_;
   double gpu_per_cpu_ = 0;
   std::map<std::string, int> models_;
-  std::vector<double> fragmentation_;  // by class id; NaN: not computed yet
+  std::vector<double> fragmentation_;   // by class id; NaN: not computed yet
+  FragmentationCache after_placement_;  // F of the shapes placements would leave
   // topology_of: (GPUs, model, GPU memory) -> scores by class id (kUnscored: not yet).
   static constexpr int64_t kUnscored = -2;
   std::map<std::tuple<int, std::string, int64_t>, std::vector<int64_t>> topology_;

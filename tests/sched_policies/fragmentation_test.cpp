@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 namespace gpucloud::sched {
 namespace {
 
@@ -34,6 +36,21 @@ TEST(FragmentationTest, NodeFragmentationWeightsByFrequency) {
   EXPECT_DOUBLE_EQ(node_fragmentation(shape({1000, 300}, 2000), p), 1300);
   EXPECT_DOUBLE_EQ(node_fragmentation(shape({1000, 1000}, 16000), p), 400);  // 0.2·2000
   EXPECT_DOUBLE_EQ(node_fragmentation(shape({0, 0}, 16000), p), 0);
+}
+
+TEST(FragmentationTest, TheCacheAnswersAsTheMeasureDoesPastItsBound) {
+  // Random shapes, many asked again, more distinct ones than the cache holds: every answer is
+  // node_fragmentation's, before and after the cache empties itself.
+  WorkloadProfile p = three_types();
+  FragmentationCache cache;
+  std::mt19937 rng(5);
+  const size_t distinct = FragmentationCache::kMaxShapes + 20000;
+  for (size_t i = 0; i < 3 * distinct; ++i) {
+    const size_t id = i % 3 == 0 ? i / 3 : rng() % (i / 3 + 1);  // new, or seen before
+    std::vector<int> free = {static_cast<int>(id % 1001), static_cast<int>((id / 1001) % 1001)};
+    NodeShape s = shape(free, 3000 * static_cast<int64_t>(id % 7));
+    ASSERT_EQ(cache.of(s, p), node_fragmentation(s, p)) << "shape " << id;
+  }
 }
 
 TEST(FragmentationTest, ProfileTakesMostFrequentTypesUpToCoverage) {

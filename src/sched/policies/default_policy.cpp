@@ -15,8 +15,9 @@ constexpr double kNoFit = -std::numeric_limits<double>::infinity();
 /// The score of going from `before` to `after`. Rounded to 1e-6 milli so that mathematically
 /// equal scores computed from different shapes tie exactly (and go to the seed's node order).
 double score_after(const NodeShape& before, const NodeShape& after, double f_before,
-                   const WorkloadProfile& profile, double gpu_per_cpu) {
-  double delta_f = f_before - node_fragmentation(after, profile);
+                   const WorkloadProfile& profile, double gpu_per_cpu, FragmentationCache* cache) {
+  double delta_f =
+      f_before - (cache ? cache->of(after, profile) : node_fragmentation(after, profile));
   double delta_stranded =
       stranded_gpu_milli(after, gpu_per_cpu) - stranded_gpu_milli(before, gpu_per_cpu);
   return std::round((delta_f - delta_stranded) * 1e6) / 1e6;
@@ -44,23 +45,24 @@ double scarce_host_cost(const TypicalPod& type, int hosts_left, double nodes) {
 }
 
 double default_share_gpu_score(const NodeShape& node, int gpu, const PodRequest& pod,
-                               const WorkloadProfile& profile, double f_before,
-                               double gpu_per_cpu) {
+                               const WorkloadProfile& profile, double f_before, double gpu_per_cpu,
+                               FragmentationCache* cache) {
   if (node.gpu_free[gpu] < pod.gpu_milli) return kNoFit;
   NodeShape after = node;
   after.cpu_free -= pod.cpu_milli;
   after.gpu_free[gpu] = static_cast<int16_t>(after.gpu_free[gpu] - pod.gpu_milli);
-  return score_after(node, after, f_before, profile, gpu_per_cpu);
+  return score_after(node, after, f_before, profile, gpu_per_cpu, cache);
 }
 
 double default_score(const NodeShape& node, const PodRequest& pod, const WorkloadProfile& profile,
-                     double f_before, double gpu_per_cpu) {
+                     double f_before, double gpu_per_cpu, FragmentationCache* cache) {
   if (pod_kind(pod) != PodKind::kShare)
-    return score_after(node, shape_after_whole(node, pod), f_before, profile, gpu_per_cpu);
+    return score_after(node, shape_after_whole(node, pod), f_before, profile, gpu_per_cpu, cache);
   double best = kNoFit;
   for (int i = 0; i < node.num_gpus; ++i) {
     if (i > 0 && node.gpu_free[i] == node.gpu_free[i - 1]) continue;  // same free, same score
-    best = std::max(best, default_share_gpu_score(node, i, pod, profile, f_before, gpu_per_cpu));
+    best = std::max(best,
+                    default_share_gpu_score(node, i, pod, profile, f_before, gpu_per_cpu, cache));
   }
   return best;
 }

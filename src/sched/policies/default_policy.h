@@ -46,14 +46,16 @@ double scarce_host_cost(const TypicalPod& type, int hosts_left, double nodes);
 /// The default policy's score of placing the pod on a node in state `node` (higher is better):
 /// ΔF − Δstranded in milli, where `f_before` is F(node) under `profile` and `gpu_per_cpu` is
 /// gpu_milli_per_cpu_milli(profile). A share is tried on every GPU that fits and the best is
-/// returned. The pod must fit the node.
+/// returned. The pod must fit the node. With a cache, F of the node after the placement is
+/// taken from it (it must be for `profile`).
 double default_score(const NodeShape& node, const PodRequest& pod, const WorkloadProfile& profile,
-                     double f_before, double gpu_per_cpu);
+                     double f_before, double gpu_per_cpu, FragmentationCache* cache = nullptr);
 
 /// The score of a share placed on GPU position `gpu` of the shape, or -infinity if it does not
 /// fit there.
 double default_share_gpu_score(const NodeShape& node, int gpu, const PodRequest& pod,
-                               const WorkloadProfile& profile, double f_before, double gpu_per_cpu);
+                               const WorkloadProfile& profile, double f_before, double gpu_per_cpu,
+                               FragmentationCache* cache = nullptr);
 
 /// The GPU (index into the node's own GPU order) that a share takes under the default policy:
 /// the best score, ties to the least free milli, then the lowest index; -1 if none fits.

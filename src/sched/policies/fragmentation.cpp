@@ -66,4 +66,10 @@ double node_fragmentation(const NodeShape& node, const WorkloadProfile& profile)
   return f;
 }
 
+double FragmentationCache::of(const NodeShape& node, const WorkloadProfile& profile) {
+  if (auto it = known_.find(node); it != known_.end()) return it->second;
+  if (known_.size() >= kMaxShapes) known_.clear();
+  return known_.emplace(node, node_fragmentation(node, profile)).first->second;
+}
+
 }  // namespace gpucloud::sched

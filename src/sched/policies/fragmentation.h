@@ -2,6 +2,7 @@
 // workload cannot use (Weng et al., ATC'23; shared/fgd-experiment.md, "Metrics").
 #pragma once
 
+#include <unordered_map>
 #include <vector>
 
 #include "sched/policies/share_node.h"
@@ -39,5 +40,20 @@ bool type_fits(const NodeShape& node, const TypicalPod& type);
 
 /// F(node) = Σ freq(p) × frag_p(node) over the profile's types, in milli.
 double node_fragmentation(const NodeShape& node, const WorkloadProfile& profile);
+
+/// node_fragmentation's answers kept per node shape, for one profile: the shapes a cluster's
+/// nodes are in, and those a placement would leave, recur (in a deep queue nearly every one is
+/// asked about again). The owner empties it when the profile changes; it empties itself once it
+/// holds kMaxShapes.
+class FragmentationCache {
+ public:
+  static constexpr size_t kMaxShapes = 1 << 16;
+  /// node_fragmentation(node, profile).
+  double of(const NodeShape& node, const WorkloadProfile& profile);
+  void clear() { known_.clear(); }
+
+ private:
+  std::unordered_map<NodeShape, double, NodeShapeHash> known_;
+};
 
 }  // namespace gpucloud::sched
