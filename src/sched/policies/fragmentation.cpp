@@ -67,9 +67,14 @@ double node_fragmentation(const NodeShape& node, const WorkloadProfile& profile)
 }
 
 double FragmentationCache::of(const NodeShape& node, const WorkloadProfile& profile) {
-  if (auto it = known_.find(node); it != known_.end()) return it->second;
-  if (known_.size() >= kMaxShapes) known_.clear();
-  return known_.emplace(node, node_fragmentation(node, profile)).first->second;
+  if (slots_.empty()) slots_.resize(kSlots);
+  Slot& slot = slots_[NodeShapeHash{}(node) % kSlots];
+  if (!slot.used || !(slot.shape == node)) {
+    slot.used = true;
+    slot.shape = node;
+    slot.fragmentation = node_fragmentation(node, profile);
+  }
+  return slot.fragmentation;
 }
 
 }  // namespace gpucloud::sched

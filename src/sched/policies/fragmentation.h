@@ -2,7 +2,6 @@
 // workload cannot use (Weng et al., ATC'23; shared/fgd-experiment.md, "Metrics").
 #pragma once
 
-#include <unordered_map>
 #include <vector>
 
 #include "sched/policies/share_node.h"
@@ -43,17 +42,23 @@ double node_fragmentation(const NodeShape& node, const WorkloadProfile& profile)
 
 /// node_fragmentation's answers kept per node shape, for one profile: the shapes a cluster's
 /// nodes are in, and those a placement would leave, recur (in a deep queue nearly every one is
-/// asked about again). The owner empties it when the profile changes; it empties itself once it
-/// holds kMaxShapes.
+/// asked about again). Direct-mapped: a shape has one slot (by its hash) and takes it over from
+/// another, so the memory is fixed (kSlots entries, allocated at the first question) and nothing
+/// is allocated per shape. The owner empties it when the profile changes.
 class FragmentationCache {
  public:
-  static constexpr size_t kMaxShapes = 1 << 16;
+  static constexpr size_t kSlots = 1 << 14;
   /// node_fragmentation(node, profile).
   double of(const NodeShape& node, const WorkloadProfile& profile);
-  void clear() { known_.clear(); }
+  void clear() { slots_.clear(); }
 
  private:
-  std::unordered_map<NodeShape, double, NodeShapeHash> known_;
+  struct Slot {
+    bool used = false;
+    NodeShape shape;
+    double fragmentation = 0;
+  };
+  std::vector<Slot> slots_;
 };
 
 }  // namespace gpucloud::sched
