@@ -301,6 +301,8 @@ class ClusterScheduler final : public Scheduler {
   // model since the last pass (kNone: nothing), and the groups where it released some.
   int64_t pool_released(int tenant, int group);
   const std::vector<int>& released_groups(int tenant);
+  // Empties what pool_released and released_groups keep at the first call of a pass.
+  void start_released_pass();
   // Drops the capacities another one of the same static group admits every job of.
   static void drop_dominated(std::vector<std::pair<int, WaitCapacity>>& caps);
   // Merges the capacities of a static group that differ only in size (whole GPUs, GPU milli,

@@ -420,16 +420,19 @@ const std::vector<WaitCapacity>& ClusterScheduler::free_classes(int group) {
   return cached.caps;
 }
 
-int64_t ClusterScheduler::pool_released(int tenant, int group) {
-  // What its pool (its cohort, or itself alone) released of the group's GPU model since the
-  // last pass: the same all pass (found once per tenant and group).
+void ClusterScheduler::start_released_pass() {
+  // What a pool released is the same all pass (found once per tenant and group).
   const size_t groups = classes_.static_groups();
   if (released_pass_ != pass_ || released_.size() != tenant_names_.size() * groups) {
     released_.assign(tenant_names_.size() * groups, kUnknown);
     released_groups_.assign(tenant_names_.size(), {});
     released_pass_ = pass_;
   }
-  int64_t& released = released_[static_cast<size_t>(tenant) * groups + group];
+}
+
+int64_t ClusterScheduler::pool_released(int tenant, int group) {
+  start_released_pass();
+  int64_t& released = released_[static_cast<size_t>(tenant) * classes_.static_groups() + group];
   if (released == kUnknown) {
     const std::string& model = classes_.group_example(group).gpu_model;
     const std::string& cohort = cohort_of_tenant(tenant);
@@ -440,7 +443,7 @@ int64_t ClusterScheduler::pool_released(int tenant, int group) {
 }
 
 const std::vector<int>& ClusterScheduler::released_groups(int tenant) {
-  pool_released(tenant, 0);  // (starts the pass's lists)
+  start_released_pass();
   auto& [known, groups] = released_groups_[tenant];
   if (!known) {
     for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g)
@@ -709,7 +712,7 @@ const ClusterScheduler::OwnCaps& ClusterScheduler::own_caps(int tenant) {
   std::vector<int64_t> inputs{static_cast<int64_t>(pass_)};
   // Where its quota grew: (group, quota now, allowed before), in groups with GPUs free.
   std::vector<std::tuple<int, int64_t, int64_t>> grown;
-  if (wake_quota_.count(tenant) && classes_.static_groups() > 0)
+  if (wake_quota_.count(tenant))
     for (int g : released_groups(tenant))
       if (classes_.group_members(g) > 0)
         if (auto quota = quota_grown(tenant, g); quota && !free_classes(g).empty()) {

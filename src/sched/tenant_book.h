@@ -103,6 +103,7 @@ class TenantBook {
   static constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max() / 4;
   // The row of a tenant (nullptr: never named in a spec, a charge or a hold).
   const Row* find(const std::string& tenant) const;
+  // The tenant's row, made (without a spec) when it has none.
   Row& row(const std::string& tenant);
   // The model's index, -1 when no spec, charge or hold named it (nothing is used or held of it,
   // and no quota names it).
