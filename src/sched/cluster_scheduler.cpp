@@ -187,6 +187,35 @@ void ClusterScheduler::reset_rankings() {
   }
 }
 
+void ClusterScheduler::trim_activation_logs() {
+  const size_t at_least = settings_.activations_kept_at_least;
+  if (at_least == 0 || classes_.activation_count() < std::max(trim_activations_at_, at_least))
+    return;
+  const uint64_t alive = classes_.active().size();
+  std::array<uint64_t, NodeClassIndex::kCapacityLevels> keep_from;
+  for (int level = 0; level < NodeClassIndex::kCapacityLevels; ++level)
+    keep_from[level] = classes_.activation_end(level);
+  for (auto& ranking : rankings_) {
+    if (!ranking.started) continue;
+    const JobRequest& r = shapes_[ranking.shape].req;
+    const int least = NodeClassIndex::least_capacity_level(r.gpus, r.gpu_milli);
+    uint64_t lag = 0;
+    for (int level = least; level < NodeClassIndex::kCapacityLevels; ++level)
+      lag += classes_.activation_end(level) - ranking.cursors[level];
+    if (lag > alive) {
+      ranking.ranked.clear();
+      ranking.started = false;
+      ranking.kept = 0;
+      continue;
+    }
+    for (int level = least; level < NodeClassIndex::kCapacityLevels; ++level)
+      keep_from[level] = std::min(keep_from[level], ranking.cursors[level]);
+  }
+  for (int level = 0; level < NodeClassIndex::kCapacityLevels; ++level)
+    classes_.trim_activations(level, keep_from[level]);
+  trim_activations_at_ = 2 * std::max<size_t>(classes_.activation_count(), alive);
+}
+
 void ClusterScheduler::upsert_node(const NodeState& incoming) {
   int slot = slot_of(incoming.id);
   // Its kind and GPU count before, for the victim candidates (-1: new, or not in a class).
@@ -290,22 +319,28 @@ ClusterScheduler::Ranking& ClusterScheduler::refresh_ranking(int shape_id) {
   const Shape& s = shapes_[ranking.shape];
   if (!ranking.started) {
     ranking.started = true;
-    if (classes_.activation_count() > classes_.active().size()) {
-      // A new (or reset) ranking: the classes with members now are all it needs.
+    bool trimmed = false;
+    for (int level = 0; level < NodeClassIndex::kCapacityLevels; ++level)
+      trimmed |= classes_.activation_base(level) > 0;
+    if (trimmed || classes_.activation_count() > classes_.active().size()) {
+      // A new (or reset) ranking: the classes with members now are all it needs (the logs may
+      // no longer hold them all, or hold more).
       for (int c : classes_.active())
         if (may_fit(s, classes_.summary(c))) rank_class(ranking, c);
       for (int level = 0; level < NodeClassIndex::kCapacityLevels; ++level)
-        ranking.cursors[level] = classes_.activations(level).size();
+        ranking.cursors[level] = classes_.activation_end(level);
       return ranking;
     }
+    ranking.cursors.fill(0);
   }
   // Most activations on a busy cluster cannot fit the shape: those at levels below what it
   // needs are not read, the others' summaries say so.
   for (int level = NodeClassIndex::least_capacity_level(s.req.gpus, s.req.gpu_milli);
        level < NodeClassIndex::kCapacityLevels; ++level) {
     const auto& log = classes_.activations(level);
-    for (uint32_t& at = ranking.cursors[level]; at < log.size(); ++at)
-      if (may_fit(s, log[at])) rank_class(ranking, log[at].class_id);
+    const uint64_t base = classes_.activation_base(level), end = base + log.size();
+    for (uint64_t& at = ranking.cursors[level]; at < end; ++at)
+      if (const ClassSummary& a = log[at - base]; may_fit(s, a)) rank_class(ranking, a.class_id);
   }
   // Classes that emptied leave when a pick walks past them; once the set has doubled since they
   // were last dropped, drop them all, so that inserts search a set about the size of the fitting
@@ -764,6 +799,7 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   maybe_refresh_profile();
   ++pass_;
   pass_now_ = now;
+  trim_activation_logs();
   reset_wait_marks();       // marked again as jobs wait in this pass
   changed_slots_.clear();   // reclaim envelopes begin again in each pass
   borrowed_added_.clear();  // and so the released borrowed slots
@@ -866,6 +902,7 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   }
   decide_all_ = false;
   undecided_.clear();
+  stats_.activations_kept = static_cast<int64_t>(classes_.activation_count());
   return plan;
 }
 

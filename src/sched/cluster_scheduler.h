@@ -102,8 +102,9 @@ class ClusterScheduler final : public Scheduler {
     using Ranked = std::set<std::pair<NodeScore, int>, std::greater<>>;
     Ranked ranked;
     bool started = false;  // it has read the classes active when it started
-    // Into NodeClassIndex::activations(level), for the levels its shape may fit.
-    std::array<uint32_t, NodeClassIndex::kCapacityLevels> cursors{};
+    // Into NodeClassIndex::activations(level), for the levels its shape may fit (counted from
+    // the start of each log: NodeClassIndex::activation_base).
+    std::array<uint64_t, NodeClassIndex::kCapacityLevels> cursors{};
     size_t kept = 0;  // entries when those of emptied classes were last dropped
   };
   struct PendingJob {
@@ -227,6 +228,13 @@ class ClusterScheduler final : public Scheduler {
   void maybe_refresh_profile();
   void update_capacity();
   void reset_rankings();
+  // Once the node-class activation logs hold more than twice what they held after the last trim,
+  // or the classes alive (and at least settings_.activations_kept_at_least), drops what every
+  // ranking has read; a ranking that lags by more than the classes alive is made again from
+  // them when next used (which costs less than reading its lag). Rankings and so plans are as
+  // without it.
+  void trim_activation_logs();
+  size_t trim_activations_at_ = 0;  // activations kept that start the next trim
   void decide(PendingJob& job, TimeMs now, Plan& plan, bool full_pass);
   // Decides every pending job (the pass of a scheduler without wake-ups, and after a change of
   // tenants or of the kinds of nodes).
@@ -375,10 +383,12 @@ class ClusterScheduler final : public Scheduler {
     size_t sources_seen = 0;           // of sources_order_, those counted
     // (slot, slot_version_ when merged), by slot.
     std::vector<std::pair<int, uint64_t>> slots;
-    size_t changes_seen = 0;                             // changed_slots_ counted so far
-    uint64_t changes_epoch = 0;                          // changed_slots_epoch_ then
-    uint64_t revision = 0;                               // bumps when `merged` changes
-    std::map<std::pair<int, int>, WaitCapacity> merged;  // (group, priority) -> sizes
+    size_t changes_seen = 0;     // changed_slots_ counted so far
+    uint64_t changes_epoch = 0;  // changed_slots_epoch_ then
+    uint64_t revision = 0;       // bumps when `merged` changes
+    // ((group, priority), sizes), by key (few keys: searched linearly); `before` is the spare
+    // a merge made again is compared with.
+    std::vector<std::pair<std::pair<int, int>, WaitCapacity>> merged, before;
   };
   const ReclaimEnvelope& reclaim_envelope(int tenant);
   // The slots where members of the cohort borrow a GPU model whose use in the cohort fell

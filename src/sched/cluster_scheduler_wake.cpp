@@ -635,15 +635,20 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
   bool changed = false, merge_again = false;
   auto merge = [&](int slot) {
     const SlotReclaim& found = reclaim_levels(tenant, slot);
+    auto& merged = envelope.merged;
     for (const ReclaimLevel& here : found.levels) {
-      auto [it, fresh] = envelope.merged.try_emplace({found.group, here.priority}, here.sizes);
-      if (fresh) {
+      const std::pair<int, int> key{found.group, here.priority};
+      auto it = std::find_if(merged.begin(), merged.end(),
+                             [&](const auto& m) { return !(m.first < key); });
+      if (it == merged.end() || it->first != key) {
+        merged.insert(it, {key, here.sizes});
         changed = true;
         continue;
       }
-      const WaitCapacity before = it->second;
-      take_most(it->second, here.sizes);
-      changed |= !(it->second == before);
+      WaitCapacity& sizes = it->second;
+      const WaitCapacity was = sizes;
+      take_most(sizes, here.sizes);
+      changed |= !(sizes == was);
     }
   };
   auto& slots = envelope.slots;  // sorted by slot but while nodes are added (below)
@@ -698,10 +703,10 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
                 slots.end());
   }
   if (merge_again) {
-    auto before = std::move(envelope.merged);
+    std::swap(envelope.merged, envelope.before);
     envelope.merged.clear();
     for (const auto& [slot, counted] : slots) merge(slot);
-    changed = envelope.merged != before;
+    changed = envelope.merged != envelope.before;
   }
   if (changed) ++envelope.revision;
   return envelope;

@@ -146,6 +146,17 @@ void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, in
   }
 }
 
+void NodeClassIndex::trim_activations(int level, uint64_t at) {
+  auto& log = activations_[level];
+  const uint64_t base = activation_bases_[level];
+  if (at <= base) return;
+  const size_t drop = static_cast<size_t>(std::min<uint64_t>(at - base, log.size()));
+  log.erase(log.begin(), log.begin() + static_cast<std::ptrdiff_t>(drop));
+  log.shrink_to_fit();  // (the memory is the point)
+  activation_bases_[level] = base + drop;
+  activation_count_ -= drop;
+}
+
 void NodeClassIndex::remove(int slot) {
   if (slot >= static_cast<int>(slot_class_.size()) || slot_class_[slot] < 0) return;
   const int id = slot_class_[slot];

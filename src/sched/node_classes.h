@@ -107,10 +107,20 @@ class NodeClassIndex {
     if (gpu_milli > 0) return std::min(gpu_milli / 100, 9);
     return 9 + std::min(gpus, 8);
   }
-  /// Classes of one capacity level in the order they gained a first member (again): consumers
-  /// keep a cursor per level.
+  /// Classes of one capacity level in the order they gained a first member (again), from the
+  /// first one kept (activation_base(level)): consumers keep a cursor per level, counted from
+  /// the start of the log (entry `at` is activations(level)[at - activation_base(level)]).
   const std::vector<ClassSummary>& activations(int level) const { return activations_[level]; }
-  /// The number of activations at all levels.
+  /// How many of the level's first activations were dropped (trim_activations).
+  uint64_t activation_base(int level) const { return activation_bases_[level]; }
+  /// One past the level's last activation, counted from the start of the log.
+  uint64_t activation_end(int level) const {
+    return activation_bases_[level] + activations_[level].size();
+  }
+  /// Drops the level's activations before `at` (counted from the start of the log): a long-lived
+  /// index would otherwise keep every activation since it was made.
+  void trim_activations(int level, uint64_t at);
+  /// The number of activations kept, at all levels.
   size_t activation_count() const { return activation_count_; }
   /// The class's summary (as its activations carry it).
   const ClassSummary& summary(int id) const { return summaries_[id]; }
@@ -143,9 +153,10 @@ class NodeClassIndex {
   std::vector<int> slot_class_;  // -1: no class
   std::vector<int> slot_group_;  // the static group of the slot's last class, -1: none
   std::array<std::vector<ClassSummary>, kCapacityLevels> activations_;
-  size_t activation_count_ = 0;
-  std::vector<ClassSummary> summaries_;  // by class id
-  std::vector<int32_t> member_counts_;   // by class id
+  std::array<uint64_t, kCapacityLevels> activation_bases_{};  // dropped from each log's front
+  size_t activation_count_ = 0;                               // kept, at all levels
+  std::vector<ClassSummary> summaries_;                       // by class id
+  std::vector<int32_t> member_counts_;                        // by class id
   std::set<int> active_;
 };
 

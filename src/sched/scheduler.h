@@ -27,6 +27,9 @@ struct PassStats {
   int wake_queries = 0;         // wake-up queries (one per tenant step)
   int preemption_searches = 0;  // victim searches run (memoised failures not counted)
   int reservation_searches = 0;
+  // Node-class activations the scheduler keeps for its rankings (bounded by a multiple of the
+  // node classes alive, however long it runs).
+  int64_t activations_kept = 0;
   int64_t total_ns = 0, wake_ns = 0, place_ns = 0, preemption_ns = 0, reservation_ns = 0,
           reason_ns = 0;
 };

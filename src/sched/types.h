@@ -128,6 +128,10 @@ struct PolicySettings {
   // freed). False: every pass after something was freed decides every pending job (slower with
   // deep queues; a reference for tests).
   bool wake_ups = true;
+  // Node-class activations (node states entered, which rankings read) kept before the scheduler
+  // drops those every ranking has read; it keeps up to twice as many as the classes alive, or
+  // as this, whichever is more. 0: never dropped (a reference for tests).
+  size_t activations_kept_at_least = 4096;
   // The order of a tenant's jobs of one priority: "fifo" (oldest first), "sjf" (shortest
   // declared runtime first: expected_runtime_ms, else max_runtime_ms; jobs that declare none
   // after those that do, oldest first) or "las" (least attained service, below).

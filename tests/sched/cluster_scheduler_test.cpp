@@ -1,6 +1,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+
 #include "cluster.h"
 #include "sched/scheduler.h"
 
@@ -260,6 +263,58 @@ TEST(ClusterScheduler, CpuOnlyJobsNeedNoGpu) {
   EXPECT_TRUE(placement_of(plan, "etl")->replicas[0].gpus.empty());
   EXPECT_EQ(placement_of(plan, "etl")->replicas[0].node_id, "id-cpu")
       << "keeps GPU nodes for GPU jobs";
+}
+
+TEST(ClusterScheduler, ALongLivedSchedulerKeepsABoundedHistoryAndPlacesAsIfItKeptAll) {
+  // Jobs sharing GPUs come and go on 8 nodes for thousands of passes: the nodes go through many
+  // distinct states. What the scheduler keeps of them stays bounded, and it places every job as
+  // a scheduler that keeps all of it does.
+  std::vector<NodeState> nodes;
+  for (int i = 0; i < 8; ++i) nodes.push_back(gpu_node("n" + std::to_string(i), 4));
+  std::unique_ptr<Scheduler> trims, keeps;
+  for (size_t at_least : {256, 0}) {
+    PolicySettings settings;
+    settings.activations_kept_at_least = at_least;
+    auto created = create_scheduler(settings);
+    ASSERT_TRUE(created.ok());
+    add_nodes(**created, nodes);
+    (at_least > 0 ? trims : keeps) = std::move(*created);
+  }
+  std::mt19937 rng(7);
+  std::vector<std::string> running;
+  int64_t most_kept = 0, kept_before = 0, placed = 0;
+  bool fell = false;
+  for (int step = 0; step < 4000; ++step) {
+    JobRequest r = share("j" + std::to_string(step), 100 + 50 * static_cast<int>(rng() % 17));
+    r.cpu_milli = 250 * static_cast<int64_t>(1 + rng() % 8);
+    std::vector<Plan> plans;
+    for (auto* s : {trims.get(), keeps.get()}) {
+      ASSERT_TRUE(s->submit(r).ok());
+      plans.push_back(s->schedule(step));
+    }
+    ASSERT_EQ(plans[0].placements.size(), plans[1].placements.size()) << r.job_id;
+    for (size_t i = 0; i < plans[0].placements.size(); ++i) {
+      const Placement &a = plans[0].placements[i], &b = plans[1].placements[i];
+      ASSERT_EQ(a.job_id, b.job_id);
+      ASSERT_EQ(a.replicas[0].node_id, b.replicas[0].node_id) << a.job_id;
+      ASSERT_EQ(gpu_indices(a), gpu_indices(b)) << a.job_id;
+      running.push_back(a.job_id);
+      ++placed;
+    }
+    if (running.size() > 40 || rng() % 2 == 0) {
+      const size_t at = rng() % running.size();
+      for (auto* s : {trims.get(), keeps.get()}) s->finish(running[at]);
+      running.erase(running.begin() + static_cast<long>(at));
+    }
+    const int64_t kept = trims->last_pass().activations_kept;
+    most_kept = std::max(most_kept, kept);
+    fell |= kept < kept_before;
+    kept_before = kept;
+  }
+  EXPECT_GT(placed, 3000);
+  EXPECT_TRUE(fell) << "the history was never trimmed";
+  EXPECT_LE(most_kept, 256 + 16);
+  EXPECT_GT(keeps->last_pass().activations_kept, 4 * most_kept) << "(the test's premise)";
 }
 
 }  // namespace

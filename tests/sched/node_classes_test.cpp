@@ -58,6 +58,31 @@ TEST(NodeClassIndex, AnActivationIsLoggedAtTheLevelOfWhatTheClassOffers) {
   EXPECT_EQ(index.activation_count(), 2u);
 }
 
+TEST(NodeClassIndex, TrimmedActivationsKeepTheirPlaceInTheLog) {
+  NodeClassIndex index;
+  NodeState node = gpu_node("a", 2);
+  node.gpus[0].used_milli = 1000;
+  for (int step = 0; step < 5; ++step) {  // 5 states with 1 whole GPU free: level 10
+    node.cpu_used_milli = 100 * step;
+    index.assign(0, node, 0, 1);
+  }
+  index.trim_activations(10, 3);
+  EXPECT_EQ(index.activation_base(10), 3u);
+  EXPECT_EQ(index.activation_end(10), 5u);
+  ASSERT_EQ(index.activations(10).size(), 2u);
+  EXPECT_EQ(index.activations(10)[0].class_id, 3);  // the 4th activation, first of those kept
+  EXPECT_EQ(index.activation_count(), 2u);
+  index.trim_activations(10, 2);  // before the base: nothing to drop
+  EXPECT_EQ(index.activation_count(), 2u);
+  index.trim_activations(10, 99);  // past the end: all of them
+  EXPECT_EQ(index.activation_base(10), 5u);
+  EXPECT_EQ(index.activation_count(), 0u);
+  node.cpu_used_milli = 700;
+  index.assign(0, node, 0, 1);
+  EXPECT_EQ(index.activation_end(10), 6u);
+  EXPECT_EQ(index.activations(10).size(), 1u);
+}
+
 TEST(NodeClassIndex, AClassThatFitsARequestIsAtItsLeastLevelOrAbove) {
   // least_capacity_level is a lower bound: every class whose summary offers what the request
   // needs is at that level or above, so readers may skip the logs below it.
