@@ -202,7 +202,7 @@ void ClusterScheduler::trim_activation_logs() {
     uint64_t lag = 0;
     for (int level = least; level < NodeClassIndex::kCapacityLevels; ++level)
       lag += classes_.activation_end(level) - ranking.cursors[level];
-    if (lag > alive) {
+    if (lag > kLagMadeAgain * alive) {
       ranking.ranked.clear();
       ranking.started = false;
       ranking.kept = 0;

@@ -230,10 +230,13 @@ class ClusterScheduler final : public Scheduler {
   void reset_rankings();
   // Once the node-class activation logs hold more than twice what they held after the last trim,
   // or the classes alive (and at least settings_.activations_kept_at_least), drops what every
-  // ranking has read; a ranking that lags by more than the classes alive is made again from
-  // them when next used (which costs less than reading its lag). Rankings and so plans are as
-  // without it.
+  // ranking has read; a ranking that lags by more than kLagMadeAgain × the classes alive is made
+  // again from them when next used. Rankings and so plans are as without it.
   void trim_activation_logs();
+  // Reading a lag costs some 20 instructions per activation (most have emptied since), making a
+  // ranking again one score per fitting class alive (thousands with `default`): only a lag of
+  // a few hundred times the classes alive costs more to read.
+  static constexpr uint64_t kLagMadeAgain = 256;
   size_t trim_activations_at_ = 0;  // activations kept that start the next trim
   void decide(PendingJob& job, TimeMs now, Plan& plan, bool full_pass);
   // Decides every pending job (the pass of a scheduler without wake-ups, and after a change of
