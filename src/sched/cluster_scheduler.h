@@ -392,6 +392,9 @@ class ClusterScheduler final : public Scheduler {
     // ((group, priority), sizes), by key (few keys: searched linearly); `before` is the spare
     // a merge made again is compared with.
     std::vector<std::pair<std::pair<int, int>, WaitCapacity>> merged, before;
+    // Per entry of `merged`, per size (whole GPUs, GPU milli, CPUs, memory): how many of the
+    // nodes merged offer its most.
+    std::vector<std::array<int, 4>> holders;
   };
   const ReclaimEnvelope& reclaim_envelope(int tenant);
   // The slots where members of the cohort borrow a GPU model whose use in the cohort fell

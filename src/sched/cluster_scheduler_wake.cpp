@@ -19,6 +19,17 @@ int64_t job_gpu_milli(const JobRequest& r) {
   return replica_gpu_milli(r) * r.replicas;
 }
 
+// A capacity's sizes (whole GPUs, GPU milli, CPUs, memory), and setting them.
+std::array<int64_t, 4> sizes_of(const WaitCapacity& c) {
+  return {c.whole_gpus, c.max_free_milli, c.cpu_milli, c.memory_mib};
+}
+void set_sizes(WaitCapacity& c, const std::array<int64_t, 4>& sizes) {
+  c.whole_gpus = static_cast<int32_t>(sizes[0]);
+  c.max_free_milli = static_cast<int32_t>(sizes[1]);
+  c.cpu_milli = sizes[2];
+  c.memory_mib = sizes[3];
+}
+
 // Raises each size of `into` (whole GPUs, GPU milli, CPUs, memory) to `from`'s where larger.
 void take_most(WaitCapacity& into, const WaitCapacity& from) {
   into.whole_gpus = std::max(into.whole_gpus, from.whole_gpus);
@@ -628,27 +639,59 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
     envelope.changes_epoch = 0;
     envelope.slots.clear();
     envelope.merged.clear();
+    envelope.holders.clear();
   }
   auto version = [&](int slot) {
     return slot < static_cast<int>(slot_version_.size()) ? slot_version_[slot] : 0;
   };
   bool changed = false, merge_again = false;
+  // Per merged key and size, how many of the nodes merged offer its most: a node that changed
+  // takes its old levels out and puts its new ones in; only when a size loses every node that
+  // offered its most is everything merged again.
+  auto& merged = envelope.merged;
+  auto& holders = envelope.holders;
+  auto locate = [&](const std::pair<int, int>& key) {
+    return std::find_if(merged.begin(), merged.end(),
+                        [&](const auto& m) { return !(m.first < key); });
+  };
   auto merge = [&](int slot) {
     const SlotReclaim& found = reclaim_levels(tenant, slot);
-    auto& merged = envelope.merged;
     for (const ReclaimLevel& here : found.levels) {
       const std::pair<int, int> key{found.group, here.priority};
-      auto it = std::find_if(merged.begin(), merged.end(),
-                             [&](const auto& m) { return !(m.first < key); });
+      auto it = locate(key);
+      const auto at = it - merged.begin();
       if (it == merged.end() || it->first != key) {
         merged.insert(it, {key, here.sizes});
+        holders.insert(holders.begin() + at, {1, 1, 1, 1});
         changed = true;
         continue;
       }
-      WaitCapacity& sizes = it->second;
-      const WaitCapacity was = sizes;
-      take_most(sizes, here.sizes);
-      changed |= !(sizes == was);
+      std::array<int64_t, 4> most = sizes_of(it->second);
+      const std::array<int64_t, 4> mine = sizes_of(here.sizes);
+      for (size_t d = 0; d < most.size(); ++d) {
+        if (mine[d] > most[d]) {
+          most[d] = mine[d];
+          holders[at][d] = 1;
+          changed = true;
+        } else if (mine[d] == most[d]) {
+          ++holders[at][d];
+        }
+      }
+      set_sizes(it->second, most);
+    }
+  };
+  auto unmerge = [&](int group, const std::vector<ReclaimLevel>& levels) {
+    for (const ReclaimLevel& here : levels) {
+      const std::pair<int, int> key{group, here.priority};
+      auto it = locate(key);
+      if (it == merged.end() || it->first != key) {
+        merge_again = true;  // (cannot be: it was merged)
+        continue;
+      }
+      const std::array<int64_t, 4> most = sizes_of(it->second), mine = sizes_of(here.sizes);
+      for (size_t d = 0; d < most.size(); ++d)
+        if (mine[d] > most[d] || (mine[d] == most[d] && --holders[it - merged.begin()][d] <= 0))
+          merge_again = true;
     }
   };
   auto& slots = envelope.slots;  // sorted by slot but while nodes are added (below)
@@ -663,7 +706,9 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
     auto it = std::lower_bound(slots.begin(), end, slot,
                                [](const auto& s, int x) { return s.first < x; });
     if (it != end && it->first == slot) return;
-    slots.push_back({slot, version(slot)});  // (one that is both may come twice: merged twice)
+    // (A node both where the cohort borrows and a source comes twice: merged once.)
+    if (std::any_of(end, slots.end(), [&](const auto& s) { return s.first == slot; })) return;
+    slots.push_back({slot, version(slot)});
     if (!merge_again) merge(slot);
   };
   // The nodes where its cohort borrows a released model, and the nodes that changed (the
@@ -679,10 +724,27 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
   }
   // The nodes that changed since they were merged: those logged, or every one once the log was
   // cleared. (A node's levels may shrink: the most of each size is found again.)
+  std::vector<ReclaimLevel> old_levels;
   auto check = [&](int slot, uint64_t& counted) {
     if (counted == version(slot)) return;
+    const uint64_t merged_at = counted;
     counted = version(slot);
-    merge_again = true;
+    if (merge_again) return;
+    // What it offered when merged is its memo still (only this merge asks for its levels).
+    if (slot_reclaim_.size() <= static_cast<size_t>(tenant)) {
+      merge_again = true;
+      return;
+    }
+    const auto& memos = slot_reclaim_[tenant];
+    auto memo = memos.find(slot);
+    if (memo == memos.end() || !memo->second.valid || memo->second.version != merged_at) {
+      merge_again = true;
+      return;
+    }
+    const int group = memo->second.group;
+    old_levels = memo->second.levels;
+    unmerge(group, old_levels);
+    if (!merge_again) merge(slot);
   };
   if (envelope.changes_epoch != changed_slots_epoch_) {
     for (auto& [slot, counted] : slots) check(slot, counted);
@@ -698,13 +760,15 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
     add(sources_order_[envelope.sources_seen]);
   if (slots.size() > sorted) {
     std::sort(slots.begin(), slots.end());
-    slots.erase(std::unique(slots.begin(), slots.end(),
-                            [](const auto& a, const auto& b) { return a.first == b.first; }),
-                slots.end());
+    auto end = std::unique(slots.begin(), slots.end(),
+                           [](const auto& a, const auto& b) { return a.first == b.first; });
+    merge_again |= end != slots.end();  // (cannot be: one merged twice would count twice)
+    slots.erase(end, slots.end());
   }
   if (merge_again) {
     std::swap(envelope.merged, envelope.before);
     envelope.merged.clear();
+    holders.clear();
     for (const auto& [slot, counted] : slots) merge(slot);
     changed = envelope.merged != envelope.before;
   }
