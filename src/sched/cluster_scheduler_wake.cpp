@@ -723,7 +723,8 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
     envelope.sources_seen = 0;
   }
   // The nodes that changed since they were merged: those logged, or every one once the log was
-  // cleared. (A node's levels may shrink: the most of each size is found again.)
+  // cleared. Each takes its old levels out and its new ones in (unmerge, merge); a size whose
+  // most no node offers any longer has all nodes merged again.
   std::vector<ReclaimLevel> old_levels;
   auto check = [&](int slot, uint64_t& counted) {
     if (counted == version(slot)) return;

@@ -129,8 +129,9 @@ struct PolicySettings {
   // deep queues; a reference for tests).
   bool wake_ups = true;
   // Node-class activations (node states entered, which rankings read) kept before the scheduler
-  // drops those every ranking has read; it keeps up to twice as many as the classes alive, or
-  // as this, whichever is more. 0: never dropped (a reference for tests).
+  // first drops those every ranking has read; later it drops them once the logs hold twice what
+  // they held after the last drop, or twice the classes alive, whichever is more (and at least
+  // this). 0: never dropped (a reference for tests).
   size_t activations_kept_at_least = 4096;
   // The order of a tenant's jobs of one priority: "fifo" (oldest first), "sjf" (shortest
   // declared runtime first: expected_runtime_ms, else max_runtime_ms; jobs that declare none
