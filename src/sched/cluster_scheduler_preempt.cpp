@@ -561,14 +561,11 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
   // then whether a single possible victim could free enough is looked up (fewest 1, and the
   // least milli such a victim holds) or not (fewest 2), and the node goes back with that bound.
   using Bound = std::tuple<int64_t, int64_t, int, int>;
-  std::vector<Bound> order;
-  std::vector<char> refined(nodes_.size(), 0);
   const int32_t need = one.gpu_milli > 0 ? one.gpu_milli : 1000;
-  for (size_t k = 0; k < slots.size(); ++k) {
-    int slot = slots[k];
+  auto bound_of = [&](int slot, bool candidate) -> Bound {
     uint64_t mask = gpu_match_mask(shapes_[job.shape], classes_.group_of_slot(slot));
     int64_t least_victim = 0;  // every option here has a victim at least this large
-    if (slot_candidate[k]) {
+    if (candidate) {
       for (size_t p = 0; p < nodes_[slot].state.gpus.size() && p < 64; ++p)
         if (candidates.gpu_free[candidates.gpu_offset[slot] + p] < need)
           mask &= ~(uint64_t{1} << p);
@@ -582,9 +579,45 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
                       state.memory_mib - state.memory_used_mib >= one.memory_mib;
     const bool may_fit = least == 0 && fits_as_is;
     if (least == 0 && !fits_as_is) least = least_victim;
-    if (!slot_candidate[k]) refined[slot] = 1;  // nothing to look up: its bound stays
-    order.push_back({may_fit ? 0 : 1, least == 0 ? 0 : std::max(least, least_victim),
-                     static_cast<int>(nodes_[slot].jobs.size()), slot});
+    return {may_fit ? 0 : 1, least == 0 ? 0 : std::max(least, least_victim),
+            static_cast<int>(nodes_[slot].jobs.size()), slot};
+  };
+  // Reading a node's GPUs is most of what its bound costs (they miss the cache): a candidate
+  // starts with a bound at most its own, from its class's summary (the node's free GPUs, the
+  // most free on one, CPUs and memory) and its smallest possible victim, made exact when it
+  // comes up (`refined` 0).
+  auto lower_bound_of = [&](int slot) -> Bound {
+    const int jobs = static_cast<int>(nodes_[slot].jobs.size());
+    const int id = classes_.class_of(slot);
+    if (id < 0) return {0, 0, jobs, slot};
+    const ClassSummary& free = classes_.summary(id);
+    // At most least_victim_milli over all its GPUs (the matching ones are some of them): a
+    // share needs its shortfall on the freest GPU; whole GPUs, where none is free, each hold at
+    // least what the freest one does.
+    int64_t least = 0;
+    if (one.gpus > 0 && one.gpu_milli > 0) {
+      least = std::max<int64_t>(0, one.gpu_milli - free.max_free_milli);
+    } else if (one.gpus > 0 && free.free_gpus < one.gpus) {
+      least = free.free_gpus > 0 ? one.gpus - free.free_gpus
+                                 : int64_t{one.gpus} * (1000 - free.max_free_milli);
+    }
+    const bool fits_as_is =
+        free.cpu_free_milli >= one.cpu_milli && free.memory_free_mib >= one.memory_mib;
+    if (least == 0 && fits_as_is) return {0, 0, jobs, slot};
+    return {1, std::max(least, candidates.least_victim[slot]), jobs, slot};
+  };
+  std::vector<Bound> order;
+  // Per node: 0 its bound is a lower one (a candidate), 1 exact, 2 exact and, where it was one
+  // victim at least, whether a single victim could do (least_single_victim) looked up.
+  std::vector<char> refined(nodes_.size(), 0);
+  for (size_t k = 0; k < slots.size(); ++k) {
+    const int slot = slots[k];
+    if (slot_candidate[k]) {
+      order.push_back(lower_bound_of(slot));
+    } else {
+      refined[slot] = 2;  // nothing to look up: its bound stays
+      order.push_back(bound_of(slot, false));
+    }
   }
   // A heap, not a sort: the search usually stops after a few nodes.
   std::make_heap(order.begin(), order.end(), std::greater<>());
@@ -610,8 +643,16 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
                                                         worst.slot})
         break;
     }
-    if (fewest == 1 && !refined[slot]) {
+    if (refined[slot] == 0) {
       refined[slot] = 1;
+      if (Bound exact = bound_of(slot, true); exact != Bound{fewest, least, node_jobs, slot}) {
+        order.push_back(exact);
+        std::push_heap(order.begin(), order.end(), std::greater<>());
+        continue;
+      }
+    }
+    if (fewest == 1 && refined[slot] == 1) {
+      refined[slot] = 2;
       if (std::optional<int64_t> single = least_single_victim(candidates, one, job.shape, slot)) {
         order.push_back({1, std::max(least, *single), node_jobs, slot});
       } else {

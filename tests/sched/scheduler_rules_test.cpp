@@ -531,6 +531,51 @@ TEST(Preemption, TheSmallestSetOfLowerPriorityVictims) {
   EXPECT_EQ(placement_of(after, "normal"), nullptr);
 }
 
+// Among many full nodes, the preemptor takes the cheapest option (the fewest victims, then the
+// least GPU milli they hold, then the node with the fewest jobs): here one 300-milli share on
+// a node of two jobs, though another node runs a 300-milli share too (with three jobs), one
+// frees a GPU only with two shares gone, and every other GPU holds a whole job.
+TEST(Preemption, TheCheapestVictimAmongManyNodes) {
+  auto s = make();
+  std::vector<NodeState> nodes;
+  auto name_of = [](int i) { return (i < 10 ? "n0" : "n") + std::to_string(i); };
+  for (int i = 0; i < 24; ++i) nodes.push_back(gpu_node(name_of(i), 2));
+  add_nodes(*s, nodes);
+  auto start_share = [&](const std::string& id, int milli, const NodeState& node, int gpu) {
+    JobRequest j = share(id, milli);
+    j.priority = 0;
+    ReplicaPlacement rp{0, node.id, {{node.gpus[gpu].index, node.gpus[gpu].uuid, milli}}, 0, 0};
+    return s->start(j, {j.job_id, {rp}}, 0);
+  };
+  for (int i = 0; i < 24; ++i) {
+    const NodeState& n = nodes[i];
+    const std::string name = name_of(i);
+    if (i == 3) {  // a 300-milli share, and two of 500 on the other GPU: three jobs
+      ASSERT_TRUE(start_share("s300-n03", 300, n, 0).ok());
+      ASSERT_TRUE(start_share("s500a-n03", 500, n, 1).ok());
+      ASSERT_TRUE(start_share("s500b-n03", 500, n, 1).ok());
+      continue;
+    }
+    if (i == 5) {  // two shares of 400 together on GPU 0: two victims to free it
+      ASSERT_TRUE(start_share("s400a-n05", 400, n, 0).ok());
+      ASSERT_TRUE(start_share("s400b-n05", 400, n, 0).ok());
+    } else if (i == 11) {
+      ASSERT_TRUE(start_share("s600-n11", 600, n, 0).ok());
+    } else if (i == 17) {
+      ASSERT_TRUE(start_share("s300-n17", 300, n, 0).ok());
+    } else {
+      ASSERT_TRUE(start_on(*s, job("w0-" + name, 1), 0, n, {0}).ok());
+    }
+    ASSERT_TRUE(start_on(*s, job("w1-" + name, 1), 0, n, {1}).ok());
+  }
+  JobRequest high = job("high", 1);
+  high.priority = 1000;
+  ASSERT_TRUE(s->submit(high).ok());
+  Plan plan = s->schedule(kMinute);
+  EXPECT_EQ(preempted(plan), std::set<std::string>{"s300-n17"});
+  EXPECT_THAT(reason_of(plan, "high"), HasSubstr("preempting 1 job to start (s300-n17)"));
+}
+
 TEST(Preemption, AVictimOnANodeThatJoinedLaterIsFound) {
   // The victim candidates of priority 1000 are found on n1 first; n2 joins afterwards and runs
   // the only job left to preempt.
