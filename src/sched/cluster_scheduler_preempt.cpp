@@ -508,7 +508,8 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
   std::vector<char> slot_candidate;  // per slots entry: it is one of the victim candidates
   std::vector<char> marked(nodes_.size(), 0);
   auto add_slot = [&](int slot, bool candidate) {
-    if (marked[slot] || !nodes_[slot].present) return;
+    // (A node is in a class while it is present: its class is read, not the node.)
+    if (marked[slot] || classes_.class_of(slot) < 0) return;
     marked[slot] = 1;
     if (!slot_could_fit(shapes_[job.shape], slot) || held_against(job, slot)) return;
     if (reservation_ && !ends_before_reservation && reservation_->job_id != job.req.job_id &&

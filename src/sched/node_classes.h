@@ -60,11 +60,9 @@ class NodeClassIndex {
   int class_of(int slot) const {
     return slot < static_cast<int>(slot_class_.size()) ? slot_class_[slot] : -1;
   }
-  /// The static group of the slot's class (without reading the class); -1: no class.
-  int group_of_slot(int slot) const {
-    int id = class_of(slot);
-    return id < 0 ? -1 : summaries_[id].static_group;
-  }
+  /// The static group of the slot's class (without reading the class or its summary); -1: no
+  /// class.
+  int group_of_slot(int slot) const { return class_of(slot) < 0 ? -1 : slot_group_[slot]; }
   /// The class. A class without members reads as an empty class (no members, no state): its
   /// state was freed; consumers holding ids of classes that may have emptied check `members`.
   const NodeClass& get(int id) const {
