@@ -304,13 +304,15 @@ std::optional<int64_t> ClusterScheduler::least_single_victim(const VictimCandida
   const uint64_t match = gpu_match_mask(shapes_[shape], classes_.group_of_slot(slot));
   const int64_t need = one.gpu_milli > 0 ? one.gpu_milli : 1000;
   std::optional<int64_t> least;
-  boost::container::small_vector<int64_t, 16> free;
+  // What each GPU has free (read once: the node's GPU states are large and often uncached).
+  boost::container::small_vector<int64_t, 16> free_now, free;
+  if (one.gpus > 0)
+    for (const auto& g : n.gpus) free_now.push_back(g.free_milli());
   for (const NodeVictim& v : node_victim_list(slot)) {
     if (!possible_victim(c.key, c.cohort, v)) continue;
     if (cpu + v.cpu_milli < one.cpu_milli || memory + v.memory_mib < one.memory_mib) continue;
     if (one.gpus > 0) {
-      free.clear();
-      for (const auto& g : n.gpus) free.push_back(g.free_milli());
+      free = free_now;
       for (const auto& [p, milli] : v.gpus) free[p] += milli;
       int enough = 0;
       for (size_t p = 0; p < free.size() && p < 64; ++p)
@@ -632,36 +634,49 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
   std::vector<size_t>
       kept;  // into per_replica: the cheapest so far, a heap with the costliest on top
   auto costlier = [&](size_t a, size_t b) { return by_cost(per_replica[a], per_replica[b]); };
-  while (!order.empty()) {
+  // The node that comes first is refined (its exact bound, then whether one victim may do) until
+  // its bound is final; one whose bound grew past the next in line goes back (a node whose bound
+  // still comes first is refined on the spot: it would come out again at once).
+  bool stop = false;
+  while (!order.empty() && !stop) {
     std::pop_heap(order.begin(), order.end(), std::greater<>());
-    const auto [fewest, least, node_jobs, slot] = order.back();
+    Bound bound = order.back();
     order.pop_back();
-    const Node& n = nodes_[slot];
-    if (may_stop && kept.size() == want) {
-      const VictimOption& worst = per_replica[kept.front()];
-      if (Bound{fewest, least, node_jobs, slot} > Bound{static_cast<int64_t>(worst.victims.size()),
-                                                        worst.victim_gpu_milli, worst.node_jobs,
-                                                        worst.slot})
-        break;
-    }
-    if (refined[slot] == 0) {
-      refined[slot] = 1;
-      if (Bound exact = bound_of(slot, true); exact != Bound{fewest, least, node_jobs, slot}) {
-        order.push_back(exact);
-        std::push_heap(order.begin(), order.end(), std::greater<>());
-        continue;
+    const int slot = std::get<3>(bound);
+    bool back_in_line = false;
+    for (;;) {
+      const auto [fewest, least, node_jobs, at] = bound;
+      if (may_stop && kept.size() == want) {
+        const VictimOption& worst = per_replica[kept.front()];
+        if (bound > Bound{static_cast<int64_t>(worst.victims.size()), worst.victim_gpu_milli,
+                          worst.node_jobs, worst.slot}) {
+          stop = true;
+          break;
+        }
       }
-    }
-    if (fewest == 1 && refined[slot] == 1) {
-      refined[slot] = 2;
-      if (std::optional<int64_t> single = least_single_victim(candidates, one, job.shape, slot)) {
-        order.push_back({1, std::max(least, *single), node_jobs, slot});
+      Bound refined_bound = bound;
+      if (refined[slot] == 0) {
+        refined[slot] = 1;
+        refined_bound = bound_of(slot, true);
+      } else if (fewest == 1 && refined[slot] == 1) {
+        refined[slot] = 2;
+        if (std::optional<int64_t> single = least_single_victim(candidates, one, job.shape, slot))
+          refined_bound = {1, std::max(least, *single), node_jobs, slot};
+        else
+          refined_bound = {2, least, node_jobs, slot};
       } else {
-        order.push_back({2, least, node_jobs, slot});
+        break;  // final
       }
-      std::push_heap(order.begin(), order.end(), std::greater<>());
-      continue;
+      if (!order.empty() && order.front() < refined_bound) {
+        order.push_back(refined_bound);
+        std::push_heap(order.begin(), order.end(), std::greater<>());
+        back_in_line = true;
+        break;
+      }
+      bound = refined_bound;
     }
+    if (stop || back_in_line) continue;
+    const Node& n = nodes_[slot];
     if (one.gpus > 0 && !n.state.gpus.empty() && !allowed(n.state.gpus[0].model)) continue;
     if (const auto& o = victims_on(job, one, one_memos, slot)) {
       if (o->victims.empty() && fits_freely) *fits_freely = true;
