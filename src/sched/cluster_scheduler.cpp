@@ -226,6 +226,7 @@ void ClusterScheduler::upsert_node(const NodeState& incoming) {
   if (slot < 0) {
     slot = static_cast<int>(nodes_.size());
     nodes_.push_back({});
+    slot_jobs_.push_back(0);
     slot_by_id_[incoming.id] = slot;
   }
   Node& n = nodes_[slot];
@@ -444,7 +445,7 @@ ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job) {
   RunningJob& r = running_.emplace(std::move(id), std::move(job)).first->second;
   if (r.expected_end != kNever) ends_.emplace(std::pair{r.expected_end, r.req.job_id}, &r);
   for (const auto& [slot, rp] : r.replicas) {
-    nodes_[slot].jobs.emplace(r.seq, &r);
+    if (nodes_[slot].jobs.emplace(r.seq, &r).second) ++slot_jobs_[slot];
     slot_changed(slot);  // its running jobs changed (victims_on, node_victim_list)
     // A job placed in this pass may not be preempted in it, and within the pass the victim
     // candidates' bounds may be higher than what is free: its nodes are logged at the next
@@ -625,7 +626,7 @@ void ClusterScheduler::finish(const std::string& job_id) {
     if (milli > 0 && i < r.models.size())
       note_quota_released(r.req.tenant, r.models[i], milli, true);
     apply_replica(slot, r.req, rp, -1);
-    nodes_[slot].jobs.erase(r.seq);
+    if (nodes_[slot].jobs.erase(r.seq) > 0) --slot_jobs_[slot];
     slot_changed(slot);  // its running jobs changed (victims_on, node_victim_list)
     log_victim_change(slot);
     note_freed(slot);

@@ -631,6 +631,9 @@ class ClusterScheduler final : public Scheduler {
   NodeClassIndex classes_;
   TenantBook tenants_;
   std::vector<Node> nodes_;  // by slot
+  // Per slot, nodes_[slot].jobs.size(): read by preemption searches over thousands of nodes
+  // without touching the nodes (a node's record spans many cache lines).
+  std::vector<int32_t> slot_jobs_;
   std::unordered_map<std::string, int> slot_by_id_;
   std::vector<Shape> shapes_;
   std::unordered_map<std::string, int> shape_by_key_;

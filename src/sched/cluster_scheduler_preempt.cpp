@@ -590,7 +590,7 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
   // most free on one, CPUs and memory) and its smallest possible victim, made exact when it
   // comes up (`refined` 0).
   auto lower_bound_of = [&](int slot) -> Bound {
-    const int jobs = static_cast<int>(nodes_[slot].jobs.size());
+    const int jobs = slot_jobs_[slot];
     const int id = classes_.class_of(slot);
     if (id < 0) return {0, 0, jobs, slot};
     const ClassSummary& free = classes_.summary(id);
