@@ -145,6 +145,7 @@ class ClusterScheduler final : public Scheduler {
   // what each would have free at most if all of those jobs stopped (upper bounds while kept).
   // Kept across passes: the nodes in victim_log_ since `log_cursor` are brought up to date at
   // the key's first use in each victim epoch (see victim_epoch_). Per-node vectors are by slot.
+  static constexpr int64_t kNoVictim = std::numeric_limits<int64_t>::max();
   struct VictimCandidates {
     // Per static group: its candidates, and some slots that no longer are (unordered).
     std::vector<std::vector<int>> group_slots;
@@ -152,7 +153,12 @@ class ClusterScheduler final : public Scheduler {
     std::vector<char> member;  // the slot is a candidate
     std::vector<int64_t> cpu_free, memory_free;
     std::vector<int64_t> least_victim;  // the GPU milli of the smallest possible victim there
-    std::vector<int32_t> gpu_free;      // milli per GPU position, flat: gpu_offset[slot] ...
+    // Where one possible victim alone would do: the most milli one GPU has free or would have
+    // with one possible victim gone, and the GPU milli of the smallest possible victim whose
+    // going leaves a whole GPU free (kNoVictim: none).
+    std::vector<int32_t> single_free;
+    std::vector<int64_t> single_whole;
+    std::vector<int32_t> gpu_free;  // milli per GPU position, flat: gpu_offset[slot] ...
     std::vector<size_t> gpu_offset;
     std::tuple<int, bool, std::string> key;  // its VictimKey
     int cohort = -1;                         // the key's cohort, interned (cohort_id)

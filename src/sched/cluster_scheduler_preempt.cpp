@@ -263,18 +263,29 @@ bool ClusterScheduler::bound_candidate(const VictimKey& key, VictimCandidates& c
   int64_t cpu = n.cpu_milli - n.cpu_used_milli, memory = n.memory_mib - n.memory_used_mib;
   int64_t least_victim = std::numeric_limits<int64_t>::max();
   size_t offset = c.gpu_offset[slot];
-  for (size_t p = 0; p < n.gpus.size(); ++p)
+  int32_t single_free = 0;
+  int64_t single_whole = kNoVictim;
+  for (size_t p = 0; p < n.gpus.size(); ++p) {
     c.gpu_free[offset + p] = static_cast<int32_t>(n.gpus[p].free_milli());
+    single_free = std::max(single_free, c.gpu_free[offset + p]);
+  }
   for (const NodeVictim& v : victims) {
     if (!possible_victim(key, c.cohort, v)) continue;
     least_victim = std::min(least_victim, v.job_gpu_milli);
     cpu += v.cpu_milli;
     memory += v.memory_mib;
-    for (const auto& [p, milli] : v.gpus) c.gpu_free[offset + p] += milli;
+    for (const auto& [p, milli] : v.gpus) {
+      c.gpu_free[offset + p] += milli;
+      const int32_t alone = n.gpus[p].free_milli() + milli;  // were it the only one gone
+      single_free = std::max(single_free, alone);
+      if (alone >= 1000) single_whole = std::min(single_whole, v.job_gpu_milli);
+    }
   }
   c.cpu_free[slot] = cpu;
   c.memory_free[slot] = memory;
   c.least_victim[slot] = least_victim;
+  c.single_free[slot] = single_free;
+  c.single_whole[slot] = single_whole;
   return true;
 }
 
@@ -372,7 +383,8 @@ ClusterScheduler::VictimCandidates& ClusterScheduler::victim_slots(const Pending
 void ClusterScheduler::find_candidates(const VictimKey& key, VictimCandidates& c) {
   // Emptied, then grown to every node.
   for (auto* v : {&c.listed, &c.member}) v->clear();
-  for (auto* v : {&c.cpu_free, &c.memory_free, &c.least_victim}) v->clear();
+  for (auto* v : {&c.cpu_free, &c.memory_free, &c.least_victim, &c.single_whole}) v->clear();
+  c.single_free.clear();
   c.gpu_offset.assign(1, 0);
   c.gpu_free.clear();
   c.group_slots.clear();
@@ -413,6 +425,8 @@ void ClusterScheduler::grow_candidates(VictimCandidates& c) {
     c.cpu_free.resize(n, 0);
     c.memory_free.resize(n, 0);
     c.least_victim.resize(n, 0);
+    c.single_free.resize(n, 0);
+    c.single_whole.resize(n, 0);
     c.gpu_offset.resize(n + 1, 0);
     for (size_t slot = old; slot < n; ++slot)
       c.gpu_offset[slot + 1] = c.gpu_offset[slot] + nodes_[slot].state.gpus.size();
@@ -607,18 +621,29 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
     const bool fits_as_is =
         free.cpu_free_milli >= one.cpu_milli && free.memory_free_mib >= one.memory_mib;
     if (least == 0 && fits_as_is) return {0, 0, jobs, slot};
-    return {1, std::max(least, candidates.least_victim[slot]), jobs, slot};
+    int64_t fewest = 1, milli = std::max(least, candidates.least_victim[slot]);
+    if (one.gpus > 0 && least > 0) {
+      // Too little free on its GPUs as they are: one victim alone must make a GPU free enough
+      // (as least_single_victim would find), else two at least. Whole GPUs: too few are free,
+      // so that victim must leave a whole GPU free.
+      if (one.gpu_milli > 0 ? candidates.single_free[slot] < one.gpu_milli
+                            : candidates.single_whole[slot] == kNoVictim)
+        fewest = 2;
+      else if (one.gpu_milli == 0)
+        milli = std::max(milli, candidates.single_whole[slot]);
+    }
+    return {fewest, milli, jobs, slot};
   };
   std::vector<Bound> order;
-  // Per node: 0 its bound is a lower one (a candidate), 1 exact, 2 exact and, where it was one
-  // victim at least, whether a single victim could do (least_single_victim) looked up.
+  // Per node: 0 its bound is a lower one (a candidate), 1 final (exact and, where it was one
+  // victim, whether a single victim could do looked up: least_single_victim).
   std::vector<char> refined(nodes_.size(), 0);
   for (size_t k = 0; k < slots.size(); ++k) {
     const int slot = slots[k];
     if (slot_candidate[k]) {
       order.push_back(lower_bound_of(slot));
     } else {
-      refined[slot] = 2;  // nothing to look up: its bound stays
+      refined[slot] = 1;  // nothing to look up: its bound stays
       order.push_back(bound_of(slot, false));
     }
   }
@@ -634,9 +659,10 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
   std::vector<size_t>
       kept;  // into per_replica: the cheapest so far, a heap with the costliest on top
   auto costlier = [&](size_t a, size_t b) { return by_cost(per_replica[a], per_replica[b]); };
-  // The node that comes first is refined (its exact bound, then whether one victim may do) until
-  // its bound is final; one whose bound grew past the next in line goes back (a node whose bound
-  // still comes first is refined on the spot: it would come out again at once).
+  // The node that comes first, with a first bound only, gets its final one (its exact bound and,
+  // where that is one victim, whether one may do: the first bound may count the smallest single
+  // victim already, above the exact bound alone); it goes back in line if another node now
+  // comes first, else it is searched at once (it would come out again first).
   bool stop = false;
   while (!order.empty() && !stop) {
     std::pop_heap(order.begin(), order.end(), std::greater<>());
@@ -645,7 +671,6 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
     const int slot = std::get<3>(bound);
     bool back_in_line = false;
     for (;;) {
-      const auto [fewest, least, node_jobs, at] = bound;
       if (may_stop && kept.size() == want) {
         const VictimOption& worst = per_replica[kept.front()];
         if (bound > Bound{static_cast<int64_t>(worst.victims.size()), worst.victim_gpu_milli,
@@ -658,12 +683,13 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
       if (refined[slot] == 0) {
         refined[slot] = 1;
         refined_bound = bound_of(slot, true);
-      } else if (fewest == 1 && refined[slot] == 1) {
-        refined[slot] = 2;
-        if (std::optional<int64_t> single = least_single_victim(candidates, one, job.shape, slot))
-          refined_bound = {1, std::max(least, *single), node_jobs, slot};
-        else
-          refined_bound = {2, least, node_jobs, slot};
+        if (const auto [exact_fewest, exact_least, exact_jobs, at_] = refined_bound;
+            exact_fewest == 1) {
+          if (std::optional<int64_t> single = least_single_victim(candidates, one, job.shape, slot))
+            refined_bound = {1, std::max(exact_least, *single), exact_jobs, slot};
+          else
+            refined_bound = {2, exact_least, exact_jobs, slot};
+        }
       } else {
         break;  // final
       }

@@ -576,6 +576,42 @@ TEST(Preemption, TheCheapestVictimAmongManyNodes) {
   EXPECT_THAT(reason_of(plan, "high"), HasSubstr("preempting 1 job to start (s300-n17)"));
 }
 
+// One victim beats several that hold less, and the smaller of two single victims wins: on nodes
+// whose GPUs each run four 250-milli shares a whole GPU takes four victims; one node runs a
+// 1-GPU job on each GPU (one victim of 1 GPU), another one job on both (one victim of 2 GPUs).
+TEST(Preemption, OneVictimBeatsSeveralSmallerOnes) {
+  auto s = make();
+  std::vector<NodeState> nodes;
+  auto name_of = [](int i) { return (i < 10 ? "m0" : "m") + std::to_string(i); };
+  for (int i = 0; i < 20; ++i) nodes.push_back(gpu_node(name_of(i), 2));
+  add_nodes(*s, nodes);
+  for (int i = 0; i < 20; ++i) {
+    const NodeState& n = nodes[i];
+    if (i == 5) {
+      ASSERT_TRUE(start_on(*s, job("pair-m05", 2), 0, n, {0, 1}).ok());
+      continue;
+    }
+    for (int gpu = 0; gpu < 2; ++gpu) {
+      if (i == 13) {
+        ASSERT_TRUE(start_on(*s, job("w" + std::to_string(gpu) + "-m13", 1), 0, n, {gpu}).ok());
+        continue;
+      }
+      for (int k = 0; k < 4; ++k) {
+        JobRequest j = share(name_of(i) + "-" + std::to_string(gpu) + "-" + std::to_string(k), 250);
+        j.priority = 0;
+        ReplicaPlacement rp{0, n.id, {{n.gpus[gpu].index, n.gpus[gpu].uuid, 250}}, 0, 0};
+        ASSERT_TRUE(s->start(j, {j.job_id, {rp}}, 0).ok());
+      }
+    }
+  }
+  JobRequest high = job("high", 1);
+  high.priority = 1000;
+  ASSERT_TRUE(s->submit(high).ok());
+  Plan plan = s->schedule(kMinute);
+  EXPECT_THAT(preempted(plan),
+              AnyOf(std::set<std::string>{"w0-m13"}, std::set<std::string>{"w1-m13"}));
+}
+
 TEST(Preemption, AVictimOnANodeThatJoinedLaterIsFound) {
   // The victim candidates of priority 1000 are found on n1 first; n2 joins afterwards and runs
   // the only job left to preempt.
