@@ -214,6 +214,15 @@ Status start_on(Scheduler& s, JobRequest j, int priority, const NodeState& node,
   return s.start(j, {j.job_id, {rp}}, 0);
 }
 
+// Starts a share of `milli` at priority 0 on the node's GPU at `gpu`.
+Status start_share_on(Scheduler& s, const std::string& id, int milli, const NodeState& node,
+                      int gpu) {
+  JobRequest j = share(id, milli);
+  j.priority = 0;
+  ReplicaPlacement rp{0, node.id, {{node.gpus[gpu].index, node.gpus[gpu].uuid, milli}}, 0, 0};
+  return s.start(j, {j.job_id, {rp}}, 0);
+}
+
 // vision's job "v" (priority 1) waits behind nlp-old (priority 5, outranking it); nlp-old ends
 // and nlp-new (priority 1, borrowing) takes its GPUs in the pass where v is decided too (nlp,
 // the smaller share, goes first). Returns the plan of the pass after: nlp-new is now a
@@ -541,28 +550,22 @@ TEST(Preemption, TheCheapestVictimAmongManyNodes) {
   auto name_of = [](int i) { return (i < 10 ? "n0" : "n") + std::to_string(i); };
   for (int i = 0; i < 24; ++i) nodes.push_back(gpu_node(name_of(i), 2));
   add_nodes(*s, nodes);
-  auto start_share = [&](const std::string& id, int milli, const NodeState& node, int gpu) {
-    JobRequest j = share(id, milli);
-    j.priority = 0;
-    ReplicaPlacement rp{0, node.id, {{node.gpus[gpu].index, node.gpus[gpu].uuid, milli}}, 0, 0};
-    return s->start(j, {j.job_id, {rp}}, 0);
-  };
   for (int i = 0; i < 24; ++i) {
     const NodeState& n = nodes[i];
     const std::string name = name_of(i);
     if (i == 3) {  // a 300-milli share, and two of 500 on the other GPU: three jobs
-      ASSERT_TRUE(start_share("s300-n03", 300, n, 0).ok());
-      ASSERT_TRUE(start_share("s500a-n03", 500, n, 1).ok());
-      ASSERT_TRUE(start_share("s500b-n03", 500, n, 1).ok());
+      ASSERT_TRUE(start_share_on(*s, "s300-n03", 300, n, 0).ok());
+      ASSERT_TRUE(start_share_on(*s, "s500a-n03", 500, n, 1).ok());
+      ASSERT_TRUE(start_share_on(*s, "s500b-n03", 500, n, 1).ok());
       continue;
     }
     if (i == 5) {  // two shares of 400 together on GPU 0: two victims to free it
-      ASSERT_TRUE(start_share("s400a-n05", 400, n, 0).ok());
-      ASSERT_TRUE(start_share("s400b-n05", 400, n, 0).ok());
+      ASSERT_TRUE(start_share_on(*s, "s400a-n05", 400, n, 0).ok());
+      ASSERT_TRUE(start_share_on(*s, "s400b-n05", 400, n, 0).ok());
     } else if (i == 11) {
-      ASSERT_TRUE(start_share("s600-n11", 600, n, 0).ok());
+      ASSERT_TRUE(start_share_on(*s, "s600-n11", 600, n, 0).ok());
     } else if (i == 17) {
-      ASSERT_TRUE(start_share("s300-n17", 300, n, 0).ok());
+      ASSERT_TRUE(start_share_on(*s, "s300-n17", 300, n, 0).ok());
     } else {
       ASSERT_TRUE(start_on(*s, job("w0-" + name, 1), 0, n, {0}).ok());
     }
@@ -597,10 +600,8 @@ TEST(Preemption, OneVictimBeatsSeveralSmallerOnes) {
         continue;
       }
       for (int k = 0; k < 4; ++k) {
-        JobRequest j = share(name_of(i) + "-" + std::to_string(gpu) + "-" + std::to_string(k), 250);
-        j.priority = 0;
-        ReplicaPlacement rp{0, n.id, {{n.gpus[gpu].index, n.gpus[gpu].uuid, 250}}, 0, 0};
-        ASSERT_TRUE(s->start(j, {j.job_id, {rp}}, 0).ok());
+        const std::string id = name_of(i) + "-" + std::to_string(gpu) + "-" + std::to_string(k);
+        ASSERT_TRUE(start_share_on(*s, id, 250, n, gpu).ok());
       }
     }
   }
