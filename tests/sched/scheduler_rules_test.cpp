@@ -214,6 +214,15 @@ Status start_on(Scheduler& s, JobRequest j, int priority, const NodeState& node,
   return s.start(j, {j.job_id, {rp}}, 0);
 }
 
+// Registers `count` nodes of 2 GPUs named prefix00, prefix01, ...
+std::vector<NodeState> add_two_gpu_nodes(Scheduler& s, const std::string& prefix, int count) {
+  std::vector<NodeState> nodes;
+  for (int i = 0; i < count; ++i)
+    nodes.push_back(gpu_node(prefix + (i < 10 ? "0" : "") + std::to_string(i), 2));
+  add_nodes(s, nodes);
+  return nodes;
+}
+
 // Starts a share of `milli` at priority 0 on the node's GPU at `gpu`.
 Status start_share_on(Scheduler& s, const std::string& id, int milli, const NodeState& node,
                       int gpu) {
@@ -546,13 +555,10 @@ TEST(Preemption, TheSmallestSetOfLowerPriorityVictims) {
 // frees a GPU only with two shares gone, and every other GPU holds a whole job.
 TEST(Preemption, TheCheapestVictimAmongManyNodes) {
   auto s = make();
-  std::vector<NodeState> nodes;
-  auto name_of = [](int i) { return (i < 10 ? "n0" : "n") + std::to_string(i); };
-  for (int i = 0; i < 24; ++i) nodes.push_back(gpu_node(name_of(i), 2));
-  add_nodes(*s, nodes);
+  const std::vector<NodeState> nodes = add_two_gpu_nodes(*s, "n", 24);
   for (int i = 0; i < 24; ++i) {
     const NodeState& n = nodes[i];
-    const std::string name = name_of(i);
+    const std::string& name = n.name;
     if (i == 3) {  // a 300-milli share, and two of 500 on the other GPU: three jobs
       ASSERT_TRUE(start_share_on(*s, "s300-n03", 300, n, 0).ok());
       ASSERT_TRUE(start_share_on(*s, "s500a-n03", 500, n, 1).ok());
@@ -584,10 +590,7 @@ TEST(Preemption, TheCheapestVictimAmongManyNodes) {
 // 1-GPU job on each GPU (one victim of 1 GPU), another one job on both (one victim of 2 GPUs).
 TEST(Preemption, OneVictimBeatsSeveralSmallerOnes) {
   auto s = make();
-  std::vector<NodeState> nodes;
-  auto name_of = [](int i) { return (i < 10 ? "m0" : "m") + std::to_string(i); };
-  for (int i = 0; i < 20; ++i) nodes.push_back(gpu_node(name_of(i), 2));
-  add_nodes(*s, nodes);
+  const std::vector<NodeState> nodes = add_two_gpu_nodes(*s, "m", 20);
   for (int i = 0; i < 20; ++i) {
     const NodeState& n = nodes[i];
     if (i == 5) {
@@ -600,7 +603,7 @@ TEST(Preemption, OneVictimBeatsSeveralSmallerOnes) {
         continue;
       }
       for (int k = 0; k < 4; ++k) {
-        const std::string id = name_of(i) + "-" + std::to_string(gpu) + "-" + std::to_string(k);
+        const std::string id = n.name + "-" + std::to_string(gpu) + "-" + std::to_string(k);
         ASSERT_TRUE(start_share_on(*s, id, 250, n, gpu).ok());
       }
     }
