@@ -274,9 +274,12 @@ bool ClusterScheduler::bound_candidate(const VictimKey& key, VictimCandidates& c
     least_victim = std::min(least_victim, v.job_gpu_milli);
     cpu += v.cpu_milli;
     memory += v.memory_mib;
+    for (const auto& [p, milli] : v.gpus) c.gpu_free[offset + p] += milli;
+    // Were it the only one gone: what its replicas here (which may share a GPU) hold per GPU.
     for (const auto& [p, milli] : v.gpus) {
-      c.gpu_free[offset + p] += milli;
-      const int32_t alone = n.gpus[p].free_milli() + milli;  // were it the only one gone
+      int32_t alone = n.gpus[p].free_milli();
+      for (const auto& [q, held] : v.gpus)
+        if (q == p) alone += held;
       single_free = std::max(single_free, alone);
       if (alone >= 1000) single_whole = std::min(single_whole, v.job_gpu_milli);
     }

@@ -616,6 +616,32 @@ TEST(Preemption, OneVictimBeatsSeveralSmallerOnes) {
               AnyOf(std::set<std::string>{"w0-m13"}, std::set<std::string>{"w1-m13"}));
 }
 
+// A job whose two replicas share one GPU frees all of it as one victim: it holds 800 milli
+// there, less than any whole 1-GPU job elsewhere.
+TEST(Preemption, AJobWhoseReplicasShareAGpuIsOneVictimForAllOfIt) {
+  auto s = make();
+  const std::vector<NodeState> nodes = add_two_gpu_nodes(*s, "x", 6);
+  for (int i = 0; i < 6; ++i) {
+    const NodeState& n = nodes[i];
+    if (i == 3) {
+      JobRequest pair = share("pair", 400);
+      pair.replicas = 2;
+      pair.priority = 0;
+      std::vector<ReplicaPlacement> replicas;
+      for (int rank = 0; rank < 2; ++rank)
+        replicas.push_back({rank, n.id, {{n.gpus[0].index, n.gpus[0].uuid, 400}}, 0, 0});
+      ASSERT_TRUE(s->start(pair, {pair.job_id, replicas}, 0).ok());
+    } else {
+      ASSERT_TRUE(start_on(*s, job("w0-" + n.name, 1), 0, n, {0}).ok());
+    }
+    ASSERT_TRUE(start_on(*s, job("w1-" + n.name, 1), 0, n, {1}).ok());
+  }
+  JobRequest high = job("high", 1);
+  high.priority = 1000;
+  ASSERT_TRUE(s->submit(high).ok());
+  EXPECT_EQ(preempted(s->schedule(kMinute)), std::set<std::string>{"pair"});
+}
+
 TEST(Preemption, AVictimOnANodeThatJoinedLaterIsFound) {
   // The victim candidates of priority 1000 are found on n1 first; n2 joins afterwards and runs
   // the only job left to preempt.
