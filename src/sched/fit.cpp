@@ -58,8 +58,19 @@ bool cpu_memory_fit(const JobRequest& req, const NodeState& node) {
 }
 
 int free_matching_gpus(const JobRequest& req, const NodeState& node) {
+  // A node's GPUs are mostly of one model: a match is asked again only when the model or memory
+  // differs from the last one asked (matching parses the request's model alternatives).
   int n = 0;
-  for (const auto& g : node.gpus) n += (g.whole_free() && gpu_matches(req, g)) ? 1 : 0;
+  const GpuState* asked = nullptr;
+  bool matches = false;
+  for (const auto& g : node.gpus) {
+    if (!g.whole_free()) continue;
+    if (!asked || g.memory_mib != asked->memory_mib || g.model != asked->model) {
+      asked = &g;
+      matches = gpu_matches(req, g);
+    }
+    n += matches ? 1 : 0;
+  }
   return n;
 }
 
