@@ -725,7 +725,6 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
   // The nodes that changed since they were merged: those logged, or every one once the log was
   // cleared. Each takes its old levels out and its new ones in (unmerge, merge); a size whose
   // most no node offers any longer has all nodes merged again.
-  std::vector<ReclaimLevel> old_levels;
   auto check = [&](int slot, uint64_t& counted) {
     if (counted == version(slot)) return;
     const uint64_t merged_at = counted;
@@ -742,9 +741,7 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
       merge_again = true;
       return;
     }
-    const int group = memo->second.group;
-    old_levels = memo->second.levels;
-    unmerge(group, old_levels);
+    unmerge(memo->second.group, memo->second.levels);  // (before merge asks for the new ones)
     if (!merge_again) merge(slot);
   };
   if (envelope.changes_epoch != changed_slots_epoch_) {

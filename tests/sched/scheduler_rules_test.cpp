@@ -223,6 +223,14 @@ std::vector<NodeState> add_two_gpu_nodes(Scheduler& s, const std::string& prefix
   return nodes;
 }
 
+// Submits "high", one GPU at priority 1000, and schedules a minute in.
+Plan submit_high_and_schedule(Scheduler& s) {
+  JobRequest high = job("high", 1);
+  high.priority = 1000;
+  EXPECT_TRUE(s.submit(high).ok());
+  return s.schedule(kMinute);
+}
+
 // Starts a share of `milli` at priority 0 on the node's GPU at `gpu`.
 Status start_share_on(Scheduler& s, const std::string& id, int milli, const NodeState& node,
                       int gpu) {
@@ -577,10 +585,7 @@ TEST(Preemption, TheCheapestVictimAmongManyNodes) {
     }
     ASSERT_TRUE(start_on(*s, job("w1-" + name, 1), 0, n, {1}).ok());
   }
-  JobRequest high = job("high", 1);
-  high.priority = 1000;
-  ASSERT_TRUE(s->submit(high).ok());
-  Plan plan = s->schedule(kMinute);
+  Plan plan = submit_high_and_schedule(*s);
   EXPECT_EQ(preempted(plan), std::set<std::string>{"s300-n17"});
   EXPECT_THAT(reason_of(plan, "high"), HasSubstr("preempting 1 job to start (s300-n17)"));
 }
@@ -608,10 +613,7 @@ TEST(Preemption, OneVictimBeatsSeveralSmallerOnes) {
       }
     }
   }
-  JobRequest high = job("high", 1);
-  high.priority = 1000;
-  ASSERT_TRUE(s->submit(high).ok());
-  Plan plan = s->schedule(kMinute);
+  Plan plan = submit_high_and_schedule(*s);
   EXPECT_THAT(preempted(plan),
               AnyOf(std::set<std::string>{"w0-m13"}, std::set<std::string>{"w1-m13"}));
 }
@@ -636,10 +638,7 @@ TEST(Preemption, AJobWhoseReplicasShareAGpuIsOneVictimForAllOfIt) {
     }
     ASSERT_TRUE(start_on(*s, job("w1-" + n.name, 1), 0, n, {1}).ok());
   }
-  JobRequest high = job("high", 1);
-  high.priority = 1000;
-  ASSERT_TRUE(s->submit(high).ok());
-  EXPECT_EQ(preempted(s->schedule(kMinute)), std::set<std::string>{"pair"});
+  EXPECT_EQ(preempted(submit_high_and_schedule(*s)), std::set<std::string>{"pair"});
 }
 
 TEST(Preemption, AVictimOnANodeThatJoinedLaterIsFound) {
