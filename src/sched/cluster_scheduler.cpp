@@ -319,20 +319,23 @@ ClusterScheduler::Ranking& ClusterScheduler::refresh_ranking(int shape_id) {
   Ranking& ranking = rankings_[shape.ranking];
   const Shape& s = shapes_[ranking.shape];
   if (!ranking.started) {
+    // A new (or reset) ranking: the classes with members now that may fit, found per static
+    // group from those with the most GPUs (or milli) free down to the first with too few, so
+    // that a cluster with little free ranks little; later activations come from the logs.
     ranking.started = true;
-    bool trimmed = false;
-    for (int level = 0; level < NodeClassIndex::kCapacityLevels; ++level)
-      trimmed |= classes_.activation_base(level) > 0;
-    if (trimmed || classes_.activation_count() > classes_.active().size()) {
-      // A new (or reset) ranking: the classes with members now are all it needs (the logs may
-      // no longer hold them all, or hold more).
-      for (int c : classes_.active())
+    const bool share = s.req.gpu_milli > 0;
+    const int need = s.req.gpus == 0 ? 0 : share ? s.req.gpu_milli : s.req.gpus;
+    for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g) {
+      if (classes_.group_members(g) == 0 || !could_fit(shapes_[ranking.shape], g)) continue;
+      for (const auto& [neg_free, c] :
+           share ? classes_.group_by_free_milli(g) : classes_.group_by_free_gpus(g)) {
+        if (-neg_free < need) break;  // fewer from here on
         if (may_fit(s, classes_.summary(c))) rank_class(ranking, c);
-      for (int level = 0; level < NodeClassIndex::kCapacityLevels; ++level)
-        ranking.cursors[level] = classes_.activation_end(level);
-      return ranking;
+      }
     }
-    ranking.cursors.fill(0);
+    for (int level = 0; level < NodeClassIndex::kCapacityLevels; ++level)
+      ranking.cursors[level] = classes_.activation_end(level);
+    return ranking;
   }
   // Most activations on a busy cluster cannot fit the shape: those at levels below what it
   // needs are not read, the others' summaries say so.
@@ -432,11 +435,11 @@ void ClusterScheduler::rank_class(Ranking& ranking, int c) {
   if (classes_.member_count(c) == 0) return;  // logged again when it gains a member
   Shape& s = shapes_[ranking.shape];
   const NodeClass& nc = classes_.get(c);
-  if (!could_fit(s, nc) || s.req.cpu_milli > nc.state.cpu_milli - nc.state.cpu_used_milli ||
-      !gpus_fit(s.req, nc.state, gpu_match_mask(s, nc)))
-    return;
+  if (!could_fit(s, nc) || s.req.cpu_milli > nc.state.cpu_milli - nc.state.cpu_used_milli) return;
+  const uint64_t match_mask = gpu_match_mask(s, nc);
+  if (!gpus_fit(s.req, nc.state, match_mask)) return;
   // A class ranked before scores the same again: the set keeps it once.
-  ranking.ranked.insert({scorer_.score(nc, s.req, s.pod), c});
+  ranking.ranked.insert({scorer_.score(nc, s.req, s.pod, match_mask), c});
 }
 
 ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job) {

@@ -234,24 +234,6 @@ void ClusterScheduler::set_wait(PendingJob& job, const WaitKey& key, std::string
   set_reason(job, std::move(reason), plan);
 }
 
-const std::vector<ClusterScheduler::CpuFree>& ClusterScheduler::classes_by_cpu(int group) {
-  if (cpu_order_.size() <= static_cast<size_t>(group)) cpu_order_.resize(group + 1);
-  if (group_version_.size() <= static_cast<size_t>(group)) group_version_.resize(group + 1, 0);
-  CpuOrder& order = cpu_order_[group];
-  if (order.valid && order.version == group_version_[group]) return order.classes;
-  order.classes.clear();
-  for (const auto& [neg_free, id] : classes_.group_by_free_gpus(group)) {
-    const ClassSummary& c = classes_.summary(id);
-    order.classes.push_back({c.cpu_free_milli, c.memory_free_mib, id});
-  }
-  std::sort(order.classes.begin(), order.classes.end(), [](const CpuFree& a, const CpuFree& b) {
-    return a.cpu != b.cpu ? a.cpu > b.cpu : a.id < b.id;
-  });
-  order.valid = true;
-  order.version = group_version_[group];
-  return order.classes;
-}
-
 std::string ClusterScheduler::resource_reason(const PendingJob& job) {
   // Static groups first (a group that cannot run the job is skipped whole), then, per group,
   // its classes most free first: the largest block and the most free CPUs are found without
@@ -259,7 +241,7 @@ std::string ClusterScheduler::resource_reason(const PendingJob& job) {
   const JobRequest& req = job.req;
   Shape& shape = shapes_[job.shape];
   std::string why_not;
-  int matching = 0, largest_block = -1, largest_class = -1, placeable = 0;
+  int matching = 0, largest_block = -1, largest_class = -1;
   std::vector<int> groups;  // that could run it
   for (int g = 0; g < static_cast<int>(classes_.static_groups()); ++g) {
     if (classes_.group_members(g) == 0) continue;
@@ -295,51 +277,49 @@ std::string ClusterScheduler::resource_reason(const PendingJob& job) {
       take_block(-top.first, top.second);
     } else {
       for (const auto& [neg_free, id] : classes_.group_by_free_gpus(g))
-        take_block(free_matching_gpus(req, classes_.get(id).state), id);
+        take_block(free_matching_gpus(classes_.get(id).state, shape.match_mask[g], req), id);
     }
   }
   std::string largest_node =
       largest_class >= 0 ? nodes_[*classes_.get(largest_class).members.begin()].state.name : "";
   bool gpus_enough = req.gpus == 0 || largest_block >= (req.gpu_milli > 0 ? 1 : req.gpus);
-  // Only a job whose GPUs would fit somewhere is told about CPUs and memory (and only gangs
-  // count the nodes a replica fits on): then every class of the groups is looked at, by its
-  // summary. A gang told only about GPUs stops at the first class with too few free.
+  // Only a job whose GPUs would fit somewhere is told about CPUs and memory: the class with the
+  // most CPUs free among those the request does not fit, per group the first such in its order
+  // by CPUs free (ties to the lowest id).
   int cpu_class = -1;
   int64_t cpu_class_free = -1;
-  // A single replica asks only for that class: per group, the first in its order by CPUs free
-  // that the request does not fit.
-  bool find_cpu_class = gpus_enough || req.replicas > 1;
-  if (gpus_enough && req.replicas == 1) {
-    find_cpu_class = false;
+  if (gpus_enough)
     for (int g : groups)
-      for (const CpuFree& c : classes_by_cpu(g)) {
-        if (req.cpu_milli <= c.cpu && req.memory_mib <= c.memory) continue;
-        if (c.cpu > cpu_class_free || (c.cpu == cpu_class_free && c.id < cpu_class))
-          cpu_class = c.id, cpu_class_free = c.cpu;
+      for (const auto& [neg_cpu, id] : classes_.group_by_free_cpu(g)) {
+        if (req.cpu_milli <= -neg_cpu && req.memory_mib <= classes_.summary(id).memory_free_mib)
+          continue;
+        if (-neg_cpu > cpu_class_free || (-neg_cpu == cpu_class_free && id < cpu_class))
+          cpu_class = id, cpu_class_free = -neg_cpu;
         break;
       }
-  }
-  if (find_cpu_class)
-    for (int g : groups)
+  // A gang is told how many nodes a replica fits on now, counting up to replicas - 1; whole GPUs
+  // of a group where all match are counted from the classes most free first, so the walk stops
+  // at the first with too few.
+  int placeable = 0;
+  if (req.replicas > 1)
+    for (int g : groups) {
+      bool whole_counted = req.gpus > 0 && req.gpu_milli == 0 && shape.all_match[g];
       for (const auto& [neg_free, id] : classes_.group_by_free_gpus(g)) {
+        if (placeable >= req.replicas - 1) break;
         const ClassSummary& c = classes_.summary(id);
-        bool cpu_ok = req.cpu_milli <= c.cpu_free_milli && req.memory_mib <= c.memory_free_mib;
-        if (!cpu_ok && (c.cpu_free_milli > cpu_class_free ||
-                        (c.cpu_free_milli == cpu_class_free && id < cpu_class)))
-          cpu_class = id, cpu_class_free = c.cpu_free_milli;
-        if (req.replicas == 1) continue;
-        bool whole_counted = req.gpus > 0 && req.gpu_milli == 0 && shape.all_match[g];
-        if (whole_counted && c.free_gpus < req.gpus && !gpus_enough) break;  // fewer from here on
-        // The reason counts at most replicas - 1 placeable nodes: no more fits to check.
-        if (!cpu_ok || placeable >= req.replicas - 1) continue;
+        if (whole_counted && c.free_gpus < req.gpus) break;  // fewer from here on
+        if (req.cpu_milli > c.cpu_free_milli || req.memory_mib > c.memory_free_mib) continue;
         bool fits =
             req.gpus == 0 ||
             (req.gpu_milli > 0
-                 ? c.max_free_milli >= req.gpu_milli && gpus_fit(req, classes_.get(id).state)
+                 ? c.max_free_milli >= req.gpu_milli &&
+                       gpus_fit(req, classes_.get(id).state, shape.match_mask[g])
                  : (whole_counted ? c.free_gpus
-                                  : free_matching_gpus(req, classes_.get(id).state)) >= req.gpus);
+                                  : free_matching_gpus(classes_.get(id).state, shape.match_mask[g],
+                                                       req)) >= req.gpus);
         if (fits) placeable += classes_.member_count(id);
       }
+    }
   std::string gang = req.replicas > 1
                          ? fmt::format("gang of {} replicas, {} placeable now; ", req.replicas,
                                        std::min(placeable, req.replicas - 1))

@@ -136,7 +136,8 @@ std::optional<std::pair<int, GpuChoice>> ClusterScheduler::pick_node(int shape_i
       });
     if (best_slot < 0) return std::nullopt;
   }
-  auto choice = choose_gpus(req, nodes_[best_slot].state);
+  auto choice = choose_gpus(req, nodes_[best_slot].state,
+                            gpu_match_mask(shape, classes_.group_of_slot(best_slot)));
   if (!choice) return std::nullopt;  // cannot happen: the class fits
   return std::make_pair(best_slot, *choice);
 }

@@ -57,19 +57,11 @@ bool cpu_memory_fit(const JobRequest& req, const NodeState& node) {
          node.memory_used_mib + req.memory_mib <= node.memory_mib;
 }
 
-int free_matching_gpus(const JobRequest& req, const NodeState& node) {
-  // A node's GPUs are mostly of one model: a match is asked again only when the model or memory
-  // differs from the last one asked (matching parses the request's model alternatives).
+int free_matching_gpus(const NodeState& node, uint64_t match_mask, const JobRequest& req) {
   int n = 0;
-  const GpuState* asked = nullptr;
-  bool matches = false;
-  for (const auto& g : node.gpus) {
-    if (!g.whole_free()) continue;
-    if (!asked || g.memory_mib != asked->memory_mib || g.model != asked->model) {
-      asked = &g;
-      matches = gpu_matches(req, g);
-    }
-    n += matches ? 1 : 0;
+  for (size_t p = 0; p < node.gpus.size(); ++p) {
+    const GpuState& g = node.gpus[p];
+    if (g.whole_free() && (p < 64 ? (match_mask >> p & 1) != 0 : gpu_matches(req, g))) ++n;
   }
   return n;
 }
@@ -154,21 +146,33 @@ bool gpus_fit(const JobRequest& req, const NodeState& node, uint64_t matching) {
   return false;
 }
 
-bool gpus_fit(const JobRequest& req, const NodeState& node) {
+uint64_t gpu_match_mask(const JobRequest& req, const NodeState& node) {
   uint64_t matching = 0;
   for (size_t p = 0; p < node.gpus.size() && p < 64; ++p)
     if (gpu_matches(req, node.gpus[p])) matching |= uint64_t{1} << p;
-  return gpus_fit(req, node, matching);
+  return matching;
+}
+
+bool gpus_fit(const JobRequest& req, const NodeState& node) {
+  return gpus_fit(req, node, gpu_match_mask(req, node));
 }
 
 std::optional<GpuChoice> choose_gpus(const JobRequest& req, const NodeState& node) {
+  return choose_gpus(req, node, gpu_match_mask(req, node));
+}
+
+std::optional<GpuChoice> choose_gpus(const JobRequest& req, const NodeState& node,
+                                     uint64_t matching) {
   GpuChoice choice;
   if (req.gpus == 0) return choice;
+  auto matches = [&](size_t p) {
+    return p < 64 ? (matching >> p & 1) != 0 : gpu_matches(req, node.gpus[p]);
+  };
   if (req.gpu_milli > 0) {
     int best = -1;
     for (size_t i = 0; i < node.gpus.size(); ++i) {
       const auto& g = node.gpus[i];
-      if (!gpu_matches(req, g) || g.free_milli() < req.gpu_milli) continue;
+      if (!matches(i) || g.free_milli() < req.gpu_milli) continue;
       if (req.gpu_memory_mib > g.memory_mib - g.used_memory_mib) continue;
       if (best < 0 || g.free_milli() < node.gpus[best].free_milli()) best = static_cast<int>(i);
     }
@@ -179,8 +183,7 @@ std::optional<GpuChoice> choose_gpus(const JobRequest& req, const NodeState& nod
   }
   std::vector<int> candidates;
   for (size_t i = 0; i < node.gpus.size(); ++i)
-    if (node.gpus[i].whole_free() && gpu_matches(req, node.gpus[i]))
-      candidates.push_back(static_cast<int>(i));
+    if (node.gpus[i].whole_free() && matches(i)) candidates.push_back(static_cast<int>(i));
   if (static_cast<int>(candidates.size()) < req.gpus) return std::nullopt;
   if (req.gpus == 1) {
     // Take the GPU whose NUMA node has the fewest free GPUs, to keep larger blocks whole.

@@ -35,6 +35,12 @@ struct GpuChoice {
 /// set, smallest indices on ties; a share: the fitting GPU with the least free milli), or
 /// nothing if they do not fit. Does not check CPUs or memory.
 std::optional<GpuChoice> choose_gpus(const JobRequest& req, const NodeState& node);
+/// The same, given which of the first 64 GPU positions match the request (bit p:
+/// gpu_matches(req, gpus[p]); positions beyond are asked one by one).
+std::optional<GpuChoice> choose_gpus(const JobRequest& req, const NodeState& node,
+                                     uint64_t matching);
+/// Which of the node's first 64 GPUs match the request (bit p: gpu_matches(req, gpus[p])).
+uint64_t gpu_match_mask(const JobRequest& req, const NodeState& node);
 
 /// Whether choose_gpus() would find GPUs, without choosing them (no allocation).
 bool gpus_fit(const JobRequest& req, const NodeState& node);
@@ -52,8 +58,10 @@ void apply_choice(const JobRequest& req, const GpuChoice& choice, NodeState& nod
 void apply_replica_use(NodeState& node, const JobRequest& req, const ReplicaPlacement& rp,
                        int sign);
 
-/// The number of whole free GPUs that match the request on the node.
-int free_matching_gpus(const JobRequest& req, const NodeState& node);
+/// The number of whole free GPUs on the node that match the request, given which of its first
+/// 64 GPUs match (bit p: GPU p); GPUs beyond them are asked one by one (as gpus_fit with a
+/// mask).
+int free_matching_gpus(const NodeState& node, uint64_t match_mask, const JobRequest& req);
 
 /// "2×A100", "1×GPU", "0.5×T4": the GPU part of a request, for messages.
 std::string describe_gpus(const JobRequest& req);

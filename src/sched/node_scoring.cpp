@@ -73,7 +73,8 @@ int64_t NodeScorer::topology_of(const NodeClass& node, const JobRequest& req) {
   return score;
 }
 
-NodeScore NodeScorer::score(const NodeClass& node, const JobRequest& req, const PodRequest& pod) {
+NodeScore NodeScorer::score(const NodeClass& node, const JobRequest& req, const PodRequest& pod,
+                            uint64_t match_mask) {
   NodeScore out;
   if (policy_ == PlacementPolicy::kFirstFit || policy_ == PlacementPolicy::kRandom) return out;
   bool whole = req.gpus > 0 && req.gpu_milli == 0;
@@ -98,7 +99,7 @@ NodeScore NodeScorer::score(const NodeClass& node, const JobRequest& req, const 
     case PlacementPolicy::kDefault: {
       if (whole) {
         // Keep large idle blocks whole: fewest matching whole GPUs left over comes first.
-        int left = free_matching_gpus(req, node.state) - req.gpus;
+        int left = free_matching_gpus(node.state, match_mask, req) - req.gpus;
         out.primary = out.primary * 1000 - left;
       }
       out.secondary = default_score(shape, pod, profile_, fragmentation_of(node, shape),

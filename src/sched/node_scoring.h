@@ -60,8 +60,11 @@ class NodeScorer {
   const WorkloadProfile& profile() const { return profile_; }
 
   /// The score of placing one replica of `req` (pod: the same request in policy terms) on a
-  /// node of the class. The replica must fit the class.
-  NodeScore score(const NodeClass& node, const JobRequest& req, const PodRequest& pod);
+  /// node of the class. The replica must fit the class. `match_mask`: the GPUs (bit p: GPU p,
+  /// the first 64) whose model and memory the request accepts, as the scheduler keeps per shape
+  /// and static group (nodes of more than 64 GPUs are asked GPU by GPU).
+  NodeScore score(const NodeClass& node, const JobRequest& req, const PodRequest& pod,
+                  uint64_t match_mask);
 
   /// The request in the policies' terms (one replica).
   static PodRequest pod_of(const JobRequest& req);

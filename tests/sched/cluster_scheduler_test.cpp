@@ -169,6 +169,28 @@ TEST(ClusterScheduler, HighPriorityGoesBeforeAnOlderNormalJob) {
   EXPECT_FALSE(reason_of(plan, "old").empty());
 }
 
+TEST(ClusterScheduler, AGangHeldByCpusCountsTheNodesItFitsAndNamesTheClosest) {
+  // Replicas of 4 GPUs and 12 CPUs: GPUs fit on a, b, c and d; CPUs only on a. e has CPUs but
+  // too few GPUs, f has neither.
+  NodeState a = gpu_node("a", 8), b = gpu_node("b", 8), c = gpu_node("c", 8), d = gpu_node("d", 8);
+  NodeState e = with_used(gpu_node("e", 8), {0, 1, 2, 3, 4, 5});
+  NodeState f = with_used(gpu_node("f", 8), {0, 1, 2, 3, 4, 5, 6, 7});
+  a.cpu_used_milli = 50'000;  // 14 free
+  b.cpu_used_milli = 56'000;  // 8 free
+  c.cpu_used_milli = 60'000;  // 4 free
+  d.cpu_used_milli = 56'000;  // as b: one class, named by its first node
+  f.cpu_used_milli = 60'000;
+  JobRequest gang = job("gang", 4);
+  gang.replicas = 3;
+  gang.cpu_milli = 12'000;
+  Plan plan = schedule({a, b, c, d, e, f}, {gang});
+  EXPECT_EQ(placement_of(plan, "gang"), nullptr);
+  EXPECT_THAT(reason_of(plan, "gang"), StartsWith("gang of 3 replicas, 1 placeable now; "));
+  EXPECT_THAT(reason_of(plan, "gang"),
+              HasSubstr("needs 12 CPUs and 0MiB memory; most free on a matching node is 8 CPUs, "
+                        "512GiB (b)"));
+}
+
 TEST(ClusterScheduler, OlderJobFirstAtEqualPriority) {
   JobRequest older = job("zzz", 8), newer = job("aaa", 8);
   older.created_at = 1'000;
