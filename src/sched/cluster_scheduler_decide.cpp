@@ -1,6 +1,9 @@
 // One decision: place the job, or preempt for it, or reserve its start, and say why it waits.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "common/units.h"
 #include "sched/cluster_scheduler.h"
 #include "sched/fit.h"
@@ -234,6 +237,40 @@ void ClusterScheduler::set_wait(PendingJob& job, const WaitKey& key, std::string
   set_reason(job, std::move(reason), plan);
 }
 
+const ClusterScheduler::CpuOrder& ClusterScheduler::classes_by_cpu(int group) {
+  if (cpu_order_.size() <= static_cast<size_t>(group)) cpu_order_.resize(group + 1);
+  if (group_version_.size() <= static_cast<size_t>(group)) group_version_.resize(group + 1, 0);
+  CpuOrder& order = cpu_order_[group];
+  if (order.valid && order.version == group_version_[group]) return order;
+  order.classes.clear();
+  order.least_memory = std::numeric_limits<int64_t>::max();
+  for (const auto& [neg_free, id] : classes_.group_by_free_gpus(group)) {
+    const ClassSummary& c = classes_.summary(id);
+    order.classes.push_back({c.cpu_free_milli, c.memory_free_mib, id});
+    order.least_memory = std::min(order.least_memory, c.memory_free_mib);
+  }
+  std::sort(order.classes.begin(), order.classes.end(), [](const CpuFree& a, const CpuFree& b) {
+    return a.cpu != b.cpu ? a.cpu > b.cpu : a.id < b.id;
+  });
+  order.valid = true;
+  order.version = group_version_[group];
+  return order;
+}
+
+const ClusterScheduler::CpuFree* ClusterScheduler::most_cpu_not_fitting(int group,
+                                                                        int64_t cpu_milli,
+                                                                        int64_t memory_mib) {
+  // The first in the order that it does not fit: the first with too few CPUs (found by
+  // bisection), unless one before it has too little memory.
+  const CpuOrder& order = classes_by_cpu(group);
+  auto few = std::partition_point(order.classes.begin(), order.classes.end(),
+                                  [&](const CpuFree& c) { return c.cpu >= cpu_milli; });
+  if (order.least_memory < memory_mib)
+    for (auto it = order.classes.begin(); it != few; ++it)
+      if (it->memory < memory_mib) return &*it;
+  return few != order.classes.end() ? &*few : nullptr;
+}
+
 std::string ClusterScheduler::resource_reason(const PendingJob& job) {
   // Static groups first (a group that cannot run the job is skipped whole), then, per group,
   // its classes most free first: the largest block and the most free CPUs are found without
@@ -284,19 +321,14 @@ std::string ClusterScheduler::resource_reason(const PendingJob& job) {
       largest_class >= 0 ? nodes_[*classes_.get(largest_class).members.begin()].state.name : "";
   bool gpus_enough = req.gpus == 0 || largest_block >= (req.gpu_milli > 0 ? 1 : req.gpus);
   // Only a job whose GPUs would fit somewhere is told about CPUs and memory: the class with the
-  // most CPUs free among those the request does not fit, per group the first such in its order
-  // by CPUs free (ties to the lowest id).
+  // most CPUs free among those the request does not fit (ties to the lowest id).
   int cpu_class = -1;
   int64_t cpu_class_free = -1;
   if (gpus_enough)
     for (int g : groups)
-      for (const auto& [neg_cpu, id] : classes_.group_by_free_cpu(g)) {
-        if (req.cpu_milli <= -neg_cpu && req.memory_mib <= classes_.summary(id).memory_free_mib)
-          continue;
-        if (-neg_cpu > cpu_class_free || (-neg_cpu == cpu_class_free && id < cpu_class))
-          cpu_class = id, cpu_class_free = -neg_cpu;
-        break;
-      }
+      if (const CpuFree* c = most_cpu_not_fitting(g, req.cpu_milli, req.memory_mib);
+          c && (c->cpu > cpu_class_free || (c->cpu == cpu_class_free && c->id < cpu_class)))
+        cpu_class = c->id, cpu_class_free = c->cpu;
   // A gang is told how many nodes a replica fits on now, counting up to replicas - 1; whole GPUs
   // of a group where all match are counted from the classes most free first, so the walk stops
   // at the first with too few.

@@ -59,7 +59,6 @@ int NodeClassIndex::static_group_of(int slot, const NodeState& state, bool& fres
     group_members_.push_back(0);
     group_by_free_gpus_.emplace_back();
     group_by_free_milli_.emplace_back();
-    group_by_free_cpu_.emplace_back();
   }
   return group->second;
 }
@@ -144,7 +143,6 @@ void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, in
     active_.insert(id);
     group_by_free_gpus_[group].insert({-c.free_gpus, id});
     group_by_free_milli_[group].insert({-c.max_free_milli, id});
-    group_by_free_cpu_[group].insert({-summaries_[id].cpu_free_milli, id});
   }
 }
 
@@ -170,7 +168,6 @@ void NodeClassIndex::remove(int slot) {
     active_.erase(id);
     group_by_free_gpus_[c.static_group].erase({-c.free_gpus, id});
     group_by_free_milli_[c.static_group].erase({-c.max_free_milli, id});
-    group_by_free_cpu_[c.static_group].erase({-summaries_[id].cpu_free_milli, id});
     free_pool_.push_back(storage_[id]);  // its memory serves the next class made
     storage_[id] = -1;
   }

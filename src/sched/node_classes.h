@@ -88,10 +88,6 @@ class NodeClassIndex {
   const std::set<std::pair<int, int>>& group_by_free_milli(int group) const {
     return group_by_free_milli_[group];
   }
-  /// The same as (-CPU milli free, class id): most CPUs free first.
-  const std::set<std::pair<int64_t, int>>& group_by_free_cpu(int group) const {
-    return group_by_free_cpu_[group];
-  }
 
   /// Activation logs are split by what a class offers, so that a consumer needing at least some
   /// GPU capacity reads only the logs that may hold it: level 0-9 for a class without a whole GPU
@@ -152,7 +148,6 @@ class NodeClassIndex {
   std::vector<NodeClass> group_examples_;  // static group -> its first class, without members
   std::vector<int> group_members_;         // static group -> nodes in it
   std::vector<std::set<std::pair<int, int>>> group_by_free_gpus_, group_by_free_milli_;
-  std::vector<std::set<std::pair<int64_t, int>>> group_by_free_cpu_;
   std::vector<int> slot_class_;  // -1: no class
   std::vector<int> slot_group_;  // the static group of the slot's last class, -1: none
   std::array<std::vector<ClassSummary>, kCapacityLevels> activations_;
