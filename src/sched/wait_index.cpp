@@ -64,6 +64,7 @@ void WaitIndex::add(int tenant, int signature, const QueueKey& key, const WaitNe
   auto [it, fresh] =
       partition_ids_.try_emplace({tenant, signature}, static_cast<int>(partitions_.size()));
   if (fresh) partitions_.emplace_back();
+  if (by_tenant_.size() <= static_cast<size_t>(tenant)) by_tenant_.resize(tenant + 1);
   by_tenant_[tenant][signature] = it->second;
   Partition& p = partitions_[it->second];
   uint16_t bit = kNoBit;
@@ -180,10 +181,10 @@ void WaitIndex::clear() {
   ++additions_;
 }
 
-const std::map<int, int>& WaitIndex::partitions_of(int tenant) const {
-  static const std::map<int, int> kNone;
-  auto it = by_tenant_.find(tenant);
-  return it == by_tenant_.end() ? kNone : it->second;
+const WaitIndex::Partitions& WaitIndex::partitions_of(int tenant) const {
+  static const Partitions kNone;
+  return tenant >= 0 && static_cast<size_t>(tenant) < by_tenant_.size() ? by_tenant_[tenant]
+                                                                        : kNone;
 }
 
 void* WaitIndex::first_after(int partition, const QueueKey* after, QueueKey* key) const {

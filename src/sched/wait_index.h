@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <bitset>
+#include <boost/container/flat_map.hpp>
 #include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <limits>
@@ -104,10 +105,11 @@ struct WaitCapacity {
 /// The index. Each entry carries the caller's pointer to its job (`owner`), returned by queries.
 class WaitIndex {
  public:
-  /// Adds a job to the partition (tenant, signature). The key's job_id must stay valid while
-  /// the job is in the index. `wait_class` >= 0: the job waits whenever another of its class
-  /// in the partition does (mark_waiting), and the class's jobs have the same need but for the
-  /// runtime, and the same priority; -1: it is always asked about.
+  /// Adds a job to the partition (tenant, signature); tenants are small ids from 0 (the
+  /// scheduler's interned ones). The key's job_id must stay valid while the job is in the
+  /// index. `wait_class` >= 0: the job waits whenever another of its class in the partition
+  /// does (mark_waiting), and the class's jobs have the same need but for the runtime, and the
+  /// same priority; -1: it is always asked about.
   void add(int tenant, int signature, const QueueKey& key, const WaitNeed& need, void* owner,
            int wait_class = -1);
   /// Removes a job added before (with the same tenant, signature and key).
@@ -126,8 +128,10 @@ class WaitIndex {
     ends_before_limit_ = ends_before_limit;
   }
 
+  /// Signature -> partition id, in signature order (flat: queries walk them often).
+  using Partitions = boost::container::flat_map<int, int>;
   /// The partitions (signatures) of a tenant that hold jobs, as (signature, partition id).
-  const std::map<int, int>& partitions_of(int tenant) const;
+  const Partitions& partitions_of(int tenant) const;
 
   /// Whether the partition may hold a job the capacity admits (by the least needs of its jobs).
   bool may_admit(int partition, const WaitCapacity& cap) const {
@@ -241,7 +245,7 @@ class WaitIndex {
 
   std::vector<Partition> partitions_;
   std::map<std::pair<int, int>, int> partition_ids_;  // (tenant, signature) -> partition
-  std::map<int, std::map<int, int>> by_tenant_;       // tenant -> signature -> partition
+  std::vector<Partitions> by_tenant_;                 // tenant -> its partitions
   size_t size_ = 0;
   uint64_t additions_ = 0;
   uint64_t waiting_epoch_ = 1;
