@@ -696,6 +696,9 @@ class ClusterScheduler final : public Scheduler {
     WaitCapacity most;      // the most of each size over `caps`
   };
   uint64_t free_classes_revision_ = 0;
+  NodeState reservation_scratch_;                  // find_reservation's scratch
+  std::vector<WaitCapacity> free_classes_before_;  // free_classes' scratch
+  std::vector<int> free_classes_found_;
   std::vector<uint64_t> group_version_;  // per static group: bumps when one of its nodes changes
   // Per static group: bumps when the reservation or a nomination on one of its nodes changes.
   std::vector<uint64_t> group_holds_version_;

@@ -10,17 +10,23 @@
 namespace gpucloud::sched {
 namespace {
 
-// How many replicas of `req` (up to `limit`) fit on the node as it is. The node is copied only
-// when a second replica needs the first one's use applied.
-int replicas_fitting(const JobRequest& req, const NodeState& node, int limit) {
-  if (limit <= 0 || !cpu_memory_fit(req, node) || !gpus_fit(req, node)) return 0;
+// How many replicas of `req` (up to `limit`) fit on the node as it is; `mask`: which of its
+// GPUs match the request (as gpus_fit). A second replica is fitted on a copy of what fitting
+// reads, made in `scratch` (reused: no allocation once it has held a node).
+int replicas_fitting(const JobRequest& req, const NodeState& node, int limit, uint64_t mask,
+                     NodeState& scratch) {
+  if (limit <= 0 || !cpu_memory_fit(req, node) || !gpus_fit(req, node, mask)) return 0;
   if (limit == 1) return 1;
-  NodeState copy = node;
+  scratch.gpus = node.gpus;
+  scratch.cpu_milli = node.cpu_milli;
+  scratch.cpu_used_milli = node.cpu_used_milli;
+  scratch.memory_mib = node.memory_mib;
+  scratch.memory_used_mib = node.memory_used_mib;
   int n = 0;
-  while (n < limit && cpu_memory_fit(req, copy)) {
-    auto choice = choose_gpus(req, copy);
+  while (n < limit && cpu_memory_fit(req, scratch)) {
+    auto choice = choose_gpus(req, scratch, mask);
     if (!choice) break;
-    apply_choice(req, *choice, copy);
+    apply_choice(req, *choice, scratch);
     ++n;
   }
   return n;
@@ -63,7 +69,8 @@ std::optional<ClusterScheduler::Reservation> ClusterScheduler::find_reservation(
   for (const auto& [score, id] : refresh_ranking(job.shape).ranked) {
     const NodeClass& c = classes_.get(id);
     if (c.members.empty() || !could_fit(shapes_[job.shape], c)) continue;
-    int k = replicas_fitting(one, c.state, want);
+    int k = replicas_fitting(one, c.state, want, gpu_match_mask(shapes_[job.shape], c),
+                             reservation_scratch_);
     if (k == 0) continue;
     for (int slot : c.members) {
       fit_now[slot] = k;
@@ -91,7 +98,9 @@ std::optional<ClusterScheduler::Reservation> ClusterScheduler::find_reservation(
           it->second.memory_used_mib = node.memory_used_mib;
         }
         apply_replica_use(it->second, r.req, rp, -1);
-        int k = replicas_fitting(one, it->second, want);
+        int k = replicas_fitting(one, it->second, want,
+                                 gpu_match_mask(shapes_[job.shape], classes_.group_of_slot(slot)),
+                                 reservation_scratch_);
         total += k - fit_now[slot];
         fit_now[slot] = k;
       }

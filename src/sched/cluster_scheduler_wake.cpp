@@ -393,14 +393,16 @@ const std::vector<WaitCapacity>& ClusterScheduler::free_classes(int group) {
   if (cached.valid && cached.group_version == group_version_[group] &&
       cached.holds_version == group_holds_version_[group])
     return cached.caps;
-  std::vector<WaitCapacity> before = std::move(cached.caps);
+  std::vector<WaitCapacity>& before = free_classes_before_;  // (scratch: no allocation)
+  before.swap(cached.caps);
   cached.caps.clear();
   auto usable = [&](int class_id) {  // a node of the class is neither reserved nor held
     auto blocked = class_blocked_.find(class_id);
     return blocked == class_blocked_.end() ||
            static_cast<size_t>(blocked->second) < classes_.get(class_id).members.size();
   };
-  std::vector<int> found;
+  std::vector<int>& found = free_classes_found_;
+  found.clear();
   for (const auto& [neg_free, id] : classes_.group_by_free_gpus(group)) {
     if (neg_free == 0) break;
     if (usable(id)) found.push_back(id);
