@@ -824,7 +824,6 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   wake_caps_.clear();
   sources_started_ = false;  // found at the first wake-up query of the pass
   shared_valid_ = false;
-  for (auto& group : free_classes_) group.valid = false;
   // Jobs placed in the last pass (or started since) may be preempted from now on: the jobs
   // that may preempt them are decided again.
   bool full = release_epoch_ != pass_epoch_ || placed_last_pass_;
