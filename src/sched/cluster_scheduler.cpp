@@ -343,8 +343,12 @@ ClusterScheduler::Ranking& ClusterScheduler::refresh_ranking(int shape_id) {
        level < NodeClassIndex::kCapacityLevels; ++level) {
     const auto& log = classes_.activations(level);
     const uint64_t base = classes_.activation_base(level), end = base + log.size();
-    for (uint64_t& at = ranking.cursors[level]; at < end; ++at)
+    // (A local cursor: rank_class takes the ranking, so one inside it would be read again
+    // from memory at every entry.)
+    uint64_t at = ranking.cursors[level];
+    for (; at < end; ++at)
       if (const ClassSummary& a = log[at - base]; may_fit(s, a)) rank_class(ranking, a.class_id);
+    ranking.cursors[level] = at;
   }
   // Classes that emptied leave when a pick walks past them; once the set has doubled since they
   // were last dropped, drop them all, so that inserts search a set about the size of the fitting
