@@ -347,7 +347,9 @@ ClusterScheduler::Ranking& ClusterScheduler::refresh_ranking(int shape_id) {
     // from memory at every entry.)
     uint64_t at = ranking.cursors[level];
     for (; at < end; ++at)
-      if (const ClassSummary& a = log[at - base]; may_fit(s, a)) rank_class(ranking, a.class_id);
+      if (const ClassSummary& a = log[at - base];
+          !NodeClassIndex::emptied_since(a) && may_fit(s, a))
+        rank_class(ranking, a.class_id);
     ranking.cursors[level] = at;
   }
   // Classes that emptied leave when a pick walks past them; once the set has doubled since they

@@ -122,6 +122,7 @@ void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, in
                           c.state.cpu_milli - c.state.cpu_used_milli,
                           c.state.memory_mib - c.state.memory_used_mib});
     member_counts_.push_back(0);
+    last_activation_.push_back(0);
     by_key_.emplace(key_, id);
   }
   if (slot >= static_cast<int>(slot_class_.size())) {
@@ -138,7 +139,9 @@ void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, in
   ++member_counts_[id];
   ++group_members_[group];
   if (c.members.size() == 1) {
-    activations_[capacity_level(summaries_[id])].push_back(summaries_[id]);
+    const int level = capacity_level(summaries_[id]);
+    last_activation_[id] = activation_end(level);
+    activations_[level].push_back(summaries_[id]);
     ++activation_count_;
     active_.insert(id);
     group_by_free_gpus_[group].insert({-c.free_gpus, id});
@@ -165,6 +168,12 @@ void NodeClassIndex::remove(int slot) {
   --member_counts_[id];
   --group_members_[c.static_group];
   if (c.members.empty()) {
+    // Its activation, while still logged, reads as emptied: readers of the log skip it without
+    // asking the class (it is logged again when it gains a member).
+    const int level = capacity_level(summaries_[id]);
+    if (last_activation_[id] >= activation_bases_[level] &&
+        last_activation_[id] < activation_end(level))
+      activations_[level][last_activation_[id] - activation_bases_[level]].free_gpus = kEmptied;
     active_.erase(id);
     group_by_free_gpus_[c.static_group].erase({-c.free_gpus, id});
     group_by_free_milli_[c.static_group].erase({-c.max_free_milli, id});

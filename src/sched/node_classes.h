@@ -107,8 +107,16 @@ class NodeClassIndex {
   }
   /// Classes of one capacity level in the order they gained a first member (again), from the
   /// first one kept (activation_base(level)): consumers keep a cursor per level, counted from
-  /// the start of the log (entry `at` is activations(level)[at - activation_base(level)]).
+  /// the start of the log (entry `at` is activations(level)[at - activation_base(level)]). An
+  /// entry whose class has emptied since reads `free_gpus == kEmptied` (emptied_since()); the
+  /// class is logged again when it gains a member.
   const std::vector<ClassSummary>& activations(int level) const { return activations_[level]; }
+  /// What an activation's free_gpus reads once its class has emptied.
+  static constexpr int32_t kEmptied = -1;
+  /// Whether the activation's class has emptied since it was logged.
+  static bool emptied_since(const ClassSummary& activation) {
+    return activation.free_gpus == kEmptied;
+  }
   /// How many of the level's first activations were dropped (trim_activations).
   uint64_t activation_base(int level) const { return activation_bases_[level]; }
   /// One past the level's last activation, counted from the start of the log.
@@ -155,6 +163,7 @@ class NodeClassIndex {
   size_t activation_count_ = 0;                               // kept, at all levels
   std::vector<ClassSummary> summaries_;                       // by class id
   std::vector<int32_t> member_counts_;                        // by class id
+  std::vector<uint64_t> last_activation_;  // by class id: its last activation, from the log's start
   std::set<int> active_;
 };
 

@@ -83,6 +83,35 @@ TEST(NodeClassIndex, TrimmedActivationsKeepTheirPlaceInTheLog) {
   EXPECT_EQ(index.activations(10).size(), 1u);
 }
 
+TEST(NodeClassIndex, AnActivationReadsAsEmptiedOnceItsClassEmptiesAndTheNextIsLive) {
+  NodeClassIndex index;
+  NodeState node = gpu_node("a", 2);
+  node.gpus[0].used_milli = 1000;  // 1 whole GPU free: level 10
+  index.assign(0, node, 0, 1);     // class 0
+  index.assign(1, node, 0, 1);     // a second node of class 0: no new activation
+  ASSERT_EQ(index.activations(10).size(), 1u);
+  node.cpu_used_milli = 100;
+  index.assign(0, node, 0, 1);  // class 1; class 0 keeps node 1
+  EXPECT_FALSE(NodeClassIndex::emptied_since(index.activations(10)[0]));
+  index.assign(1, node, 0, 1);  // class 0 empties
+  ASSERT_EQ(index.activations(10).size(), 2u);
+  EXPECT_TRUE(NodeClassIndex::emptied_since(index.activations(10)[0]));
+  EXPECT_EQ(index.activations(10)[0].class_id, 0);
+  EXPECT_FALSE(NodeClassIndex::emptied_since(index.activations(10)[1]));
+  node.cpu_used_milli = 0;
+  index.assign(0, node, 0, 1);  // class 0 again: logged again, live
+  ASSERT_EQ(index.activations(10).size(), 3u);
+  EXPECT_EQ(index.activations(10)[2].class_id, 0);
+  EXPECT_FALSE(NodeClassIndex::emptied_since(index.activations(10)[2]));
+  EXPECT_TRUE(NodeClassIndex::emptied_since(index.activations(10)[0]));
+  // An entry trimmed from the log is not looked for when its class empties.
+  index.trim_activations(10, 3);
+  node.gpus[1].used_milli = 1000;
+  index.assign(0, node, 0, 2);  // class 0 empties again; the new class is at level 0
+  EXPECT_EQ(index.activation_count(), 1u);
+  EXPECT_EQ(index.activations(0).size(), 1u);
+}
+
 TEST(NodeClassIndex, AClassThatFitsARequestIsAtItsLeastLevelOrAbove) {
   // least_capacity_level is a lower bound: every class whose summary offers what the request
   // needs is at that level or above, so readers may skip the logs below it.
