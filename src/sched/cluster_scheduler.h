@@ -795,23 +795,10 @@ class ClusterScheduler final : public Scheduler {
   TimeMs pass_now_ = 0;  // the time of the pass under way (or the last)
   // Resource reasons per (shape, replicas), valid this epoch.
   std::map<std::pair<int, int>, std::string> resource_reasons_;
-  // Per static group, its classes by CPUs free (most first, then by id) and the least memory
-  // free among them, for resource_reason; rebuilt when one of the group's nodes changed.
-  struct CpuFree {
-    int64_t cpu = 0, memory = 0;
-    int id = 0;
-  };
-  struct CpuOrder {
-    bool valid = false;
-    uint64_t version = 0;  // group_version_ when built
-    std::vector<CpuFree> classes;
-    int64_t least_memory = 0;
-  };
-  std::vector<CpuOrder> cpu_order_;
-  const CpuOrder& classes_by_cpu(int group);
-  // The group's class with the most CPUs free (then the lowest id) among those a replica of
-  // `cpu_milli` and `memory_mib` does not fit, or nullptr.
-  const CpuFree* most_cpu_not_fitting(int group, int64_t cpu_milli, int64_t memory_mib);
+  // The static group's class with the most CPUs free (then the lowest id) among those a
+  // replica of `cpu_milli` and `memory_mib` does not fit, as (CPU milli free, class id); id -1:
+  // none.
+  std::pair<int64_t, int> most_cpu_not_fitting(int group, int64_t cpu_milli, int64_t memory_mib);
   // (shape, replicas, priority, tenant) whose preemption search failed. This and the next are
   // valid until a finish, a node or tenant change, or a new running job (see schedule()).
   std::set<std::tuple<int, int, int, int>> failed_preemptions_;  // the tenant interned

@@ -237,38 +237,18 @@ void ClusterScheduler::set_wait(PendingJob& job, const WaitKey& key, std::string
   set_reason(job, std::move(reason), plan);
 }
 
-const ClusterScheduler::CpuOrder& ClusterScheduler::classes_by_cpu(int group) {
-  if (cpu_order_.size() <= static_cast<size_t>(group)) cpu_order_.resize(group + 1);
-  if (group_version_.size() <= static_cast<size_t>(group)) group_version_.resize(group + 1, 0);
-  CpuOrder& order = cpu_order_[group];
-  if (order.valid && order.version == group_version_[group]) return order;
-  order.classes.clear();
-  order.least_memory = std::numeric_limits<int64_t>::max();
-  for (const auto& [neg_free, id] : classes_.group_by_free_gpus(group)) {
-    const ClassSummary& c = classes_.summary(id);
-    order.classes.push_back({c.cpu_free_milli, c.memory_free_mib, id});
-    order.least_memory = std::min(order.least_memory, c.memory_free_mib);
-  }
-  std::sort(order.classes.begin(), order.classes.end(), [](const CpuFree& a, const CpuFree& b) {
-    return a.cpu != b.cpu ? a.cpu > b.cpu : a.id < b.id;
-  });
-  order.valid = true;
-  order.version = group_version_[group];
-  return order;
-}
-
-const ClusterScheduler::CpuFree* ClusterScheduler::most_cpu_not_fitting(int group,
-                                                                        int64_t cpu_milli,
-                                                                        int64_t memory_mib) {
-  // The first in the order that it does not fit: the first with too few CPUs (found by
-  // bisection), unless one before it has too little memory.
-  const CpuOrder& order = classes_by_cpu(group);
-  auto few = std::partition_point(order.classes.begin(), order.classes.end(),
-                                  [&](const CpuFree& c) { return c.cpu >= cpu_milli; });
-  if (order.least_memory < memory_mib)
-    for (auto it = order.classes.begin(); it != few; ++it)
-      if (it->memory < memory_mib) return &*it;
-  return few != order.classes.end() ? &*few : nullptr;
+std::pair<int64_t, int> ClusterScheduler::most_cpu_not_fitting(int group, int64_t cpu_milli,
+                                                               int64_t memory_mib) {
+  // The first in the group's order by CPUs free that it does not fit: the first with too few
+  // CPUs (a lookup), unless one before it has too little memory (read only when some class of
+  // the group has).
+  const auto& order = classes_.group_by_free_cpu(group);
+  auto few = order.lower_bound({-cpu_milli + 1, std::numeric_limits<int>::min()});
+  if (classes_.least_free_memory(group) < memory_mib)
+    for (auto it = order.begin(); it != few; ++it)
+      if (classes_.summary(it->second).memory_free_mib < memory_mib)
+        return {-it->first, it->second};
+  return few != order.end() ? std::pair{-few->first, few->second} : std::pair<int64_t, int>{0, -1};
 }
 
 std::string ClusterScheduler::resource_reason(const PendingJob& job) {
@@ -326,9 +306,9 @@ std::string ClusterScheduler::resource_reason(const PendingJob& job) {
   int64_t cpu_class_free = -1;
   if (gpus_enough)
     for (int g : groups)
-      if (const CpuFree* c = most_cpu_not_fitting(g, req.cpu_milli, req.memory_mib);
-          c && (c->cpu > cpu_class_free || (c->cpu == cpu_class_free && c->id < cpu_class)))
-        cpu_class = c->id, cpu_class_free = c->cpu;
+      if (auto [cpu, id] = most_cpu_not_fitting(g, req.cpu_milli, req.memory_mib);
+          id >= 0 && (cpu > cpu_class_free || (cpu == cpu_class_free && id < cpu_class)))
+        cpu_class = id, cpu_class_free = cpu;
   // A gang is told how many nodes a replica fits on now, counting up to replicas - 1; whole GPUs
   // of a group where all match are counted from the classes most free first, so the walk stops
   // at the first with too few.

@@ -59,6 +59,8 @@ int NodeClassIndex::static_group_of(int slot, const NodeState& state, bool& fres
     group_members_.push_back(0);
     group_by_free_gpus_.emplace_back();
     group_by_free_milli_.emplace_back();
+    group_by_free_cpu_.emplace_back();
+    group_free_memory_.emplace_back();
   }
   return group->second;
 }
@@ -146,6 +148,8 @@ void NodeClassIndex::assign(int slot, const NodeState& state, int share_jobs, in
     active_.insert(id);
     group_by_free_gpus_[group].insert({-c.free_gpus, id});
     group_by_free_milli_[group].insert({-c.max_free_milli, id});
+    group_by_free_cpu_[group].insert({-summaries_[id].cpu_free_milli, id});
+    group_free_memory_[group].insert(summaries_[id].memory_free_mib);
   }
 }
 
@@ -177,6 +181,9 @@ void NodeClassIndex::remove(int slot) {
     active_.erase(id);
     group_by_free_gpus_[c.static_group].erase({-c.free_gpus, id});
     group_by_free_milli_[c.static_group].erase({-c.max_free_milli, id});
+    group_by_free_cpu_[c.static_group].erase({-summaries_[id].cpu_free_milli, id});
+    auto& memory = group_free_memory_[c.static_group];
+    memory.erase(memory.find(summaries_[id].memory_free_mib));
     free_pool_.push_back(storage_[id]);  // its memory serves the next class made
     storage_[id] = -1;
   }

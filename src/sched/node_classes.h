@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <set>
 #include <string>
@@ -88,6 +89,15 @@ class NodeClassIndex {
   const std::set<std::pair<int, int>>& group_by_free_milli(int group) const {
     return group_by_free_milli_[group];
   }
+  /// The same as (-CPU milli free, class id): most CPUs free first.
+  const std::set<std::pair<int64_t, int>>& group_by_free_cpu(int group) const {
+    return group_by_free_cpu_[group];
+  }
+  /// The least memory free on a class of the static group that has members (INT64_MAX: none).
+  int64_t least_free_memory(int group) const {
+    const auto& m = group_free_memory_[group];
+    return m.empty() ? std::numeric_limits<int64_t>::max() : *m.begin();
+  }
 
   /// Activation logs are split by what a class offers, so that a consumer needing at least some
   /// GPU capacity reads only the logs that may hold it: level 0-9 for a class without a whole GPU
@@ -156,6 +166,8 @@ class NodeClassIndex {
   std::vector<NodeClass> group_examples_;  // static group -> its first class, without members
   std::vector<int> group_members_;         // static group -> nodes in it
   std::vector<std::set<std::pair<int, int>>> group_by_free_gpus_, group_by_free_milli_;
+  std::vector<std::set<std::pair<int64_t, int>>> group_by_free_cpu_;
+  std::vector<std::multiset<int64_t>> group_free_memory_;
   std::vector<int> slot_class_;  // -1: no class
   std::vector<int> slot_group_;  // the static group of the slot's last class, -1: none
   std::array<std::vector<ClassSummary>, kCapacityLevels> activations_;

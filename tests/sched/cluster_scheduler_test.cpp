@@ -99,6 +99,21 @@ TEST(ClusterScheduler, RespectsCpuLimits) {
   EXPECT_THAT(reason_of(plan, "b"), HasSubstr("most free on a matching node is 2 CPUs"));
 }
 
+TEST(ClusterScheduler, AReasonNamesTheNodeWithTheMostCpusThatLacksMemory) {
+  // CPUs fit on "big" (all 64 free) but its memory does not; "small" has memory but 4 CPUs.
+  // The node named is the one with the most CPUs free among those the job does not fit.
+  NodeState big = gpu_node("big", 8), small = gpu_node("small", 8);
+  big.memory_used_mib = big.memory_mib - 10 * 1024;
+  small.cpu_used_milli = 60'000;
+  JobRequest j = job("j", 1);
+  j.cpu_milli = 8'000;
+  j.memory_mib = 32 * 1024;
+  Plan plan = schedule({big, small}, {j});
+  EXPECT_EQ(placement_of(plan, "j"), nullptr);
+  EXPECT_THAT(reason_of(plan, "j"),
+              HasSubstr("most free on a matching node is 64 CPUs, 10GiB (big)"));
+}
+
 TEST(ClusterScheduler, RespectsMemoryLimitsAcrossNodes) {
   NodeState first = gpu_node("first", 8), second = gpu_node("second", 8);
   first.memory_used_mib = first.memory_mib - 10 * 1024;  // 10 GiB left
