@@ -710,9 +710,9 @@ class ClusterScheduler final : public Scheduler {
   std::unordered_map<int, int> class_blocked_;
   void count_blocked(int slot, int sign);  // counts the slot's block in its class (or not)
   std::vector<FreeClasses> free_classes_;
-  std::vector<std::unordered_map<int, SlotReclaim>> slot_reclaim_;  // by tenant, then slot
-  std::unordered_map<int, ReclaimEnvelope> reclaim_envelopes_;      // by tenant
-  std::map<std::string, BorrowedSlots> released_borrowed_slots_;    // by cohort
+  std::vector<std::vector<SlotReclaim>> slot_reclaim_;            // by tenant, then slot
+  std::unordered_map<int, ReclaimEnvelope> reclaim_envelopes_;    // by tenant
+  std::map<std::string, BorrowedSlots> released_borrowed_slots_;  // by cohort
   // Jobs added to borrowed_running_ since the last pass began or a job left it (which bumps
   // borrowed_removals_).
   std::vector<const RunningJob*> borrowed_added_;

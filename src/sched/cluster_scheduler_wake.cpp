@@ -285,12 +285,17 @@ void ClusterScheduler::preemption_caps(int slot, bool free_too,
 
 const ClusterScheduler::SlotReclaim& ClusterScheduler::reclaim_levels(int tenant, int slot) {
   if (slot_reclaim_.size() <= static_cast<size_t>(tenant)) slot_reclaim_.resize(tenant + 1);
-  SlotReclaim& memo = slot_reclaim_[tenant][slot];
+  auto& memos = slot_reclaim_[tenant];
+  if (memos.size() <= static_cast<size_t>(slot))
+    memos.resize(std::max(nodes_.size(), static_cast<size_t>(slot) + 1));
+  SlotReclaim& memo = memos[slot];
   const uint64_t version = slot < static_cast<int>(slot_version_.size()) ? slot_version_[slot] : 0;
   if (memo.valid && memo.version == version && (memo.pass == 0 || memo.pass == pass_)) return memo;
-  memo = SlotReclaim{};
   memo.valid = true;
   memo.version = version;
+  memo.pass = 0;
+  memo.group = -1;
+  memo.levels.clear();  // (keeping its room)
   int c = classes_.class_of(slot);
   if (c < 0 || !nodes_[slot].present || !settings_.preemption) return memo;
   memo.group = classes_.summary(c).static_group;
@@ -738,12 +743,12 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
       return;
     }
     const auto& memos = slot_reclaim_[tenant];
-    auto memo = memos.find(slot);
-    if (memo == memos.end() || !memo->second.valid || memo->second.version != merged_at) {
+    if (static_cast<size_t>(slot) >= memos.size() || !memos[slot].valid ||
+        memos[slot].version != merged_at) {
       merge_again = true;
       return;
     }
-    unmerge(memo->second.group, memo->second.levels);  // (before merge asks for the new ones)
+    unmerge(memos[slot].group, memos[slot].levels);  // (before merge asks for the new ones)
     if (!merge_again) merge(slot);
   };
   if (envelope.changes_epoch != changed_slots_epoch_) {
