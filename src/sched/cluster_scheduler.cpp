@@ -383,9 +383,7 @@ bool ClusterScheduler::could_fit(Shape& s, int group) {
   if (known == 0) {
     const NodeClass& c = classes_.group_example(group);
     known = node_could_fit(s.req, c.state) ? 1 : 2;
-    uint64_t mask = 0;
-    for (size_t p = 0; p < c.state.gpus.size() && p < 64; ++p)
-      if (gpu_matches(s.req, c.state.gpus[p])) mask |= uint64_t{1} << p;
+    const uint64_t mask = sched::gpu_match_mask(s.req, c.state);
     s.match_mask[group] = mask;
     s.all_match[group] =
         c.state.gpus.size() <= 64 && std::popcount(mask) == static_cast<int>(c.state.gpus.size());

@@ -57,12 +57,19 @@ bool cpu_memory_fit(const JobRequest& req, const NodeState& node) {
          node.memory_used_mib + req.memory_mib <= node.memory_mib;
 }
 
+namespace {
+
+// Whether GPU p of the node matches: from the mask for the first 64, asked beyond them.
+bool matches_at(const JobRequest& req, const NodeState& node, uint64_t mask, size_t p) {
+  return p < 64 ? (mask >> p & 1) != 0 : gpu_matches(req, node.gpus[p]);
+}
+
+}  // namespace
+
 int free_matching_gpus(const NodeState& node, uint64_t match_mask, const JobRequest& req) {
   int n = 0;
-  for (size_t p = 0; p < node.gpus.size(); ++p) {
-    const GpuState& g = node.gpus[p];
-    if (g.whole_free() && (p < 64 ? (match_mask >> p & 1) != 0 : gpu_matches(req, g))) ++n;
-  }
+  for (size_t p = 0; p < node.gpus.size(); ++p)
+    if (node.gpus[p].whole_free() && matches_at(req, node, match_mask, p)) ++n;
   return n;
 }
 
@@ -135,7 +142,7 @@ bool gpus_fit(const JobRequest& req, const NodeState& node, uint64_t matching) {
   int found = 0;
   for (size_t p = 0; p < node.gpus.size(); ++p) {
     const auto& g = node.gpus[p];
-    if (p < 64 ? !(matching >> p & 1) : !gpu_matches(req, g)) continue;  // beyond the mask: ask
+    if (!matches_at(req, node, matching, p)) continue;
     if (req.gpu_milli > 0) {
       if (g.free_milli() >= req.gpu_milli && req.gpu_memory_mib <= g.memory_mib - g.used_memory_mib)
         return true;
@@ -165,14 +172,11 @@ std::optional<GpuChoice> choose_gpus(const JobRequest& req, const NodeState& nod
                                      uint64_t matching) {
   GpuChoice choice;
   if (req.gpus == 0) return choice;
-  auto matches = [&](size_t p) {
-    return p < 64 ? (matching >> p & 1) != 0 : gpu_matches(req, node.gpus[p]);
-  };
   if (req.gpu_milli > 0) {
     int best = -1;
     for (size_t i = 0; i < node.gpus.size(); ++i) {
       const auto& g = node.gpus[i];
-      if (!matches(i) || g.free_milli() < req.gpu_milli) continue;
+      if (!matches_at(req, node, matching, i) || g.free_milli() < req.gpu_milli) continue;
       if (req.gpu_memory_mib > g.memory_mib - g.used_memory_mib) continue;
       if (best < 0 || g.free_milli() < node.gpus[best].free_milli()) best = static_cast<int>(i);
     }
@@ -183,7 +187,8 @@ std::optional<GpuChoice> choose_gpus(const JobRequest& req, const NodeState& nod
   }
   std::vector<int> candidates;
   for (size_t i = 0; i < node.gpus.size(); ++i)
-    if (node.gpus[i].whole_free() && matches(i)) candidates.push_back(static_cast<int>(i));
+    if (node.gpus[i].whole_free() && matches_at(req, node, matching, i))
+      candidates.push_back(static_cast<int>(i));
   if (static_cast<int>(candidates.size()) < req.gpus) return std::nullopt;
   if (req.gpus == 1) {
     // Take the GPU whose NUMA node has the fewest free GPUs, to keep larger blocks whole.
