@@ -825,7 +825,7 @@ Plan ClusterScheduler::schedule(TimeMs now) {
   quota_released_.clear();
   wake_victims_.swap(new_running_);
   new_running_.clear();
-  wake_caps_.clear();
+  for (auto& [tenant, caps] : wake_caps_) caps.valid = caps.queries_valid = false;  // (kept room)
   sources_started_ = false;  // found at the first wake-up query of the pass
   shared_valid_ = false;
   // Jobs placed in the last pass (or started since) may be preempted from now on: the jobs

@@ -822,6 +822,26 @@ class ClusterScheduler final : public Scheduler {
   uint64_t victim_epoch_ = 1;
   std::vector<int> placed_slots_;     // slots of the jobs placed in this pass
   std::vector<char> victim_scratch_;  // by slot, all zero between uses
+  // Per-slot flags that a search sets and forgets at once: a slot is set when it holds the
+  // current stamp, so starting a search clears no array (choose_victims runs many per pass).
+  class SlotFlags {
+   public:
+    /// Clears every flag, for slots below `slots`.
+    void start(size_t slots) {
+      if (stamps_.size() < slots) stamps_.resize(slots, 0);
+      if (++stamp_ == 0) {  // (wrapped: old stamps could match again)
+        std::fill(stamps_.begin(), stamps_.end(), 0);
+        stamp_ = 1;
+      }
+    }
+    bool test(int slot) const { return stamps_[slot] == stamp_; }
+    void set(int slot) { stamps_[slot] = stamp_; }
+
+   private:
+    std::vector<uint32_t> stamps_;
+    uint32_t stamp_ = 0;
+  };
+  SlotFlags victim_marked_, victim_refined_;  // choose_victims': nodes considered; refined
   // Running jobs that borrow, per (cohort, GPU model), cheapest victim first (valid as above).
   std::map<std::pair<std::string, std::string>, std::vector<const RunningJob*>> borrowers_;
   // node_victims' answers per (request shape, the job's GPU milli, priority, spot, tenant) and

@@ -525,11 +525,12 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
   // nodes a replica fits now (visited in the order below).
   std::vector<int> slots;
   std::vector<char> slot_candidate;  // per slots entry: it is one of the victim candidates
-  std::vector<char> marked(nodes_.size(), 0);
+  SlotFlags& marked = victim_marked_;
+  marked.start(nodes_.size());
   auto add_slot = [&](int slot, bool candidate) {
     // (A node is in a class while it is present: its class is read, not the node.)
-    if (marked[slot] || classes_.class_of(slot) < 0) return;
-    marked[slot] = 1;
+    if (marked.test(slot) || classes_.class_of(slot) < 0) return;
+    marked.set(slot);
     if (!slot_could_fit(shapes_[job.shape], slot) || held_against(job, slot)) return;
     if (reservation_ && !ends_before_reservation && reservation_->job_id != job.req.job_id &&
         slot < static_cast<int>(reserved_slot_.size()) && reserved_slot_[slot])
@@ -605,7 +606,7 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
   // Reading a node's GPUs is most of what its bound costs (they miss the cache): a candidate
   // starts with a bound at most its own, from its class's summary (the node's free GPUs, the
   // most free on one, CPUs and memory) and its smallest possible victim, made exact when it
-  // comes up (`refined` 0).
+  // comes up (not yet `refined`).
   auto lower_bound_of = [&](int slot) -> Bound {
     const int jobs = slot_jobs_[slot];
     const int id = classes_.class_of(slot);
@@ -640,13 +641,14 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
   std::vector<Bound> order;
   // Per node: 0 its bound is a lower one (a candidate), 1 final (exact and, where it was one
   // victim, whether a single victim could do looked up: least_single_victim).
-  std::vector<char> refined(nodes_.size(), 0);
+  SlotFlags& refined = victim_refined_;
+  refined.start(nodes_.size());
   for (size_t k = 0; k < slots.size(); ++k) {
     const int slot = slots[k];
     if (slot_candidate[k]) {
       order.push_back(lower_bound_of(slot));
     } else {
-      refined[slot] = 1;  // nothing to look up: its bound stays
+      refined.set(slot);  // nothing to look up: its bound stays
       order.push_back(bound_of(slot, false));
     }
   }
@@ -683,8 +685,8 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
         }
       }
       Bound refined_bound = bound;
-      if (refined[slot] == 0) {
-        refined[slot] = 1;
+      if (!refined.test(slot)) {
+        refined.set(slot);
         refined_bound = bound_of(slot, true);
         if (const auto [exact_fewest, exact_least, exact_jobs, at_] = refined_bound;
             exact_fewest == 1) {
