@@ -446,8 +446,15 @@ void ClusterScheduler::rank_class(Ranking& ranking, int c) {
   ranking.ranked.insert({scorer_.score(nc, s.req, s.pod, match_mask), c});
 }
 
+int ClusterScheduler::intern_tenant(const std::string& name) {
+  auto [it, fresh] = tenant_ids_.try_emplace(name, static_cast<int>(tenant_ids_.size()));
+  if (fresh) tenant_names_.push_back(name);
+  return it->second;
+}
+
 ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job) {
   job.seq = next_running_seq_++;
+  job.tenant = intern_tenant(job.req.tenant);
   std::string id = job.req.job_id;
   RunningJob& r = running_.emplace(std::move(id), std::move(job)).first->second;
   if (r.expected_end != kNever) ends_.emplace(std::pair{r.expected_end, r.req.job_id}, &r);
@@ -527,9 +534,7 @@ Status ClusterScheduler::submit(const JobRequest& job) {
   PendingJob p;
   p.req = job;
   p.shape = intern_shape(job);
-  auto [tenant, fresh] = tenant_ids_.try_emplace(job.tenant, static_cast<int>(tenant_ids_.size()));
-  if (fresh) tenant_names_.push_back(job.tenant);
-  p.tenant = tenant->second;
+  p.tenant = intern_tenant(job.tenant);
   p.seq = next_seq_++;
   {
     QueueKey prefix;
@@ -639,9 +644,7 @@ void ClusterScheduler::finish(const std::string& job_id) {
     note_freed(slot);
   }
   // Its tenant's quota, and what its cohort may lend, grew.
-  if (auto t = tenant_ids_.find(r.req.tenant);
-      t != tenant_ids_.end() && tenants_.limited(r.req.tenant))
-    quota_freed_.insert(t->second);
+  if (tenants_.limited(r.req.tenant)) quota_freed_.insert(r.tenant);
   wake_cohort_quota(r.req.tenant);
   if (r.expected_end != kNever)
     ends_.erase({r.expected_end, job_id});

@@ -137,6 +137,7 @@ class ClusterScheduler final : public Scheduler {
     bool preempting = false;   // chosen as a victim, not finished yet
     uint64_t placed_pass = 0;  // the pass that placed it (0: started by the caller)
     uint64_t seq = 0;          // start order: the key of the indexes below
+    int tenant = 0;            // req.tenant interned (tenant_ids_)
     int base_priority = 0;     // the caller's priority (req.priority is las-adjusted)
     int las_level = 0;
     TimeMs las_crossing = kNever;  // las: when it reaches the next level's threshold
@@ -287,6 +288,10 @@ class ClusterScheduler final : public Scheduler {
   int64_t quota_headroom(int tenant, int group);
   // TenantBook::cohort_of the tenant, kept until set_tenants.
   const std::string& cohort_of_tenant(int tenant);
+  // cohort_id of the tenant's cohort (-1: none), kept until set_tenants.
+  int cohort_id_of_tenant(int tenant);
+  // The tenant's interned id (tenant_ids_), interning a new name.
+  int intern_tenant(const std::string& name);
   // headroom_'s entry of the tenant, emptied if its cohort changed since it was filled.
   struct TenantHeadroom;
   TenantHeadroom& tenant_headroom(int tenant);
@@ -732,12 +737,14 @@ class ClusterScheduler final : public Scheduler {
   // Per tenant: quota_headroom per GPU model, while its cohort's changes are as counted.
   struct TenantHeadroom {
     const std::string* cohort = nullptr;  // TenantBook::cohort_of (until set_tenants)
+    int cohort_id = kUnknownCohort;       // cohort_id(*cohort) once asked
     uint64_t changes = 0;                 // its cohort's changes when filled
     uint64_t book_changes = 0;            // TenantBook::changes() when last found unchanged
     std::vector<std::pair<std::string, int64_t>> by_model;
     std::vector<int64_t> by_group;  // by static group; kUnknownHeadroom: not asked yet
   };
   static constexpr int64_t kUnknownHeadroom = -1;
+  static constexpr int kUnknownCohort = -2;
   std::vector<TenantHeadroom> headroom_;
   // Why the quota refuses (tenant, GPU model, milli), while the tenants' use is unchanged.
   std::map<std::tuple<int, std::string, int64_t>, std::string> quota_whys_;

@@ -224,7 +224,7 @@ const std::vector<ClusterScheduler::NodeVictim>& ClusterScheduler::node_victim_l
     v.spot = r->req.preemptible();
     v.borrowed = r->borrowed;
     v.preempting = r->preempting;
-    v.cohort = cohort_id(tenants_.cohort_of(r->req.tenant));
+    v.cohort = cohort_id_of_tenant(r->tenant);
     v.placed_pass = r->placed_pass;
     v.job_gpu_milli = gpu_milli_of(r->req);
     for (const auto& [s, rp] : r->replicas) {
@@ -757,7 +757,7 @@ const std::vector<const ClusterScheduler::RunningJob*>& ClusterScheduler::cohort
   if (fresh) {
     for (const auto& [seq, r] : borrowed_running_)
       if (!r->models.empty() && r->models[0] == model && r->placed_pass != pass_ &&
-          tenants_.cohort_of(r->req.tenant) == cohort)
+          cohort_of_tenant(r->tenant) == cohort)
         list->second.push_back(r);
     std::sort(list->second.begin(), list->second.end(),
               [](const RunningJob* a, const RunningJob* b) {

@@ -164,6 +164,13 @@ const std::string& ClusterScheduler::cohort_of_tenant(int tenant) {
   return *cached.cohort;
 }
 
+int ClusterScheduler::cohort_id_of_tenant(int tenant) {
+  const std::string& cohort = cohort_of_tenant(tenant);  // (sizes headroom_)
+  int& id = headroom_[tenant].cohort_id;
+  if (id == kUnknownCohort) id = cohort_id(cohort);
+  return id;
+}
+
 ClusterScheduler::TenantHeadroom& ClusterScheduler::tenant_headroom(int tenant) {
   // It reads the use of the tenant's cohort alone.
   if (headroom_.size() < tenant_names_.size()) headroom_.resize(tenant_names_.size());
@@ -300,7 +307,6 @@ const ClusterScheduler::SlotReclaim& ClusterScheduler::reclaim_levels(int tenant
   if (c < 0 || !nodes_[slot].present || !settings_.preemption) return memo;
   memo.group = classes_.summary(c).static_group;
   const Node& n = nodes_[slot];
-  const std::string& name = tenant_names_[tenant];
   const std::string& cohort = cohort_of_tenant(tenant);
   // A job of the tenant within its nominal quota may preempt the jobs it outranks and reclaim
   // from its cohort's borrowers that do not outrank it (choose_victims). Per threshold t (one
@@ -320,8 +326,8 @@ const ClusterScheduler::SlotReclaim& ClusterScheduler::reclaim_levels(int tenant
       continue;
     }
     eligible.push_back(r);
-    if (r->borrowed && r->req.tenant != name && !cohort.empty() &&
-        tenants_.cohort_of(r->req.tenant) == cohort)
+    if (r->borrowed && r->tenant != tenant && !cohort.empty() &&
+        cohort_of_tenant(r->tenant) == cohort)
       borrowers.push_back(r);
   }
   if (borrowers.empty()) return memo;
@@ -358,7 +364,7 @@ const ClusterScheduler::BorrowedSlots& ClusterScheduler::released_borrowed_slots
     if (memo.slots.insert(slot).second) memo.order.push_back(slot);
   };
   auto add = [&](const RunningJob& r) {
-    if (tenants_.cohort_of(r.req.tenant) != cohort) return;
+    if (cohort_of_tenant(r.tenant) != cohort) return;
     for (size_t i = 0; i < r.replicas.size(); ++i)
       if (i < r.models.size() && memo.models.count(r.models[i])) note(r.replicas[i].first);
   };
