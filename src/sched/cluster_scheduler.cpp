@@ -457,7 +457,9 @@ ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job) {
   job.tenant = intern_tenant(job.req.tenant);
   std::string id = job.req.job_id;
   RunningJob& r = running_.emplace(std::move(id), std::move(job)).first->second;
-  if (r.expected_end != kNever) ends_.emplace(std::pair{r.expected_end, r.req.job_id}, &r);
+  if (r.expected_end != kNever)
+    ends_.emplace(std::pair{r.expected_end, r.req.job_id},
+                  RunningEnd{&r, r.replicas.size() == 1 ? r.replicas[0].first : -1});
   for (const auto& [slot, rp] : r.replicas) {
     if (nodes_[slot].jobs.emplace(r.seq, &r).second) ++slot_jobs_[slot];
     slot_changed(slot);  // its running jobs changed (victims_on, node_victim_list)

@@ -654,8 +654,14 @@ class ClusterScheduler final : public Scheduler {
   size_t ranking_groups_ = 0;  // static groups when rankings_ were made (fit signatures change)
   std::map<std::string, PendingJob> pending_;
   std::map<std::string, RunningJob> running_;
-  // Running jobs with a declared max_runtime, by (expected end, job id).
-  std::map<std::pair<TimeMs, std::string>, const RunningJob*> ends_;
+  // Running jobs with a declared max_runtime, by (expected end, job id), with the node of a
+  // job's only replica (-1 for a gang): a walk in end order skips the jobs on nodes that cannot
+  // run what it looks for without reading them.
+  struct RunningEnd {
+    const RunningJob* job = nullptr;
+    int only_slot = -1;
+  };
+  std::map<std::pair<TimeMs, std::string>, RunningEnd> ends_;
   // Running jobs that some pending job might preempt: by priority, spot ones, borrowing ones.
   std::map<std::pair<int, uint64_t>, const RunningJob*> by_priority_;      // (priority, seq)
   std::map<uint64_t, const RunningJob*> spot_running_, borrowed_running_;  // by seq

@@ -84,7 +84,12 @@ std::optional<ClusterScheduler::Reservation> ClusterScheduler::find_reservation(
   TimeMs start = kNever;
   if (total < want) {
     for (const auto& [end_id, running] : ends_) {
-      const RunningJob& r = *running;
+      // (Most jobs have one replica: the job is read only where its node could run this one; a
+      // node is in a class while it is present.)
+      if (const int slot = running.only_slot;
+          slot >= 0 && (classes_.class_of(slot) < 0 || !slot_could_fit(shapes_[job.shape], slot)))
+        continue;
+      const RunningJob& r = *running.job;
       const TimeMs end = end_id.first;
       for (const auto& [slot, rp] : r.replicas) {
         if (!nodes_[slot].present || !slot_could_fit(shapes_[job.shape], slot)) continue;

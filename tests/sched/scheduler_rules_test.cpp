@@ -531,6 +531,42 @@ TEST(Backfill, TheBlockedJobGetsAReservationAndShortJobsRunBeforeIt) {
             "before that may start first");
 }
 
+TEST(Backfill, AReservationCountsOnlyJobsEndingOnNodesTheJobCanRunOn) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("a1", 8, "A100"), gpu_node("h1", 8, "H100")});
+  // The A100 node frees first, but the waiting job needs H100s: its start is the H100 job's end.
+  JobRequest soon = job("soon", 8, "A100"), later = job("later", 8, "H100");
+  soon.max_runtime_ms = 10 * kMinute;
+  later.max_runtime_ms = 60 * kMinute;
+  ASSERT_TRUE(s->submit(soon).ok());
+  ASSERT_TRUE(s->submit(later).ok());
+  ASSERT_EQ(s->schedule(0).placements.size(), 2u);
+  JobRequest big = job("big", 8, "H100");
+  big.created_at = 1;
+  ASSERT_TRUE(s->submit(big).ok());
+  Plan plan = s->schedule(0);
+  EXPECT_THAT(reason_of(plan, "big"), HasSubstr("reserved start in ~60 min on h1"));
+}
+
+TEST(Backfill, AReservationCountsTheReplicasOfAGangOnNodesTheJobCanRunOn) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("a1", 8, "A100"), gpu_node("a2", 8, "A100"), gpu_node("h1", 8, "H100")});
+  // A100 "soon" ends first; the gang holds the other A100 node and the H100 one.
+  JobRequest soon = job("soon", 8, "A100"), gang = job("gang", 8);
+  soon.max_runtime_ms = 10 * kMinute;
+  soon.created_at = -1;
+  gang.replicas = 2;
+  gang.max_runtime_ms = 30 * kMinute;
+  ASSERT_TRUE(s->submit(soon).ok());
+  ASSERT_TRUE(s->submit(gang).ok());
+  ASSERT_EQ(s->schedule(0).placements.size(), 2u);
+  JobRequest big = job("big", 8, "H100");
+  big.created_at = 1;
+  ASSERT_TRUE(s->submit(big).ok());
+  Plan plan = s->schedule(0);
+  EXPECT_THAT(reason_of(plan, "big"), HasSubstr("reserved start in ~30 min on h1"));
+}
+
 TEST(Preemption, TheSmallestSetOfLowerPriorityVictims) {
   auto s = make();
   add_nodes(*s, {gpu_node("n1", 8)});
