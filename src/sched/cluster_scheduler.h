@@ -315,6 +315,13 @@ class ClusterScheduler final : public Scheduler {
     std::vector<std::pair<int, WaitCapacity>> caps;
   };
   const OwnCaps& own_caps(int tenant);
+  // own_caps' working lists (kept: it runs at every wake-up query after a change).
+  struct OwnCapsScratch {
+    std::vector<int64_t> inputs;
+    std::vector<std::tuple<int, int64_t, int64_t>> grown;
+    std::vector<std::tuple<const std::string*, int64_t, int64_t>> quota;
+  };
+  OwnCapsScratch own_caps_scratch_;
   // Where the tenant's quota of the static group's GPU model grew since the last pass: what it
   // allows now and what it allowed then at most (so the jobs that ask the quota for more than
   // that and no more than this), if it limits jobs at all.
@@ -539,8 +546,22 @@ class ClusterScheduler final : public Scheduler {
   // cohort borrows could let start: per priority of those borrowers, `free` for its jobs of at
   // least that priority asking more than its quota allows now and no more than reclaiming the
   // borrowers up to that priority would make room for.
-  void reclaim_bands(int tenant, const std::string& model, const WaitCapacity& free,
+  // `quota`: what the tenant's quota allows of the model, and its reach (quota_reach).
+  struct ModelQuota {
+    int64_t allowed = -1, reach = -1;
+  };
+  // What reclaim_bands reads of the tenant, its cohort and the model: found once per model.
+  struct ReclaimRoom {
+    int64_t room = 0;  // TenantBook::cohort_room
+    const std::vector<std::pair<int, int64_t>>* reclaimable = nullptr;
+  };
+  ReclaimRoom reclaim_room(int tenant, const std::string& model);
+  void reclaim_bands(const ModelQuota& quota, const ReclaimRoom& room, const WaitCapacity& free,
                      std::vector<WaitCapacity>& out);
+  // wake_caps' working lists: per static group, its model's quota and the index of its reclaim
+  // room (-1: not asked yet); the reclaim rooms, by model.
+  std::vector<std::pair<ModelQuota, int>> group_quota_scratch_;
+  std::vector<std::pair<const std::string*, ReclaimRoom>> reclaim_room_scratch_;
   // Per priority of the cohort's borrowers of the model (ascending), the GPU milli a lender of
   // at least that priority could reclaim (borrowers whose tenant still borrows, not preempted);
   // kept while the pass, the use of the cohort's members and the victims chosen are unchanged.

@@ -789,9 +789,11 @@ const ClusterScheduler::ReclaimEnvelope& ClusterScheduler::reclaim_envelope(int 
 
 const ClusterScheduler::OwnCaps& ClusterScheduler::own_caps(int tenant) {
   // What they are made of, found first (each part is kept while its nodes are unchanged).
-  std::vector<int64_t> inputs{static_cast<int64_t>(pass_)};
+  auto& inputs = own_caps_scratch_.inputs;
+  inputs.assign(1, static_cast<int64_t>(pass_));
   // Where its quota grew: (group, quota now, allowed before), in groups with GPUs free.
-  std::vector<std::tuple<int, int64_t, int64_t>> grown;
+  auto& grown = own_caps_scratch_.grown;
+  grown.clear();
   if (wake_quota_.count(tenant))
     for (int g : released_groups(tenant))
       if (classes_.group_members(g) > 0)
@@ -803,22 +805,23 @@ const ClusterScheduler::OwnCaps& ClusterScheduler::own_caps(int tenant) {
   const std::string& name = tenant_names_[tenant];
   const std::string& cohort = cohort_of_tenant(tenant);
   // Per GPU model of the reclaim envelope: the quota the tenant is allowed, and its nominal.
-  std::vector<std::tuple<std::string, int64_t, int64_t>> quota;
+  auto& quota = own_caps_scratch_.quota;
+  quota.clear();
   const ReclaimEnvelope* envelope = nullptr;
   if (!cohort.empty()) {
     envelope = &reclaim_envelope(tenant);
     inputs.push_back(static_cast<int64_t>(envelope->revision));
     for (const auto& [key, sizes] : envelope->merged)
       if (const std::string& m = classes_.group_example(key.first).gpu_model;
-          quota.empty() || std::get<0>(quota.back()) != m) {
-        quota.emplace_back(m, quota_headroom(tenant, m), tenants_.nominal_headroom(name, m));
+          quota.empty() || *std::get<0>(quota.back()) != m) {
+        quota.emplace_back(&m, quota_headroom(tenant, m), tenants_.nominal_headroom(name, m));
         inputs.insert(inputs.end(), {std::get<1>(quota.back()), std::get<2>(quota.back())});
       }
   }
   OwnCaps& cached = own_caps_[tenant];
   if (cached.valid && cached.inputs == inputs) return cached;
   cached.valid = true;
-  cached.inputs = std::move(inputs);
+  cached.inputs = inputs;  // (copied into its room: the scratch keeps its own)
   auto& caps = cached.caps;
   caps.clear();
   // Where its quota grew: what is free (free_classes) in each group, its sizes merged (as
@@ -837,7 +840,7 @@ const ClusterScheduler::OwnCaps& ClusterScheduler::own_caps(int tenant) {
     int64_t allowed = 0, nominal = 0;
     for (const auto& [key, sizes] : envelope->merged) {
       const auto& [group, priority] = key;
-      while (std::get<0>(quota[model]) != classes_.group_example(group).gpu_model) ++model;
+      while (*std::get<0>(quota[model]) != classes_.group_example(group).gpu_model) ++model;
       std::tie(std::ignore, allowed, nominal) = quota[model];
       // Only jobs the quota holds back now, within the tenant's nominal quota (what it lent).
       if (nominal <= allowed) continue;
@@ -854,21 +857,23 @@ const ClusterScheduler::OwnCaps& ClusterScheduler::own_caps(int tenant) {
   return cached;
 }
 
-void ClusterScheduler::reclaim_bands(int tenant, const std::string& model, const WaitCapacity& free,
-                                     std::vector<WaitCapacity>& out) {
-  const std::string& name = tenant_names_[tenant];
+ClusterScheduler::ReclaimRoom ClusterScheduler::reclaim_room(int tenant, const std::string& model) {
   const std::string& cohort = cohort_of_tenant(tenant);
-  if (cohort.empty()) return;
-  const int64_t allowed = quota_headroom(tenant, model), reach = quota_reach(tenant, model);
-  const int64_t room = tenants_.cohort_room(name, model);
+  if (cohort.empty()) return {};
+  return {tenants_.cohort_room(tenant_names_[tenant], model), &reclaimable(cohort, model)};
+}
+
+void ClusterScheduler::reclaim_bands(const ModelQuota& quota, const ReclaimRoom& room,
+                                     const WaitCapacity& free, std::vector<WaitCapacity>& out) {
+  if (!room.reclaimable) return;  // no cohort
   // A lender reclaims from borrowers that do not outrank it, as much as the cohort uses above
   // its nominal quota once the job is counted: a job asking m needs m - room freed.
-  for (const auto& [priority, freeable] : reclaimable(cohort, model)) {
+  for (const auto& [priority, freeable] : *room.reclaimable) {
     WaitCapacity cap = free;
-    cap.quota_blocked_above = allowed;
-    cap.quota_milli = std::min(reach, room + freeable);
+    cap.quota_blocked_above = quota.allowed;
+    cap.quota_milli = std::min(quota.reach, room.room + freeable);
     cap.min_priority = std::max(free.min_priority, priority - 1);
-    if (cap.quota_milli > allowed) out.push_back(cap);
+    if (cap.quota_milli > quota.allowed) out.push_back(cap);
   }
 }
 
@@ -935,22 +940,30 @@ const std::vector<std::vector<WaitCapacity>>& ClusterScheduler::wake_caps(int te
   auto& by_group = spare_by_group_;
   by_group.resize(classes_.static_groups());
   for (auto& caps_of_group : by_group) caps_of_group.clear();  // (keeping their room)
-  std::vector<std::pair<int64_t, int64_t>> quota(by_group.size(), {-1, -1});  // allowed, reach
+  // Per group: its model's quota and, once a band is asked for, what reclaiming reads (each
+  // asked once per model).
+  auto& quota = group_quota_scratch_;
+  quota.assign(by_group.size(), {ModelQuota{}, -1});
+  auto& rooms = reclaim_room_scratch_;
+  rooms.clear();
   for (const auto& [group, shared] : shared_list_) {
     if (group >= static_cast<int>(by_group.size())) continue;
-    auto& [allowed, reach] = quota[group];
-    if (allowed < 0) {
-      const std::string& model = classes_.group_example(group).gpu_model;
-      allowed = quota_headroom(tenant, group);
-      reach = quota_reach(tenant, model);
-    }
+    auto& [q, room] = quota[group];
+    const std::string& model = classes_.group_example(group).gpu_model;
+    if (q.allowed < 0) q = {quota_headroom(tenant, group), quota_reach(tenant, model)};
     WaitCapacity cap = shared;
-    cap.quota_milli = shared.by_preempting ? reach : allowed;
+    cap.quota_milli = shared.by_preempting ? q.reach : q.allowed;
     by_group[group].push_back(cap);
     // Free capacity also lets a job start that its quota holds back only because its cohort
     // borrows the quota: deciding it reclaims that quota (choose_reclaim_victims).
-    if (!shared.by_preempting && reach > allowed)
-      reclaim_bands(tenant, classes_.group_example(group).gpu_model, cap, by_group[group]);
+    if (shared.by_preempting || q.reach <= q.allowed) continue;
+    if (room < 0) {
+      auto known = std::find_if(rooms.begin(), rooms.end(),
+                                [&](const auto& r) { return *r.first == model; });
+      room = static_cast<int>(known - rooms.begin());
+      if (known == rooms.end()) rooms.emplace_back(&model, reclaim_room(tenant, model));
+    }
+    reclaim_bands(q, rooms[room].second, cap, by_group[group]);
   }
   for (const auto& [group, cap] : caps)
     if (group < static_cast<int>(by_group.size())) by_group[group].push_back(cap);
