@@ -243,6 +243,7 @@ void ClusterScheduler::upsert_node(const NodeState& incoming) {
   n.state = std::move(state);
   n.present = true;
   reindex(slot);
+  victims_changed(slot);  // (its GPUs may have changed)
   note_freed(slot);
   drop_reservation_on(slot);
   ++unending_freed_;
@@ -264,6 +265,7 @@ void ClusterScheduler::remove_node(const std::string& node_id) {
   if (slot < 0 || !nodes_[slot].present) return;
   nodes_[slot].present = false;
   reindex(slot);
+  victims_changed(slot);
   drop_reservation_on(slot);
   ++unending_freed_;
   log_victim_change(slot);  // no longer a candidate
@@ -461,8 +463,11 @@ ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job) {
     ends_.emplace(std::pair{r.expected_end, r.req.job_id},
                   RunningEnd{&r, r.replicas.size() == 1 ? r.replicas[0].first : -1});
   for (const auto& [slot, rp] : r.replicas) {
-    if (nodes_[slot].jobs.emplace(r.seq, &r).second) ++slot_jobs_[slot];
-    slot_changed(slot);  // its running jobs changed (victims_on, node_victim_list)
+    if (nodes_[slot].jobs.emplace(r.seq, &r).second) {
+      ++slot_jobs_[slot];
+      victims_changed(slot, &r);
+    }
+    slot_changed(slot);  // its running jobs changed (victims_on)
     // A job placed in this pass may not be preempted in it, and within the pass the victim
     // candidates' bounds may be higher than what is free: its nodes are logged at the next
     // pass. A job the caller started may be a victim at once.
@@ -640,8 +645,11 @@ void ClusterScheduler::finish(const std::string& job_id) {
     if (milli > 0 && i < r.models.size())
       note_quota_released(r.req.tenant, r.models[i], milli, true);
     apply_replica(slot, r.req, rp, -1);
-    if (nodes_[slot].jobs.erase(r.seq) > 0) --slot_jobs_[slot];
-    slot_changed(slot);  // its running jobs changed (victims_on, node_victim_list)
+    if (nodes_[slot].jobs.erase(r.seq) > 0) {
+      --slot_jobs_[slot];
+      victims_changed(slot, nullptr, &r);
+    }
+    slot_changed(slot);  // its running jobs changed (victims_on)
     log_victim_change(slot);
     note_freed(slot);
   }

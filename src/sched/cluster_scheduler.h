@@ -591,6 +591,7 @@ class ClusterScheduler final : public Scheduler {
   // whom it may be a victim: read by every key's candidates (bound_candidate) instead of the
   // jobs themselves.
   struct NodeVictim {
+    uint64_t seq = 0;  // the job's (RunningJob::seq)
     int priority = 0;
     bool spot = false, borrowed = false, preempting = false;
     int cohort = -1;  // its tenant's cohort, interned (cohort_id); -1: none
@@ -845,12 +846,22 @@ class ClusterScheduler final : public Scheduler {
   // Kept up to date through victim_log_; dropped on a node or tenant change.
   std::map<VictimKey, VictimCandidates> victim_slots_;
   std::vector<int> victim_log_;  // slots whose running jobs changed, for victim_slots_
+  // A node's list is kept while the node's jobs are as they were (`version`): a job that starts
+  // or ends there is added or taken out where the list was up to date (victims_changed marks
+  // the other changes: what it builds from a job changed, or the node's GPUs did).
   struct NodeVictims {
     bool built = false;
-    uint64_t version = 0;  // slot_version_ when built
-    std::vector<NodeVictim> jobs;
+    uint64_t version = 0;          // victims_version_ of its slot when built
+    std::vector<NodeVictim> jobs;  // in the order of the node's jobs (by seq)
   };
   std::vector<NodeVictims> node_victims_;  // by slot (see node_victim_list)
+  std::vector<uint64_t> victims_version_;  // by slot
+  // Marks the node's list as changed; `started` or `ended`: that job's record is added or taken
+  // out instead, where the list was up to date.
+  void victims_changed(int slot, const RunningJob* started = nullptr,
+                       const RunningJob* ended = nullptr);
+  // Appends the record node_victim_list keeps of a running job on the node.
+  void add_victim_record(std::vector<NodeVictim>& list, const RunningJob& r, int slot);
   std::unordered_map<std::string, int> cohort_ids_;
   // Bumps where candidates found earlier would have gone stale (see schedule()).
   uint64_t victim_epoch_ = 1;

@@ -100,6 +100,7 @@ void ClusterScheduler::las_step(TimeMs now) {
     for (const auto& [slot, rp] : r.replicas) {
       log_victim_change(slot);
       slot_changed(slot);
+      victims_changed(slot);
       mark_source_dirty(slot);
     }
     // It is a possible victim for more jobs than before: what victim candidates could free

@@ -210,33 +210,51 @@ int ClusterScheduler::cohort_id(const std::string& cohort) {
   return cohort_ids_.try_emplace(cohort, static_cast<int>(cohort_ids_.size())).first->second;
 }
 
+void ClusterScheduler::add_victim_record(std::vector<NodeVictim>& list, const RunningJob& r,
+                                         int slot) {
+  const NodeState& n = nodes_[slot].state;
+  NodeVictim& v = list.emplace_back();
+  v.seq = r.seq;
+  v.priority = r.req.priority;
+  v.spot = r.req.preemptible();
+  v.borrowed = r.borrowed;
+  v.preempting = r.preempting;
+  v.cohort = cohort_id_of_tenant(r.tenant);
+  v.placed_pass = r.placed_pass;
+  v.job_gpu_milli = gpu_milli_of(r.req);
+  for (const auto& [s, rp] : r.replicas) {
+    if (s != slot) continue;
+    v.cpu_milli += rp.cpu_milli;
+    v.memory_mib += rp.memory_mib;
+    for (const auto& share : rp.gpus)
+      for (size_t p = 0; p < n.gpus.size() && p < 256; ++p)
+        if (n.gpus[p].index == share.index)
+          v.gpus.push_back({static_cast<uint8_t>(p), static_cast<int32_t>(share.milli)});
+  }
+}
+
+void ClusterScheduler::victims_changed(int slot, const RunningJob* started,
+                                       const RunningJob* ended) {
+  if (victims_version_.size() <= static_cast<size_t>(slot)) victims_version_.resize(slot + 1, 0);
+  const uint64_t version = victims_version_[slot]++;
+  if (static_cast<size_t>(slot) >= node_victims_.size()) return;
+  NodeVictims& list = node_victims_[slot];
+  if (!list.built || list.version != version || (!started && !ended)) return;
+  // Up to date until now: the job's record goes in (it has the highest seq: last) or out.
+  if (started) add_victim_record(list.jobs, *started, slot);
+  if (ended) std::erase_if(list.jobs, [&](const NodeVictim& v) { return v.seq == ended->seq; });
+  list.version = victims_version_[slot];
+}
+
 const std::vector<ClusterScheduler::NodeVictim>& ClusterScheduler::node_victim_list(int slot) {
   if (node_victims_.size() < nodes_.size()) node_victims_.resize(nodes_.size());
+  if (victims_version_.size() < nodes_.size()) victims_version_.resize(nodes_.size(), 0);
   NodeVictims& built = node_victims_[slot];
-  if (built.built && built.version == slot_version_[slot]) return built.jobs;
+  if (built.built && built.version == victims_version_[slot]) return built.jobs;
   built.built = true;
-  built.version = slot_version_[slot];
+  built.version = victims_version_[slot];
   built.jobs.clear();
-  const NodeState& n = nodes_[slot].state;
-  for (const auto& [seq, r] : nodes_[slot].jobs) {
-    NodeVictim& v = built.jobs.emplace_back();
-    v.priority = r->req.priority;
-    v.spot = r->req.preemptible();
-    v.borrowed = r->borrowed;
-    v.preempting = r->preempting;
-    v.cohort = cohort_id_of_tenant(r->tenant);
-    v.placed_pass = r->placed_pass;
-    v.job_gpu_milli = gpu_milli_of(r->req);
-    for (const auto& [s, rp] : r->replicas) {
-      if (s != slot) continue;
-      v.cpu_milli += rp.cpu_milli;
-      v.memory_mib += rp.memory_mib;
-      for (const auto& share : rp.gpus)
-        for (size_t p = 0; p < n.gpus.size() && p < 256; ++p)
-          if (n.gpus[p].index == share.index)
-            v.gpus.push_back({static_cast<uint8_t>(p), static_cast<int32_t>(share.milli)});
-    }
-  }
+  for (const auto& [seq, r] : nodes_[slot].jobs) add_victim_record(built.jobs, *r, slot);
   return built.jobs;
 }
 
@@ -341,7 +359,10 @@ std::optional<int64_t> ClusterScheduler::least_single_victim(const VictimCandida
 void ClusterScheduler::victim_chosen(const RunningJob& victim) {
   ++wake_version_;  // what preempting would free there shrank
   ++victims_chosen_;
-  for (const auto& [slot, rp] : victim.replicas) slot_changed(slot);  // victims_on, NodeVictim
+  for (const auto& [slot, rp] : victim.replicas) {
+    slot_changed(slot);  // victims_on
+    victims_changed(slot);
+  }
   // Candidates found in this victim epoch stay candidates until the next one (as if found now);
   // their bounds shrink at once.
   for (auto& [key, c] : victim_slots_)

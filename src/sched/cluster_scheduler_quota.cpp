@@ -62,6 +62,7 @@ void ClusterScheduler::rederive_borrowed() {
       for (const auto& [slot, rp] : r->replicas) {
         log_victim_change(slot);
         slot_changed(slot);
+        victims_changed(slot);
         mark_source_dirty(slot);
       }
     }
