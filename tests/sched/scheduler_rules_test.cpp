@@ -567,6 +567,37 @@ TEST(Backfill, AReservationCountsTheReplicasOfAGangOnNodesTheJobCanRunOn) {
   EXPECT_THAT(reason_of(plan, "big"), HasSubstr("reserved start in ~30 min on h1"));
 }
 
+TEST(Preemption, AJobThatStartsOrEndsOnANodeIsSeenByTheNextSearchThere) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("n1", 8)});
+  auto submit = [&](const std::string& id, int gpus, int priority) {
+    JobRequest r = job(id, gpus);
+    r.priority = priority;
+    ASSERT_TRUE(s->submit(r).ok());
+  };
+  // A first search looks at the node's jobs: "low-a" goes for "high-x".
+  submit("low-a", 4, 0);
+  ASSERT_EQ(s->schedule(0).placements.size(), 1u);
+  submit("high-x", 6, 1000);
+  Plan plan = s->schedule(kMinute);
+  EXPECT_EQ(preempted(plan), std::set<std::string>{"low-a"});
+  s->finish("low-a");
+  ASSERT_NE(placement_of(s->schedule(2 * kMinute), "high-x"), nullptr);
+  // A job that starts there afterwards is a victim for the next search...
+  submit("low-b", 2, 0);
+  ASSERT_NE(placement_of(s->schedule(3 * kMinute), "low-b"), nullptr);
+  submit("high-y", 2, 1000);
+  plan = s->schedule(4 * kMinute);
+  EXPECT_EQ(preempted(plan), std::set<std::string>{"low-b"});
+  s->finish("low-b");
+  ASSERT_NE(placement_of(s->schedule(5 * kMinute), "high-y"), nullptr);
+  // ...and one that ended is not: only jobs of its own priority are left.
+  submit("high-z", 1, 1000);
+  plan = s->schedule(6 * kMinute);
+  EXPECT_TRUE(plan.preemptions.empty());
+  EXPECT_EQ(placement_of(plan, "high-z"), nullptr);
+}
+
 TEST(Preemption, TheSmallestSetOfLowerPriorityVictims) {
   auto s = make();
   add_nodes(*s, {gpu_node("n1", 8)});
