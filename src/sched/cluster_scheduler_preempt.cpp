@@ -660,8 +660,8 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
     return {fewest, milli, jobs, slot};
   };
   std::vector<Bound> order;
-  // Per node: 0 its bound is a lower one (a candidate), 1 final (exact and, where it was one
-  // victim, whether a single victim could do looked up: least_single_victim).
+  // Per node: not set, its bound is a lower one (a candidate); set, final (exact and, where it
+  // was one victim, whether a single victim could do looked up: least_single_victim).
   SlotFlags& refined = victim_refined_;
   refined.start(nodes_.size());
   for (size_t k = 0; k < slots.size(); ++k) {
