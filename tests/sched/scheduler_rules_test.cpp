@@ -531,6 +531,14 @@ TEST(Backfill, TheBlockedJobGetsAReservationAndShortJobsRunBeforeIt) {
             "before that may start first");
 }
 
+// Submits an 8×H100 job behind the running ones; its reason after the next pass.
+std::string reason_of_h100_job_behind(Scheduler& s) {
+  JobRequest big = job("big", 8, "H100");
+  big.created_at = 1;
+  EXPECT_TRUE(s.submit(big).ok());
+  return reason_of(s.schedule(0), "big");
+}
+
 TEST(Backfill, AReservationCountsOnlyJobsEndingOnNodesTheJobCanRunOn) {
   auto s = make();
   add_nodes(*s, {gpu_node("a1", 8, "A100"), gpu_node("h1", 8, "H100")});
@@ -541,11 +549,7 @@ TEST(Backfill, AReservationCountsOnlyJobsEndingOnNodesTheJobCanRunOn) {
   ASSERT_TRUE(s->submit(soon).ok());
   ASSERT_TRUE(s->submit(later).ok());
   ASSERT_EQ(s->schedule(0).placements.size(), 2u);
-  JobRequest big = job("big", 8, "H100");
-  big.created_at = 1;
-  ASSERT_TRUE(s->submit(big).ok());
-  Plan plan = s->schedule(0);
-  EXPECT_THAT(reason_of(plan, "big"), HasSubstr("reserved start in ~60 min on h1"));
+  EXPECT_THAT(reason_of_h100_job_behind(*s), HasSubstr("reserved start in ~60 min on h1"));
 }
 
 TEST(Backfill, AReservationCountsTheReplicasOfAGangOnNodesTheJobCanRunOn) {
@@ -560,11 +564,7 @@ TEST(Backfill, AReservationCountsTheReplicasOfAGangOnNodesTheJobCanRunOn) {
   ASSERT_TRUE(s->submit(soon).ok());
   ASSERT_TRUE(s->submit(gang).ok());
   ASSERT_EQ(s->schedule(0).placements.size(), 2u);
-  JobRequest big = job("big", 8, "H100");
-  big.created_at = 1;
-  ASSERT_TRUE(s->submit(big).ok());
-  Plan plan = s->schedule(0);
-  EXPECT_THAT(reason_of(plan, "big"), HasSubstr("reserved start in ~30 min on h1"));
+  EXPECT_THAT(reason_of_h100_job_behind(*s), HasSubstr("reserved start in ~30 min on h1"));
 }
 
 TEST(Preemption, AJobThatStartsOrEndsOnANodeIsSeenByTheNextSearchThere) {
