@@ -335,21 +335,37 @@ std::optional<int64_t> ClusterScheduler::least_single_victim(const VictimCandida
   const int64_t cpu = n.cpu_milli - n.cpu_used_milli, memory = n.memory_mib - n.memory_used_mib;
   const uint64_t match = gpu_match_mask(shapes_[shape], classes_.group_of_slot(slot));
   const int64_t need = one.gpu_milli > 0 ? one.gpu_milli : 1000;
+  const int want = one.gpu_milli > 0 ? 1 : one.gpus;
   std::optional<int64_t> least;
-  // What each GPU has free (read once: the node's GPU states are large and often uncached).
-  boost::container::small_vector<int64_t, 16> free_now, free;
+  // What each GPU has free (read once: the node's GPU states are large and often uncached), and
+  // how many of the matching ones have enough already.
+  boost::container::small_vector<int64_t, 16> free_now;
+  int enough_now = 0;
   if (one.gpus > 0)
-    for (const auto& g : n.gpus) free_now.push_back(g.free_milli());
+    for (size_t p = 0; p < n.gpus.size(); ++p) {
+      free_now.push_back(n.gpus[p].free_milli());
+      enough_now += p < 64 && (match >> p & 1) && free_now[p] >= need;
+    }
   for (const NodeVictim& v : node_victim_list(slot)) {
     if (!possible_victim(c.key, c.cohort, v)) continue;
     if (cpu + v.cpu_milli < one.cpu_milli || memory + v.memory_mib < one.memory_mib) continue;
-    if (one.gpus > 0) {
-      free = free_now;
-      for (const auto& [p, milli] : v.gpus) free[p] += milli;
-      int enough = 0;
-      for (size_t p = 0; p < free.size() && p < 64; ++p)
-        enough += (match >> p & 1) && free[p] >= need;
-      if (enough < (one.gpu_milli > 0 ? 1 : one.gpus)) continue;
+    if (one.gpus > 0 && enough_now < want) {
+      // Add the matching GPUs its going brings to enough (its replicas here may share one: a
+      // GPU is counted at its first entry, with all of them).
+      int enough = enough_now;
+      for (size_t i = 0; i < v.gpus.size() && enough < want; ++i) {
+        const size_t p = v.gpus[i].first;
+        if (p >= 64 || !(match >> p & 1) || free_now[p] >= need) continue;
+        int64_t freed = 0;
+        bool first = true;
+        for (size_t j = 0; j < v.gpus.size() && first; ++j)
+          if (v.gpus[j].first == p) {
+            first = j >= i;
+            freed += v.gpus[j].second;
+          }
+        if (first && free_now[p] + freed >= need) ++enough;
+      }
+      if (enough < want) continue;
     }
     if (!least || v.job_gpu_milli < *least) least = v.job_gpu_milli;
   }
