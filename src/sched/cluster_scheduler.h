@@ -159,6 +159,18 @@ class ClusterScheduler final : public Scheduler {
     // going leaves a whole GPU free (kNoVictim: none).
     std::vector<int32_t> single_free;
     std::vector<int64_t> single_whole;
+    // For GPU shares: per slot, steps (most milli one GPU would have free with the victim gone,
+    // the GPU milli of the smallest such victim), that milli falling and that size falling; a
+    // share of m needs a single victim at least as large as the last step's with at least m
+    // (kSingleSteps at most: where there are more, the last holds the smallest size, so it
+    // stays a lower bound).
+    static constexpr size_t kSingleSteps = 4;
+    struct SingleStep {
+      int32_t alone_milli = 0;
+      int64_t victim_milli = 0;
+    };
+    std::vector<std::array<SingleStep, kSingleSteps>> single_steps;
+    std::vector<uint8_t> single_step_count;
     std::vector<int32_t> gpu_free;  // milli per GPU position, flat: gpu_offset[slot] ...
     std::vector<size_t> gpu_offset;
     std::tuple<int, bool, std::string> key;  // its VictimKey
@@ -174,6 +186,9 @@ class ClusterScheduler final : public Scheduler {
     std::map<std::tuple<int, std::string, int64_t>, std::vector<std::array<int64_t, 4>>>
         nothing_freeable;
   };
+  // At most the GPU milli of the smallest possible victim on the node whose going alone leaves
+  // `milli` free on one GPU, by the single steps (0: none known).
+  static int64_t least_single_share(const VictimCandidates& c, int slot, int64_t milli);
   struct VictimOption {
     std::vector<std::string> victims;  // empty: fits without preempting
     int64_t victim_gpu_milli = 0;

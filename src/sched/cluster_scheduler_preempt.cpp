@@ -283,6 +283,9 @@ bool ClusterScheduler::bound_candidate(const VictimKey& key, VictimCandidates& c
   size_t offset = c.gpu_offset[slot];
   int32_t single_free = 0;
   int64_t single_whole = kNoVictim;
+  // Per possible victim holding GPUs: the most one GPU would have free were it alone gone, and
+  // its GPU milli (for the single steps of shares).
+  boost::container::small_vector<std::pair<int32_t, int64_t>, 32> alone_sizes;
   for (size_t p = 0; p < n.gpus.size(); ++p) {
     c.gpu_free[offset + p] = static_cast<int32_t>(n.gpus[p].free_milli());
     single_free = std::max(single_free, c.gpu_free[offset + p]);
@@ -294,20 +297,47 @@ bool ClusterScheduler::bound_candidate(const VictimKey& key, VictimCandidates& c
     memory += v.memory_mib;
     for (const auto& [p, milli] : v.gpus) c.gpu_free[offset + p] += milli;
     // Were it the only one gone: what its replicas here (which may share a GPU) hold per GPU.
+    int32_t most_alone = 0;
     for (const auto& [p, milli] : v.gpus) {
       int32_t alone = n.gpus[p].free_milli();
       for (const auto& [q, held] : v.gpus)
         if (q == p) alone += held;
       single_free = std::max(single_free, alone);
+      most_alone = std::max(most_alone, alone);
       if (alone >= 1000) single_whole = std::min(single_whole, v.job_gpu_milli);
     }
+    if (!v.gpus.empty()) alone_sizes.push_back({most_alone, v.job_gpu_milli});
   }
+  // The single steps: victims by what they free alone, most first (the smaller of equals
+  // first); a victim no smaller than one that frees more adds nothing; past the last step the
+  // smaller sizes go into it.
+  std::sort(alone_sizes.begin(), alone_sizes.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  auto& steps = c.single_steps[slot];
+  size_t count = 0;
+  for (const auto& [alone, size] : alone_sizes) {
+    if (count > 0 && size >= steps[count - 1].victim_milli) continue;
+    if (count == steps.size())
+      steps[count - 1].victim_milli = size;
+    else
+      steps[count++] = {alone, size};
+  }
+  c.single_step_count[slot] = static_cast<uint8_t>(count);
   c.cpu_free[slot] = cpu;
   c.memory_free[slot] = memory;
   c.least_victim[slot] = least_victim;
   c.single_free[slot] = single_free;
   c.single_whole[slot] = single_whole;
   return true;
+}
+
+int64_t ClusterScheduler::least_single_share(const VictimCandidates& c, int slot, int64_t milli) {
+  int64_t least = 0;
+  const auto& steps = c.single_steps[slot];
+  for (size_t i = 0; i < c.single_step_count[slot] && steps[i].alone_milli >= milli; ++i)
+    least = steps[i].victim_milli;
+  return least;
 }
 
 void ClusterScheduler::refresh_candidate(const VictimKey& key, VictimCandidates& c, int slot) {
@@ -425,6 +455,8 @@ void ClusterScheduler::find_candidates(const VictimKey& key, VictimCandidates& c
   for (auto* v : {&c.listed, &c.member}) v->clear();
   for (auto* v : {&c.cpu_free, &c.memory_free, &c.least_victim, &c.single_whole}) v->clear();
   c.single_free.clear();
+  c.single_steps.clear();
+  c.single_step_count.clear();
   c.gpu_offset.assign(1, 0);
   c.gpu_free.clear();
   c.group_slots.clear();
@@ -467,6 +499,8 @@ void ClusterScheduler::grow_candidates(VictimCandidates& c) {
     c.least_victim.resize(n, 0);
     c.single_free.resize(n, 0);
     c.single_whole.resize(n, 0);
+    c.single_steps.resize(n);
+    c.single_step_count.resize(n, 0);
     c.gpu_offset.resize(n + 1, 0);
     for (size_t slot = old; slot < n; ++slot)
       c.gpu_offset[slot + 1] = c.gpu_offset[slot] + nodes_[slot].state.gpus.size();
@@ -672,6 +706,8 @@ std::optional<std::vector<std::string>> ClusterScheduler::choose_victims(
         fewest = 2;
       else if (one.gpu_milli == 0)
         milli = std::max(milli, candidates.single_whole[slot]);
+      else  // a share: the smallest victim that frees enough on one GPU alone, or larger
+        milli = std::max(milli, least_single_share(candidates, slot, one.gpu_milli));
     }
     return {fewest, milli, jobs, slot};
   };
