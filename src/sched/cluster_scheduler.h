@@ -880,8 +880,7 @@ class ClusterScheduler final : public Scheduler {
   std::unordered_map<std::string, int> cohort_ids_;
   // Bumps where candidates found earlier would have gone stale (see schedule()).
   uint64_t victim_epoch_ = 1;
-  std::vector<int> placed_slots_;     // slots of the jobs placed in this pass
-  std::vector<char> victim_scratch_;  // by slot, all zero between uses
+  std::vector<int> placed_slots_;  // slots of the jobs placed in this pass
   // Per-slot flags that a search sets and forgets at once: a slot is set when it holds the
   // current stamp, so starting a search clears no array (choose_victims runs many per pass).
   class SlotFlags {
@@ -902,6 +901,7 @@ class ClusterScheduler final : public Scheduler {
     uint32_t stamp_ = 0;
   };
   SlotFlags victim_marked_, victim_refined_;  // choose_victims': nodes considered; refined
+  SlotFlags victim_seen_;  // the nodes a candidate search or catch-up has refreshed
   // Running jobs that borrow, per (cohort, GPU model), cheapest victim first (valid as above).
   std::map<std::pair<std::string, std::string>, std::vector<const RunningJob*>> borrowers_;
   // node_victims' answers per (request shape, the job's GPU milli, priority, spot, tenant) and

@@ -467,13 +467,13 @@ void ClusterScheduler::find_candidates(const VictimKey& key, VictimCandidates& c
   c.cohort = cohort_id(std::get<2>(key));
   // The nodes of the running jobs that may be victims for the key (the indexes hold them all).
   const auto& [priority, spot, cohort] = key;
-  std::vector<char>& seen = victim_scratch_;
-  seen.resize(n, 0);
+  SlotFlags& seen = victim_seen_;
+  seen.start(n);
   std::vector<int> touched;
   auto consider = [&](const RunningJob& r) {
     if (possible_victim(key, r))
       for (const auto& [slot, rp] : r.replicas)
-        if (!seen[slot]) seen[slot] = 1, touched.push_back(slot);
+        if (!seen.test(slot)) seen.set(slot), touched.push_back(slot);
   };
   for (const auto& [by, r] : by_priority_) {
     if (by.first >= priority) break;
@@ -483,10 +483,7 @@ void ClusterScheduler::find_candidates(const VictimKey& key, VictimCandidates& c
     for (const auto& [seq, r] : spot_running_) consider(*r);
   if (!cohort.empty())
     for (const auto& [seq, r] : borrowed_running_) consider(*r);
-  for (int slot : touched) {
-    refresh_candidate(key, c, slot);
-    seen[slot] = 0;
-  }
+  for (int slot : touched) refresh_candidate(key, c, slot);
 }
 
 void ClusterScheduler::grow_candidates(VictimCandidates& c) {
@@ -511,17 +508,14 @@ void ClusterScheduler::grow_candidates(VictimCandidates& c) {
 }
 
 void ClusterScheduler::catch_up_candidates(const VictimKey& key, VictimCandidates& c) {
-  std::vector<char>& seen = victim_scratch_;
-  seen.resize(nodes_.size(), 0);
-  std::vector<int> touched;
+  SlotFlags& seen = victim_seen_;
+  seen.start(nodes_.size());
   for (; c.log_cursor < victim_log_.size(); ++c.log_cursor) {
     int slot = victim_log_[c.log_cursor];
-    if (seen[slot]) continue;
-    seen[slot] = 1;
-    touched.push_back(slot);
+    if (seen.test(slot)) continue;
+    seen.set(slot);
     refresh_candidate(key, c, slot);
   }
-  for (int slot : touched) seen[slot] = 0;
   if (c.not_members > c.listed_count / 2) {
     for (auto& slots : c.group_slots)
       std::erase_if(slots, [&](int slot) {
