@@ -85,6 +85,28 @@ void ClusterScheduler::reindex(int slot) {
     classes_.remove(slot);
   count_blocked(slot, +1);
   bump_group_version(slot);  // the group it joins
+  refile_ends(slot);
+}
+
+ClusterScheduler::Ends& ClusterScheduler::ends_of(const RunningJob& job) {
+  if (job.replicas.size() != 1) return spanning_ends_;
+  const int slot = job.replicas[0].first;
+  const int group = static_cast<size_t>(slot) < ends_group_.size() ? ends_group_[slot] : -1;
+  return group < 0 ? spanning_ends_ : ends_by_group_[group];
+}
+
+void ClusterScheduler::refile_ends(int slot) {
+  // A node that left keeps its group's (walks skip nodes in no class).
+  const int group = classes_.group_of_slot(slot);
+  if (group < 0) return;
+  if (ends_group_.size() <= static_cast<size_t>(slot)) ends_group_.resize(slot + 1, -1);
+  if (ends_group_[slot] == group) return;
+  if (ends_by_group_.size() <= static_cast<size_t>(group)) ends_by_group_.resize(group + 1);
+  for (const auto& [seq, job] : nodes_[slot].jobs) {
+    if (job->expected_end == kNever || job->replicas.size() != 1) continue;  // (gangs: spanning)
+    ends_by_group_[group].insert(ends_of(*job).extract({job->expected_end, job->req.job_id}));
+  }
+  ends_group_[slot] = group;
 }
 
 void ClusterScheduler::count_blocked(int slot, int sign) {
@@ -459,9 +481,11 @@ ClusterScheduler::RunningJob& ClusterScheduler::add_running(RunningJob job) {
   job.tenant = intern_tenant(job.req.tenant);
   std::string id = job.req.job_id;
   RunningJob& r = running_.emplace(std::move(id), std::move(job)).first->second;
-  if (r.expected_end != kNever)
-    ends_.emplace(std::pair{r.expected_end, r.req.job_id},
-                  RunningEnd{&r, r.replicas.size() == 1 ? r.replicas[0].first : -1});
+  if (r.expected_end != kNever) {
+    ends_of(r).emplace(std::pair{r.expected_end, r.req.job_id},
+                       RunningEnd{&r, r.replicas.size() == 1 ? r.replicas[0].first : -1});
+    ++ends_count_;
+  }
   for (const auto& [slot, rp] : r.replicas) {
     if (nodes_[slot].jobs.emplace(r.seq, &r).second) {
       ++slot_jobs_[slot];
@@ -657,7 +681,7 @@ void ClusterScheduler::finish(const std::string& job_id) {
   if (tenants_.limited(r.req.tenant)) quota_freed_.insert(r.tenant);
   wake_cohort_quota(r.req.tenant);
   if (r.expected_end != kNever)
-    ends_.erase({r.expected_end, job_id});
+    ends_count_ -= ends_of(r).erase({r.expected_end, job_id});
   else
     ++unending_freed_;  // what no reservation could count on grew
   las_untrack_running(r);

@@ -142,6 +142,13 @@ class ClusterScheduler final : public Scheduler {
     int las_level = 0;
     TimeMs las_crossing = kNever;  // las: when it reaches the next level's threshold
   };
+  // A running job's declared end (see ends_by_group_), with the node of its only replica (-1
+  // for a gang).
+  struct RunningEnd {
+    const RunningJob* job = nullptr;
+    int only_slot = -1;
+  };
+  using Ends = std::map<std::pair<TimeMs, std::string>, RunningEnd>;
   // Nodes where running jobs may be preemptible for jobs of one (priority, spot, cohort), with
   // what each would have free at most if all of those jobs stopped (upper bounds while kept).
   // Kept across passes: the nodes in victim_log_ since `log_cursor` are brought up to date at
@@ -246,6 +253,10 @@ class ClusterScheduler final : public Scheduler {
   int fit_signature(Shape& shape);
   // Adds the job to running_ and the indexes of running jobs; returns it there.
   RunningJob& add_running(RunningJob job);
+  // Where the job's declared end is filed (ends_by_group_ or spanning_ends_).
+  Ends& ends_of(const RunningJob& job);
+  // Files the ends of the slot's jobs under its static group when that changed (reindex).
+  void refile_ends(int slot);
   void index_running(const RunningJob& job, bool add);
   void maybe_refresh_profile();
   void update_capacity();
@@ -693,12 +704,13 @@ class ClusterScheduler final : public Scheduler {
   std::map<std::string, RunningJob> running_;
   // Running jobs with a declared max_runtime, by (expected end, job id), with the node of a
   // job's only replica (-1 for a gang): a walk in end order skips the jobs on nodes that cannot
-  // run what it looks for without reading them.
-  struct RunningEnd {
-    const RunningJob* job = nullptr;
-    int only_slot = -1;
-  };
-  std::map<std::pair<TimeMs, std::string>, RunningEnd> ends_;
+  // run what it looks for without reading them. Filed by the static group of that node
+  // (ends_by_group_; gangs, and jobs on a node never in a group, in spanning_ends_): a walk for
+  // a job reads only the groups it could run on (and the gangs), merged in end order.
+  std::vector<Ends> ends_by_group_;
+  Ends spanning_ends_;
+  std::vector<int> ends_group_;  // per slot: the group its jobs' ends are filed under (-1: none)
+  size_t ends_count_ = 0;
   // Running jobs that some pending job might preempt: by priority, spot ones, borrowing ones.
   std::map<std::pair<int, uint64_t>, const RunningJob*> by_priority_;      // (priority, seq)
   std::map<uint64_t, const RunningJob*> spot_running_, borrowed_running_;  // by seq

@@ -2,6 +2,7 @@
 // declared max_runtime, and the nodes it will start on.
 #include <fmt/format.h>
 
+#include <boost/container/small_vector.hpp>
 #include <map>
 
 #include "sched/cluster_scheduler.h"
@@ -38,7 +39,7 @@ std::optional<ClusterScheduler::Reservation> ClusterScheduler::reserve(const Pen
                                                                        TimeMs now) {
   // Without running jobs that declared when they end, no start can be promised (and a job
   // that fits now needs no reservation either).
-  if (ends_.empty()) return std::nullopt;
+  if (ends_count_ == 0) return std::nullopt;
   // A job of the same request found no start since capacity last changed: neither does this.
   auto memo = std::make_pair(job.shape, job.req.replicas);
   if (failed_reserves_.count(memo)) return std::nullopt;
@@ -83,7 +84,19 @@ std::optional<ClusterScheduler::Reservation> ClusterScheduler::find_reservation(
   std::map<int, NodeState> scratch;
   TimeMs start = kNever;
   if (total < want) {
-    for (const auto& [end_id, running] : ends_) {
+    // The ends filed under the groups the job could run on, and the gangs', merged in end order.
+    boost::container::small_vector<std::pair<Ends::const_iterator, Ends::const_iterator>, 8> walks;
+    for (int g = 0; g < static_cast<int>(ends_by_group_.size()); ++g)
+      if (!ends_by_group_[g].empty() && could_fit(shapes_[job.shape], g))
+        walks.emplace_back(ends_by_group_[g].begin(), ends_by_group_[g].end());
+    if (!spanning_ends_.empty()) walks.emplace_back(spanning_ends_.begin(), spanning_ends_.end());
+    while (true) {
+      auto next = walks.end();
+      for (auto w = walks.begin(); w != walks.end(); ++w)
+        if (w->first != w->second && (next == walks.end() || w->first->first < next->first->first))
+          next = w;
+      if (next == walks.end()) break;
+      const auto& [end_id, running] = *next->first++;
       // (Most jobs have one replica: the job is read only where its node could run this one; a
       // node is in a class while it is present.)
       if (const int slot = running.only_slot;

@@ -1036,7 +1036,7 @@ void ClusterScheduler::decide_woken(TimeMs now, Plan& plan, bool full,
   // without one, each tenant's first job (the first that waits for resources reserves).
   std::map<int, std::vector<PendingJob*>> by_tenant;
   for (auto& [seq, job] : undecided_) by_tenant[job->tenant].push_back(job);
-  if (full && settings_.backfill && !reservation_ && !ends_.empty()) {
+  if (full && settings_.backfill && !reservation_ && ends_count_ > 0) {
     // Without a reservation, the first job that waits for resources makes one: the tenants'
     // first jobs are decided again (once while they stay the first).
     std::vector<PendingJob*> heads;

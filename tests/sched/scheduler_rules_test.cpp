@@ -567,6 +567,20 @@ TEST(Backfill, AReservationCountsTheReplicasOfAGangOnNodesTheJobCanRunOn) {
   EXPECT_THAT(reason_of_h100_job_behind(*s), HasSubstr("reserved start in ~30 min on h1"));
 }
 
+TEST(Backfill, AReservationCountsJobsOnANodeThatChangedKindWhileTheyRun) {
+  auto s = make();
+  add_nodes(*s, {gpu_node("x1", 8, "A100"), gpu_node("h1", 8, "H100")});
+  JobRequest soon = job("soon", 8, "A100"), later = job("later", 8, "H100");
+  soon.max_runtime_ms = 10 * kMinute;
+  later.max_runtime_ms = 60 * kMinute;
+  ASSERT_TRUE(s->submit(soon).ok());
+  ASSERT_TRUE(s->submit(later).ok());
+  ASSERT_EQ(s->schedule(0).placements.size(), 2u);
+  // x1 now reports H100s; "soon" keeps running there and frees it first.
+  s->upsert_node(gpu_node("x1", 8, "H100"));
+  EXPECT_THAT(reason_of_h100_job_behind(*s), HasSubstr("reserved start in ~10 min on x1"));
+}
+
 TEST(Preemption, AJobThatStartsOrEndsOnANodeIsSeenByTheNextSearchThere) {
   auto s = make();
   add_nodes(*s, {gpu_node("n1", 8)});
