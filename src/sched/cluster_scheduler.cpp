@@ -68,8 +68,8 @@ ClusterScheduler::ClusterScheduler(PlacementPolicy policy, PolicySettings settin
 }
 
 int ClusterScheduler::slot_of(const std::string& node_id) const {
-  auto it = slot_by_id_.find(node_id);
-  return it == slot_by_id_.end() ? -1 : it->second;
+  return slot_by_id_.find(node_id,
+                          [&](int slot) -> const std::string& { return nodes_[slot].state.id; });
 }
 
 void ClusterScheduler::reindex(int slot) {
@@ -249,7 +249,7 @@ void ClusterScheduler::upsert_node(const NodeState& incoming) {
     slot = static_cast<int>(nodes_.size());
     nodes_.push_back({});
     slot_jobs_.push_back(0);
-    slot_by_id_[incoming.id] = slot;
+    slot_by_id_.add(incoming.id, slot);
   }
   Node& n = nodes_[slot];
   NodeState state = incoming;

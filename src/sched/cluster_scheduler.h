@@ -24,6 +24,7 @@
 #include "sched/fit.h"
 #include "sched/node_classes.h"
 #include "sched/node_scoring.h"
+#include "sched/node_slots.h"
 #include "sched/policies/seeded_rng.h"
 #include "sched/scheduler.h"
 #include "sched/tenant_book.h"
@@ -693,7 +694,7 @@ class ClusterScheduler final : public Scheduler {
   // Per slot, nodes_[slot].jobs.size(): read by preemption searches over thousands of nodes
   // without touching the nodes (a node's record spans many cache lines).
   std::vector<int32_t> slot_jobs_;
-  std::unordered_map<std::string, int> slot_by_id_;
+  NodeSlots slot_by_id_;
   std::vector<Shape> shapes_;
   std::unordered_map<std::string, int> shape_by_key_;
   std::unordered_map<std::string, int> tenant_ids_;  // tenant names interned, never dropped
