@@ -88,6 +88,7 @@ NodeClass& NodeClassIndex::hold(int id, int group, const NodeState& state, int s
   free_pool_.pop_back();
   NodeClass& c = *pool_[storage_[id]];
   c.id = id;
+  c.storage = storage_[id];
   c.state = state;  // reuses the held strings' and vectors' memory of the class last here
   c.share_jobs = share_jobs;
   c.whole_jobs = whole_jobs;

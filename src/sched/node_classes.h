@@ -26,6 +26,10 @@ namespace gpucloud::sched {
 /// One exact node state and the nodes in it.
 struct NodeClass {
   int id = 0;
+  // Where the index holds it: a place another class takes once this one empties, so numbered
+  // from 0 up to the most classes alive at once (consumers key per-class caches by it, checking
+  // `id`, to keep them as small as the classes alive rather than every class seen).
+  int storage = 0;
   NodeState state;           // the first member's state (names and GPU uuids are that node's)
   std::string zone;          // the "zone" label, else "rack", else ""
   std::string gpu_model;     // the model of GPU 0; "" for a node without GPUs

@@ -55,22 +55,22 @@ NodeShape NodeScorer::shape_of(const NodeClass& node) {
 }
 
 double NodeScorer::fragmentation_of(const NodeClass& node, const NodeShape& shape) {
-  if (node.id >= static_cast<int>(fragmentation_.size()))
-    fragmentation_.resize(node.id + 1, std::numeric_limits<double>::quiet_NaN());
-  double& f = fragmentation_[node.id];
-  if (std::isnan(f)) f = node_fragmentation(shape, profile_);
-  return f;
+  if (node.storage >= static_cast<int>(fragmentation_.size()))
+    fragmentation_.resize(node.storage + 1);
+  ByClass<double>& f = fragmentation_[node.storage];
+  if (f.class_id != node.id) f = {node.id, node_fragmentation(shape, profile_)};
+  return f.value;
 }
 
 int64_t NodeScorer::topology_of(const NodeClass& node, const JobRequest& req) {
   auto& scores = topology_[{req.gpus, req.gpu_model, req.gpu_memory_mib}];
-  if (node.id >= static_cast<int>(scores.size())) scores.resize(node.id + 1, kUnscored);
-  int64_t& score = scores[node.id];
-  if (score == kUnscored) {
+  if (node.storage >= static_cast<int>(scores.size())) scores.resize(node.storage + 1);
+  ByClass<int64_t>& score = scores[node.storage];
+  if (score.class_id != node.id) {
     auto choice = choose_gpus(req, node.state);
-    score = choice ? choice->topology_score : -1;
+    score = {node.id, choice ? choice->topology_score : -1};
   }
-  return score;
+  return score.value;
 }
 
 NodeScore NodeScorer::score(const NodeClass& node, const JobRequest& req, const PodRequest& pod,

@@ -83,11 +83,16 @@ class NodeScorer {
   WorkloadProfile profile_;
   double gpu_per_cpu_ = 0;
   std::map<std::string, int> models_;
-  std::vector<double> fragmentation_;   // by class id; NaN: not computed yet
+  // A value found for a class: by NodeClass::storage, valid while `class_id` is the class's.
+  template <typename T>
+  struct ByClass {
+    int class_id = -1;
+    T value{};
+  };
+  std::vector<ByClass<double>> fragmentation_;
   FragmentationCache after_placement_;  // F of the shapes placements would leave
-  // topology_of: (GPUs, model, GPU memory) -> scores by class id (kUnscored: not yet).
-  static constexpr int64_t kUnscored = -2;
-  std::map<std::tuple<int, std::string, int64_t>, std::vector<int64_t>> topology_;
+  // topology_of: (GPUs, model, GPU memory) -> scores by class storage.
+  std::map<std::tuple<int, std::string, int64_t>, std::vector<ByClass<int64_t>>> topology_;
 };
 
 }  // namespace gpucloud::sched
