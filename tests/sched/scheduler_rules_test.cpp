@@ -539,16 +539,23 @@ std::string reason_of_h100_job_behind(Scheduler& s) {
   return reason_of(s.schedule(0), "big");
 }
 
-TEST(Backfill, AReservationCountsOnlyJobsEndingOnNodesTheJobCanRunOn) {
+// Nodes `a100` (8×A100) and "h1" (8×H100), each filled by a job: "soon" on the A100 node ends in
+// 10 minutes, "later" on h1 in 60.
+std::unique_ptr<Scheduler> a100_ending_before_h100(const std::string& a100) {
   auto s = make();
-  add_nodes(*s, {gpu_node("a1", 8, "A100"), gpu_node("h1", 8, "H100")});
-  // The A100 node frees first, but the waiting job needs H100s: its start is the H100 job's end.
+  add_nodes(*s, {gpu_node(a100, 8, "A100"), gpu_node("h1", 8, "H100")});
   JobRequest soon = job("soon", 8, "A100"), later = job("later", 8, "H100");
   soon.max_runtime_ms = 10 * kMinute;
   later.max_runtime_ms = 60 * kMinute;
-  ASSERT_TRUE(s->submit(soon).ok());
-  ASSERT_TRUE(s->submit(later).ok());
-  ASSERT_EQ(s->schedule(0).placements.size(), 2u);
+  EXPECT_TRUE(s->submit(soon).ok());
+  EXPECT_TRUE(s->submit(later).ok());
+  EXPECT_EQ(s->schedule(0).placements.size(), 2u);
+  return s;
+}
+
+TEST(Backfill, AReservationCountsOnlyJobsEndingOnNodesTheJobCanRunOn) {
+  auto s = a100_ending_before_h100("a1");
+  // The A100 node frees first, but the waiting job needs H100s: its start is the H100 job's end.
   EXPECT_THAT(reason_of_h100_job_behind(*s), HasSubstr("reserved start in ~60 min on h1"));
 }
 
@@ -568,14 +575,7 @@ TEST(Backfill, AReservationCountsTheReplicasOfAGangOnNodesTheJobCanRunOn) {
 }
 
 TEST(Backfill, AReservationCountsJobsOnANodeThatChangedKindWhileTheyRun) {
-  auto s = make();
-  add_nodes(*s, {gpu_node("x1", 8, "A100"), gpu_node("h1", 8, "H100")});
-  JobRequest soon = job("soon", 8, "A100"), later = job("later", 8, "H100");
-  soon.max_runtime_ms = 10 * kMinute;
-  later.max_runtime_ms = 60 * kMinute;
-  ASSERT_TRUE(s->submit(soon).ok());
-  ASSERT_TRUE(s->submit(later).ok());
-  ASSERT_EQ(s->schedule(0).placements.size(), 2u);
+  auto s = a100_ending_before_h100("x1");
   // x1 now reports H100s; "soon" keeps running there and frees it first.
   s->upsert_node(gpu_node("x1", 8, "H100"));
   EXPECT_THAT(reason_of_h100_job_behind(*s), HasSubstr("reserved start in ~10 min on x1"));
