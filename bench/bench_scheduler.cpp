@@ -9,7 +9,9 @@
 // events the queue is settled (victims stop, pass after pass until one places and preempts
 // nothing; "unsettled" counts the events after which 20 passes did not), so an event's pass
 // does its own work only. The slowest events are listed with what their pass did (PassStats:
-// decisions, wake-up queries, placement, preemption and reservation searches, reasons).
+// decisions, wake-up queries, placement, preemption and reservation searches, reasons);
+// `--event-log FILE` writes that for every event, one JSON line each (docs/scheduler.md,
+// "Measuring").
 //
 // Then the older figures (issue 3, "Performance"), described below.
 //
@@ -75,10 +77,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numbers>
@@ -145,6 +150,7 @@ struct Options {
   bool reference = true;     // ... also without wake-ups, at the two smallest queues
   int events_per_kind = 300;
   std::vector<size_t> event_pending = {1000, 10000, 100000};
+  std::string event_log;     // a file for one JSON line per timed event ("": none)
   double time_limit_s = 75;  // no pass starts later in a run (probes have their own budget)
   uint64_t seed = 42;
 };
@@ -466,7 +472,7 @@ constexpr const char* kUsage =
     "usage: bench_scheduler [--nodes N] [--jobs J] [--policy NAME] [--quick] [--scaling] "
     "[--no-baseline] [--tick-ms MS] [--time-limit S] [--seed S]\n"
     "                       [--events-only | --no-events] [--events N] "
-    "[--event-pending N,N,...] [--no-reference]\n";
+    "[--event-pending N,N,...] [--no-reference] [--event-log FILE]\n";
 
 [[noreturn]] void usage(const std::string& problem) {
   fmt::print(stderr, "bench_scheduler: {}\n{}", problem, kUsage);
@@ -516,6 +522,8 @@ Options parse(int argc, char** argv) {
       o.reference = false;
     else if (a == "--events")
       o.events_per_kind = static_cast<int>(number(1));
+    else if (a == "--event-log")
+      o.event_log = value();
     else if (a == "--event-pending") {
       o.event_pending.clear();
       std::string list = value();
@@ -547,6 +555,29 @@ Options parse(int argc, char** argv) {
 
 }  // namespace
 
+// One timed event and what its pass did, times in ms.
+nlohmann::ordered_json event_json(const TimedEvent& e) {
+  const sched::PassStats& p = e.pass;
+  auto ms = [](double ns) { return std::round(ns / 1e4) / 100; };
+  return {{"event", e.index},
+          {"kind", e.kind},
+          {"ms", ms(e.us * 1e3)},
+          {"call_ms", ms(e.call_us * 1e3)},
+          {"placed", e.placed},
+          {"preempted", e.preempted},
+          {"decisions", p.decisions},
+          {"woken", p.woken},
+          {"wake_queries", p.wake_queries},
+          {"wake_ms", ms(static_cast<double>(p.wake_ns))},
+          {"place_ms", ms(static_cast<double>(p.place_ns))},
+          {"preemption_searches", p.preemption_searches},
+          {"preemption_ms", ms(static_cast<double>(p.preemption_ns))},
+          {"reservation_searches", p.reservation_searches},
+          {"reservation_ms", ms(static_cast<double>(p.reservation_ns))},
+          {"reason_ms", ms(static_cast<double>(p.reason_ns))},
+          {"pass_ms", ms(static_cast<double>(p.total_ns))}};
+}
+
 // The headline: event-to-plan latency per queue length, with and without wake-ups.
 nlohmann::ordered_json event_headline(const Options& opt) {
   auto figures_of = [](const Percentiles& p) {
@@ -562,6 +593,12 @@ nlohmann::ordered_json event_headline(const Options& opt) {
              "p99 us", "max us", "placed", "preempted");
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   std::map<std::pair<bool, size_t>, Percentiles> pooled;
+  std::FILE* event_log = nullptr;
+  if (!opt.event_log.empty() && !(event_log = std::fopen(opt.event_log.c_str(), "w"))) {
+    fmt::print(stderr, "bench_scheduler: cannot write --event-log {}: {}\n", opt.event_log,
+               std::strerror(errno));
+    std::exit(2);
+  }
   for (bool wake_ups : {true, false}) {
     if (!wake_ups && !opt.reference) break;
     if (!wake_ups)
@@ -585,31 +622,27 @@ nlohmann::ordered_json event_headline(const Options& opt) {
           eo.pending, "all", r.all_us.p50, r.all_us.p99, r.all_us.max, r.pending_min, r.pending_max,
           r.running, r.setup_s, r.unsettled);
       nlohmann::ordered_json slowest = nlohmann::ordered_json::array();
-      for (const SlowEvent& e : r.slowest) {
+      for (const TimedEvent& e : r.slowest) {
         const sched::PassStats& p = e.pass;
-        auto ms = [](int64_t ns) { return std::round(ns / 1e4) / 100; };
+        auto ms = [](int64_t ns) { return ns / 1e6; };
         fmt::print(
-            "     slow {:<10} {:8.2f} ms: placed {}, preempted {}; decided {} ({} woken, {} "
-            "queries {:.2f} ms), place {:.2f} ms, {} preemption searches {:.2f} ms, {} "
-            "reservation searches {:.2f} ms, reasons {:.2f} ms, pass {:.2f} ms\n",
-            e.kind, e.us / 1000, e.placed, e.preempted, p.decisions, p.woken, p.wake_queries,
-            ms(p.wake_ns), ms(p.place_ns), p.preemption_searches, ms(p.preemption_ns),
-            p.reservation_searches, ms(p.reservation_ns), ms(p.reason_ns), ms(p.total_ns));
-        slowest.push_back({{"kind", e.kind},
-                           {"ms", std::round(e.us / 10) / 100},
-                           {"placed", e.placed},
-                           {"preempted", e.preempted},
-                           {"decisions", p.decisions},
-                           {"woken", p.woken},
-                           {"wake_queries", p.wake_queries},
-                           {"wake_ms", ms(p.wake_ns)},
-                           {"place_ms", ms(p.place_ns)},
-                           {"preemption_searches", p.preemption_searches},
-                           {"preemption_ms", ms(p.preemption_ns)},
-                           {"reservation_searches", p.reservation_searches},
-                           {"reservation_ms", ms(p.reservation_ns)},
-                           {"reason_ms", ms(p.reason_ns)},
-                           {"pass_ms", ms(p.total_ns)}});
+            "     slow {:<10} {:8.2f} ms (event {}, call {:.2f} ms): placed {}, preempted {}; "
+            "decided {} ({} woken, {} queries {:.2f} ms), place {:.2f} ms, {} preemption "
+            "searches {:.2f} ms, {} reservation searches {:.2f} ms, reasons {:.2f} ms, pass "
+            "{:.2f} ms\n",
+            e.kind, e.us / 1000, e.index, e.call_us / 1000, e.placed, e.preempted, p.decisions,
+            p.woken, p.wake_queries, ms(p.wake_ns), ms(p.place_ns), p.preemption_searches,
+            ms(p.preemption_ns), p.reservation_searches, ms(p.reservation_ns), ms(p.reason_ns),
+            ms(p.total_ns));
+        slowest.push_back(event_json(e));
+      }
+      if (event_log) {
+        for (const TimedEvent& e : r.events) {
+          nlohmann::ordered_json line = {{"wake_ups", wake_ups}, {"pending", eo.pending}};
+          line.update(event_json(e));
+          std::fputs((line.dump() + "\n").c_str(), event_log);
+        }
+        std::fflush(event_log);
       }
       fflush(stdout);
       pooled[{wake_ups, eo.pending}] = r.all_us;
@@ -627,6 +660,7 @@ nlohmann::ordered_json event_headline(const Options& opt) {
       rows.push_back(std::move(row));
     }
   }
+  if (event_log) std::fclose(event_log);
   nlohmann::ordered_json out = {{"runs", rows}};
   size_t smallest = opt.event_pending.front(), largest = opt.event_pending.back();
   if (pooled.count({true, smallest}) && pooled.count({true, largest}) && smallest != largest) {

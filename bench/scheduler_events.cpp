@@ -114,18 +114,36 @@ namespace {
 // With GPUCLOUD_BENCH_CALLGRIND=1 under `valgrind --tool=callgrind --instr-atstart=no
 // --collect-atstart=no`, each timed event is counted alone and dumped to its own file
 // (callgrind.out.N, its `totals:` line): exact instructions per event, whatever the machine's
-// load (docs/scheduler.md, "Measuring").
+// load (docs/scheduler.md, "Measuring"). GPUCLOUD_BENCH_CALLGRIND_EVENTS=I,J,... (event indexes,
+// as the event log numbers them) limits both to those events.
 class PerfControl {
  public:
   PerfControl() {
     if (const char* fifo = std::getenv("GPUCLOUD_BENCH_PERF_FIFO")) out_ = std::fopen(fifo, "w");
     const char* callgrind = std::getenv("GPUCLOUD_BENCH_CALLGRIND");
     callgrind_ = callgrind && std::string(callgrind) == "1";
+    if (const char* list = std::getenv("GPUCLOUD_BENCH_CALLGRIND_EVENTS")) {
+      only_ = true;
+      for (const char* at = list; *at;) {
+        char* end = nullptr;
+        const long index = std::strtol(at, &end, 10);
+        if (end == at) {  // not a number: say so rather than count nothing
+          std::fprintf(stderr, "GPUCLOUD_BENCH_CALLGRIND_EVENTS: '%s' is not a list of numbers\n",
+                       list);
+          std::exit(2);
+        }
+        events_.push_back(static_cast<int>(index));
+        at = *end == ',' ? end + 1 : end;
+      }
+    }
   }
   ~PerfControl() {
     if (out_) std::fclose(out_);
   }
-  void enable() {
+  /// Starts counting event `index` (if it is one of those chosen).
+  void enable(int index) {
+    counting_ = !only_ || std::find(events_.begin(), events_.end(), index) != events_.end();
+    if (!counting_) return;
     say("enable\n");
 #ifdef GPUCLOUD_HAVE_CALLGRIND
     if (callgrind_) {
@@ -135,7 +153,9 @@ class PerfControl {
     }
 #endif
   }
+  /// Stops counting the event enable() started.
   void disable() {
+    if (!counting_) return;
 #ifdef GPUCLOUD_HAVE_CALLGRIND
     if (callgrind_) {
       CALLGRIND_TOGGLE_COLLECT;
@@ -154,6 +174,9 @@ class PerfControl {
   }
   std::FILE* out_ = nullptr;
   bool callgrind_ = false;
+  bool only_ = false;        // only events_ are counted
+  std::vector<int> events_;  // GPUCLOUD_BENCH_CALLGRIND_EVENTS
+  bool counting_ = false;
 };
 
 }  // namespace
@@ -200,42 +223,38 @@ EventRun measure_events(const EventOptions& o) {
   for (int e = 0; e < 3 * o.events_per_kind; ++e) {
     int k = e % 3;
     now += 1000;
+    // The event's call and the pass after it are timed (and counted, under callgrind) alone.
     sched::Plan plan;
-    SteadyClock::time_point t;
+    TimedEvent timed;
+    auto time = [&](auto&& call) {
+      perf.enable(e);
+      const SteadyClock::time_point t = SteadyClock::now();
+      call();
+      timed.call_us = seconds_since(t) * 1e6;
+      plan = s.schedule(now);
+      timed.us = seconds_since(t) * 1e6;
+      perf.disable();
+    };
     if (k == 0) {
       std::string id = h.pick_running(rng);
-      perf.enable();
-      t = SteadyClock::now();
-      s.finish(id);
-      plan = s.schedule(now);
-      double elapsed = seconds_since(t) * 1e6;
-      perf.disable();
-      us[k].push_back(elapsed);
+      time([&] { s.finish(id); });
       h.finished(id);
     } else if (k == 1) {
       sched::NodeState node = make_node(next_node++);
-      perf.enable();
-      t = SteadyClock::now();
-      s.upsert_node(node);
-      plan = s.schedule(now);
-      us[k].push_back(seconds_since(t) * 1e6);
-      perf.disable();
+      time([&] { s.upsert_node(node); });
     } else {
       // The job is drawn before the clock starts: only submit() and the pass are timed.
       JobRequest r = h.draw(now);
-      perf.enable();
-      t = SteadyClock::now();
-      h.submit(r);
-      plan = s.schedule(now);
-      us[k].push_back(seconds_since(t) * 1e6);
-      perf.disable();
+      time([&] { h.submit(r); });
     }
-    all.push_back(us[k].back());
-    run.slowest.push_back({kinds[k], us[k].back(), static_cast<int>(plan.placements.size()),
-                           static_cast<int>(plan.preemptions.size()), s.last_pass()});
-    std::sort(run.slowest.begin(), run.slowest.end(),
-              [](const SlowEvent& a, const SlowEvent& b) { return a.us > b.us; });
-    if (run.slowest.size() > 8) run.slowest.pop_back();
+    us[k].push_back(timed.us);
+    all.push_back(timed.us);
+    timed.index = e;
+    timed.kind = kinds[k];
+    timed.placed = static_cast<int>(plan.placements.size());
+    timed.preempted = static_cast<int>(plan.preemptions.size());
+    timed.pass = s.last_pass();
+    run.events.push_back(timed);
     h.apply(plan, &run.kinds[k].placed, &run.kinds[k].preempted);
     run.pending_min = std::min(run.pending_min, s.pending_count());
     run.pending_max = std::max(run.pending_max, s.pending_count());
@@ -245,6 +264,10 @@ EventRun measure_events(const EventOptions& o) {
     settled &= h.settle(now, 20);
     if (!settled) ++run.unsettled;
   }
+  run.slowest = run.events;
+  std::stable_sort(run.slowest.begin(), run.slowest.end(),
+                   [](const TimedEvent& a, const TimedEvent& b) { return a.us > b.us; });
+  run.slowest.resize(std::min<size_t>(run.slowest.size(), 8));
   for (int k = 0; k < 3; ++k) run.kinds[k].us = percentiles(us[k]);
   run.all_us = percentiles(all);
   run.running = h.running();

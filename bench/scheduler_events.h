@@ -27,10 +27,12 @@ struct EventKindFigures {
   int placed = 0, preempted = 0;
 };
 
-/// One of the slowest events: what it cost and what its pass did.
-struct SlowEvent {
+/// One timed event: what it cost and what its pass did.
+struct TimedEvent {
+  int index = 0;  // in the run, from 0 (kinds take turns: finish, node joins, submit)
   std::string kind;
   double us = 0;
+  double call_us = 0;  // of which the finish()/upsert_node()/submit() call, before the pass
   int placed = 0, preempted = 0;
   sched::PassStats pass;
 };
@@ -44,13 +46,17 @@ struct EventRun {
   // queue: the last one still placed or preempted.
   int unsettled = 0;
   std::vector<EventKindFigures> kinds;
-  Percentiles all_us;              // every event of every kind
-  std::vector<SlowEvent> slowest;  // the slowest events, slowest first (at most 8)
+  Percentiles all_us;               // every event of every kind
+  std::vector<TimedEvent> events;   // every event, in order
+  std::vector<TimedEvent> slowest;  // the slowest events, slowest first (at most 8)
 };
 
 /// Fills a cluster of options.nodes with jobs, queues options.pending more, then times events
 /// of each kind in turn (between them, untimed: preempted jobs are stopped and resubmitted, the
-/// queue is refilled, and a pass decides the refill).
+/// queue is refilled, and a pass decides the refill). The events and their order depend only on
+/// the options, so an event's index names the same event in every run of the same build (and
+/// of another build while plans are the same): GPUCLOUD_BENCH_CALLGRIND_EVENTS=I,J,... counts
+/// only those events under callgrind (see PerfControl in scheduler_events.cpp).
 EventRun measure_events(const EventOptions& options);
 
 }  // namespace gpucloud::bench
