@@ -818,6 +818,7 @@ class ClusterScheduler final : public Scheduler {
     size_t used = 0;
     bool queries_valid = false;
     uint64_t queries_additions = 0;  // waiting_.additions() when built
+    WaitIndex::Resume resume;        // where the last query stopped (reset when they are built)
   };
   std::unordered_map<int, WakeCaps> wake_caps_;
   std::vector<std::vector<WaitCapacity>> spare_by_group_;  // wake_caps' list being made

@@ -1020,14 +1020,16 @@ ClusterScheduler::PendingJob* ClusterScheduler::next_woken(int tenant, const Que
       if (!q.caps.empty()) ++used;
     }
     cached.used = used;
+    cached.resume.reset();
     cached.queries_valid = true;
     cached.queries_additions = waiting_.additions();
   }
   const std::vector<WaitIndex::PartitionQuery>& queries = cached.queries;
   const size_t used = cached.used;
   if (used == 0) return nullptr;
-  return static_cast<PendingJob*>(waiting_.first_admitted(
-      std::span<const WaitIndex::PartitionQuery>(queries.data(), used), after, accept));
+  return static_cast<PendingJob*>(
+      waiting_.first_admitted(std::span<const WaitIndex::PartitionQuery>(queries.data(), used),
+                              after, accept, &cached.resume));
 }
 
 void ClusterScheduler::decide_woken(TimeMs now, Plan& plan, bool full,

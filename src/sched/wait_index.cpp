@@ -91,6 +91,7 @@ void WaitIndex::add(int tenant, int signature, const QueueKey& key, const WaitNe
   block.entries.insert(pos, Entry{key, need, owner, bit});
   ++size_;
   ++additions_;
+  ++mutations_;
   if (block.entries.size() >= 2 * kBlock) {
     Block upper;
     upper.entries.assign(block.entries.begin() + kBlock, block.entries.end());
@@ -149,6 +150,7 @@ void WaitIndex::remove(int tenant, int signature, const QueueKey& key) {
   if (pos == block.entries.end() || key < pos->key) return;
   block.entries.erase(pos);
   --size_;
+  ++mutations_;
   if (block.entries.empty()) {
     p.blocks.erase(p.blocks.begin() + static_cast<long>(b));
     if (p.blocks.empty()) {
@@ -179,6 +181,7 @@ void WaitIndex::clear() {
   by_tenant_.clear();
   size_ = 0;
   ++additions_;
+  ++mutations_;
 }
 
 const WaitIndex::Partitions& WaitIndex::partitions_of(int tenant) const {

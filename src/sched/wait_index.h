@@ -150,14 +150,17 @@ class WaitIndex {
     std::vector<const WaitCapacity*> caps;
     mutable ClassBits known, admitted;  // classes asked about; those some capacity admits
   };
+  class Resume;
   /// The first job in queue order, over the queries' partitions, after `after` (nullptr: from
   /// the start), that one of its partition's capacities admits and `accept(owner)` accepts, as
   /// its owner; nullptr when there is none. Only the partitions' blocks that may hold one are
   /// read; `accept` is asked about admitted jobs in queue order, up to the answer, at most once
   /// each (so it may decide the jobs it refuses).
+  /// With `resume`, the query starts where the last one given it stopped when it can (see
+  /// Resume), instead of finding each partition's place again, and leaves its own place there.
   template <typename Accept>
   void* first_admitted(std::span<const PartitionQuery> queries, const QueueKey* after,
-                       Accept&& accept) const;
+                       Accept&& accept, Resume* resume = nullptr) const;
   /// The same for one partition.
   template <typename Accept>
   void* first_admitted(int partition, const QueueKey* after,
@@ -170,6 +173,8 @@ class WaitIndex {
 
   /// Jobs in the index.
   size_t size() const { return size_; }
+  /// Counts additions, removals and clears.
+  uint64_t mutations() const { return mutations_; }
   /// Counts additions (and clears): while it is unchanged, no partition was made and no
   /// summary grew, so queries built before may still be asked.
   uint64_t additions() const { return additions_; }
@@ -207,6 +212,12 @@ class WaitIndex {
     ClassBits classes;       // of its jobs
     uint32_t unclassed = 0;  // jobs without a bit
     void summarise();
+  };
+  // Where a query reads a partition next: (query, block, entry), with the entry's key while
+  // it is in the query's heap.
+  struct Cursor {
+    size_t query, block, entry;
+    const QueueKey* key;
   };
   struct Partition {
     std::vector<Block> blocks;           // in queue order, none empty
@@ -248,13 +259,54 @@ class WaitIndex {
   std::vector<Partitions> by_tenant_;                 // tenant -> its partitions
   size_t size_ = 0;
   uint64_t additions_ = 0;
+  uint64_t mutations_ = 0;
   uint64_t waiting_epoch_ = 1;
   int64_t ends_before_limit_ = -1;
 };
 
+/// Where a query over some partitions stopped. The next query given it resumes there when the
+/// jobs it passed over would be passed over again: the same queries are asked (the caller calls
+/// reset() when their capacities change or another set of partitions is asked), the index is
+/// unchanged (no job added or removed, no clear_waiting; marks only add to what is passed over,
+/// and `accept` must refuse again what it refused) and `after` is not before the last query's.
+/// Otherwise the query starts afresh.
+class WaitIndex::Resume {
+ public:
+  void reset() { valid_ = false; }
+  /// Whether the last query given it resumed where the one before stopped.
+  bool resumed() const { return resumed_; }
+
+ private:
+  friend class WaitIndex;
+  bool resumable(const WaitIndex& index, const QueueKey* after, size_t queries) const {
+    if (!valid_ || queries_ != queries || mutations_ != index.mutations_ ||
+        waiting_epoch_ != index.waiting_epoch_)
+      return false;
+    return !has_after_ || (after && !(*after < after_));
+  }
+  void remember(const WaitIndex& index, const QueueKey* after, size_t queries) {
+    valid_ = true;
+    queries_ = queries;
+    mutations_ = index.mutations_;
+    waiting_epoch_ = index.waiting_epoch_;
+    has_after_ = after != nullptr;
+    if (!after) return;
+    after_id_ = *after->job_id;  // (the caller's key may point at a string that changes)
+    after_ = *after;
+    after_.job_id = &after_id_;
+  }
+  std::vector<Cursor> heap_;
+  bool valid_ = false, resumed_ = false;
+  size_t queries_ = 0;
+  uint64_t mutations_ = 0, waiting_epoch_ = 0;
+  bool has_after_ = false;
+  QueueKey after_;
+  std::string after_id_;
+};
+
 template <typename Accept>
 void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const QueueKey* after,
-                                Accept&& accept) const {
+                                Accept&& accept, Resume* resume) const {
   // Fills `active` with the query's capacities that may admit a job of the block (asking the
   // block's summary); false when none admits the block's first priority, nor so any later one.
   boost::container::small_vector<const WaitCapacity*, 32> active;
@@ -278,36 +330,55 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
     }
     return b;
   };
-  // Where each query's partition is read next, the first in queue order on top: (query, block,
-  // entry). A partition is read until another's next job comes first: `accept` is asked in
-  // queue order, and the first job it accepts is the answer.
-  struct Cursor {
-    size_t query, block, entry;
-    const QueueKey* key;  // the entry's, while it is in the heap
-  };
+  // Where each query's partition is read next, the first in queue order on top. A partition is
+  // read until another's next job comes first: `accept` is asked in queue order, and the first
+  // job it accepts is the answer.
   auto key_of = [&](const Cursor& c) -> const QueueKey& {
     return partitions_[queries[c.query].partition].blocks[c.block].entries[c.entry].key;
   };
   auto later = [](const Cursor& a, const Cursor& b) { return *b.key < *a.key; };
-  std::vector<Cursor> heap;
-  for (size_t i = 0; i < queries.size(); ++i) {
-    const Partition& p = partitions_[queries[i].partition];
-    size_t b = next_block(queries[i], after ? block_for(p, *after) : 0);
-    size_t e = 0;
-    if (b < p.blocks.size() && after) {
-      const auto& entries = p.blocks[b].entries;
-      e = static_cast<size_t>(
-          std::upper_bound(entries.begin(), entries.end(), *after,
-                           [](const QueueKey& k, const Entry& x) { return k < x.key; }) -
-          entries.begin());
-      if (e == entries.size()) b = next_block(queries[i], b + 1), e = 0;
+  std::vector<Cursor> local;
+  std::vector<Cursor>& heap = resume ? resume->heap_ : local;
+  if (resume) resume->resumed_ = resume->resumable(*this, after, queries.size());
+  if (resume && resume->resumed_) {
+    // The cursors are where the last query stopped (its answer on top): those at or before
+    // `after` move past it.
+    while (!heap.empty() && after && !(*after < *heap.front().key)) {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      Cursor c = heap.back();
+      heap.pop_back();
+      const Partition& p = partitions_[queries[c.query].partition];
+      if (++c.entry == p.blocks[c.block].entries.size()) {
+        c.block = next_block(queries[c.query], c.block + 1);
+        c.entry = 0;
+        if (c.block == p.blocks.size()) continue;
+      }
+      c.key = &key_of(c);
+      heap.push_back(c);
+      std::push_heap(heap.begin(), heap.end(), later);
     }
-    if (b < p.blocks.size()) {
-      heap.push_back({i, b, e, nullptr});
-      heap.back().key = &key_of(heap.back());
+  } else {
+    heap.clear();
+    for (size_t i = 0; i < queries.size(); ++i) {
+      const Partition& p = partitions_[queries[i].partition];
+      size_t b = next_block(queries[i], after ? block_for(p, *after) : 0);
+      size_t e = 0;
+      if (b < p.blocks.size() && after) {
+        const auto& entries = p.blocks[b].entries;
+        e = static_cast<size_t>(
+            std::upper_bound(entries.begin(), entries.end(), *after,
+                             [](const QueueKey& k, const Entry& x) { return k < x.key; }) -
+            entries.begin());
+        if (e == entries.size()) b = next_block(queries[i], b + 1), e = 0;
+      }
+      if (b < p.blocks.size()) {
+        heap.push_back({i, b, e, nullptr});
+        heap.back().key = &key_of(heap.back());
+      }
     }
+    std::make_heap(heap.begin(), heap.end(), later);
   }
-  std::make_heap(heap.begin(), heap.end(), later);
+  if (resume) resume->remember(*this, after, queries.size());
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
     Cursor c = heap.back();
@@ -334,7 +405,14 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
         paused = true;
         break;
       }
-      if (accept(e.owner)) return e.owner;
+      if (accept(e.owner)) {
+        if (resume) {  // (its place: the next query moves past it once it is decided)
+          c.key = &e.key;
+          heap.push_back(c);
+          std::push_heap(heap.begin(), heap.end(), later);
+        }
+        return e.owner;
+      }
     }
     if (!paused) {
       c.block = next_block(q, c.block + 1);

@@ -265,6 +265,128 @@ TEST(WaitIndex, AnswersAsAWalkOfEveryJobInQueueOrder) {
   EXPECT_LT(found, queries - queries / 10);
 }
 
+TEST(WaitIndex, AQueryResumedWhereTheLastStoppedAnswersAsOneFromTheStart) {
+  // As the scheduler asks: one tenant's partitions with the same capacities, `after` moving on
+  // to each answer once it is decided (or to a job before it decided first), classes marked
+  // waiting as their jobs wait, and now and then a job added or removed.
+  std::mt19937 rng(5);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  std::list<Job> jobs;
+  WaitIndex index;
+  int next_id = 0;
+  auto add_job = [&] {
+    Job j;
+    j.signature = pick(3);
+    j.priority = 100 * pick(2);
+    j.created_at = pick(400);
+    j.id = "job-" + std::to_string(next_id++);
+    j.need = random_need(rng);
+    j.wait_class = pick(8) == 0 ? -1 : pick(12);
+    if (j.wait_class >= 0) {  // a class's jobs have one need (but the runtime) and priority
+      for (const Job& other : jobs)
+        if (other.signature == j.signature && other.wait_class == j.wait_class) {
+          const int64_t runtime = j.need.runtime_ms;
+          j.need = other.need;
+          j.need.runtime_ms = runtime;
+          j.priority = other.priority;
+          break;
+        }
+    }
+    jobs.push_back(j);
+    index.add(0, j.signature, jobs.back().key(), j.need, &jobs.back(), j.wait_class);
+  };
+  for (int i = 0; i < 600; ++i) add_job();
+  std::set<std::pair<int, int>> marked;  // (signature, wait class), for jobs of either kind
+  auto waits = [&](const Job& j) {
+    return j.wait_class >= 0 && marked.count({j.signature, j.wait_class}) > 0;
+  };
+  size_t asked_fresh = 0, asked_resumed = 0;
+  int answers = 0, resumes = 0;
+  for (int round = 0; round < 200; ++round) {
+    std::map<int, std::vector<WaitCapacity>> caps;  // by signature
+    std::vector<WaitIndex::PartitionQuery> all;
+    for (const auto& [signature, partition] : index.partitions_of(0)) {
+      for (int k = 1 + pick(3); k > 0; --k) caps[signature].push_back(random_capacity(rng));
+      WaitIndex::PartitionQuery q{partition, {}};
+      for (const auto& cap : caps[signature]) q.caps.push_back(&cap);
+      all.push_back(std::move(q));
+    }
+    WaitIndex::Resume resume;  // (new capacities: a new one)
+    index.clear_waiting(-1);
+    marked.clear();
+    for (auto& j : jobs) j.refused = pick(6) == 0;
+    const Job* after = nullptr;
+    QueueKey after_key;
+    for (int step = 0; step < 60; ++step) {
+      if (pick(12) == 0) {  // the index changes: the next query starts afresh
+        if (pick(2) == 0) {
+          add_job();
+        } else {
+          auto it = std::next(jobs.begin(), pick(static_cast<int>(jobs.size())));
+          if (&*it != after) {
+            index.remove(0, it->signature, it->key());
+            jobs.erase(it);
+          }
+        }
+      }
+      if (pick(20) == 0) {  // marks cleared (a reservation made): the next query starts afresh
+        index.clear_waiting(-1);
+        marked.clear();
+      }
+      if (pick(6) == 0) {  // a job waits, and its class with it
+        const Job& j = *std::next(jobs.begin(), pick(static_cast<int>(jobs.size())));
+        if (j.wait_class >= 0) {
+          for (bool before : {false, true})
+            index.mark_waiting(0, j.signature, j.wait_class, before);
+          marked.insert({j.signature, j.wait_class});
+        }
+      }
+      std::vector<const Job*> queue = in_queue_order(jobs, [](const Job&) { return true; });
+      const Job* expected = nullptr;
+      for (const Job* j : queue) {
+        if ((after && !(after->key() < j->key())) || j->refused || waits(*j)) continue;
+        const auto& mine = caps[j->signature];
+        if (std::any_of(mine.begin(), mine.end(), [&](const WaitCapacity& cap) {
+              return cap.admits(j->need, j->priority);
+            })) {
+          expected = j;
+          break;
+        }
+      }
+      size_t* asked = &asked_fresh;
+      auto accept = [&](void* owner) {
+        ++*asked;
+        return !static_cast<Job*>(owner)->refused;
+      };
+      void* fresh = index.first_admitted(all, after ? &after_key : nullptr, accept);
+      asked = &asked_resumed;
+      void* resumed = index.first_admitted(all, after ? &after_key : nullptr, accept, &resume);
+      ASSERT_EQ(fresh, static_cast<const void*>(expected)) << "round " << round << " step " << step;
+      ASSERT_EQ(resumed, static_cast<const void*>(expected))
+          << "round " << round << " step " << step;
+      resumes += resume.resumed();
+      ASSERT_LE(asked_resumed, asked_fresh);  // (it asks again only about a listed job's answer)
+      if (!expected) break;
+      ++answers;
+      // Decided: the answer, or (a job listed before it) one between the last and the answer.
+      const Job* decided = expected;
+      if (pick(4) == 0) {
+        auto at = std::find(queue.begin(), queue.end(), expected);
+        auto from =
+            after ? std::upper_bound(queue.begin(), queue.end(), after,
+                                     [](const Job* a, const Job* b) { return a->key() < b->key(); })
+                  : queue.begin();
+        if (at > from) decided = *(from + pick(static_cast<int>(at - from)));
+      }
+      const_cast<Job*>(decided)->refused = true;
+      after = decided;
+      after_key = after->key();
+    }
+  }
+  EXPECT_GT(answers, 2000);
+  EXPECT_GT(resumes, answers / 2);
+}
+
 TEST(WaitIndex, JobsOfAWaitingClassAreSkippedWithoutAskingAboutEach) {
   // 5,000 jobs of one class, then one of another: once the first class is marked waiting, the
   // query finds the last job without asking accept() about the others.
