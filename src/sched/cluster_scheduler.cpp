@@ -707,10 +707,10 @@ bool ClusterScheduler::erase_pending(const std::string& job_id) {
   return true;
 }
 
-void ClusterScheduler::set_reason(PendingJob& job, std::string reason, Plan& plan) {
-  if (reason == job.last_reason) return;
+void ClusterScheduler::set_reason(PendingJob& job, const std::string& reason, Plan& plan) {
+  if (reason == job.last_reason) return;  // (copied only when it changed)
   job.last_reason = reason;
-  plan.pending.push_back({job.req.job_id, std::move(reason)});
+  plan.pending.push_back({job.req.job_id, reason});
 }
 
 void ClusterScheduler::commit_placement(PendingJob& job, Placement placement, TimeMs now) {

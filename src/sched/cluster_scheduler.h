@@ -455,9 +455,10 @@ class ClusterScheduler final : public Scheduler {
     std::vector<int> order;  // `slots` in the order they were found
   };
   const BorrowedSlots& released_borrowed_slots(const std::string& cohort);
-  void set_reason(PendingJob& job, std::string reason, Plan& plan);
+  void set_reason(PendingJob& job, const std::string& reason, Plan& plan);
   // set_reason for a job that waits, remembered for the jobs with the same key.
-  void set_wait(PendingJob& job, const WaitKey& key, std::string reason, TimeMs now, Plan& plan);
+  void set_wait(PendingJob& job, const WaitKey& key, const std::string& reason, TimeMs now,
+                Plan& plan);
   void commit_placement(PendingJob& job, Placement placement, TimeMs now);
   // Removes the job from the queue; false if it was not pending.
   bool erase_pending(const std::string& job_id);

@@ -228,13 +228,19 @@ void ClusterScheduler::wait_for_quota(PendingJob& job, int class_id, TimeMs now,
            why, now, plan);
 }
 
-void ClusterScheduler::set_wait(PendingJob& job, const WaitKey& key, std::string reason, TimeMs now,
-                                Plan& plan) {
-  waits_[key] = {reason, reservation_ ? reservation_->job_id : std::string(), now};
+void ClusterScheduler::set_wait(PendingJob& job, const WaitKey& key, const std::string& reason,
+                                TimeMs now, Plan& plan) {
+  Wait& wait = waits_[key];  // (assigned in place: its strings keep their room)
+  wait.reason = reason;
+  if (reservation_)
+    wait.reservation = reservation_->job_id;
+  else
+    wait.reservation.clear();
+  wait.now = now;
   // Every job of its class like it (ending before the reservation or not) waits as it does.
   if (job.wait_class >= 0 && job.victims.empty())
     waiting_.mark_waiting(job.tenant, job.signature, job.wait_class, std::get<3>(key));
-  set_reason(job, std::move(reason), plan);
+  set_reason(job, reason, plan);
 }
 
 std::pair<int64_t, int> ClusterScheduler::most_cpu_not_fitting(int group, int64_t cpu_milli,
