@@ -7,7 +7,7 @@ packages=(
   g++ cmake ninja-build ccache pkg-config make
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev libssl-dev libhwloc-dev
-  libjemalloc-dev  # the allocator of the gpucloud binary (CMakeLists.txt: GPUCLOUD_JEMALLOC)
+  libgoogle-perftools-dev  # tcmalloc, the gpucloud binary's allocator (CMakeLists.txt)
   prometheus-cpp-dev  # src/metrics: counters, gauges, histograms
   prometheus  # tests: a real Prometheus scrapes `gpucloud dev` (tests/integration/dev_prometheus_test.cpp)
   libgtest-dev libgmock-dev libbenchmark-dev
