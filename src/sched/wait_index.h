@@ -378,7 +378,12 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
     }
     std::make_heap(heap.begin(), heap.end(), later);
   }
-  if (resume) resume->remember(*this, after, queries.size());
+  // (Remembered as each query ends: one that `accept` left by throwing is not resumed.)
+  if (resume) resume->valid_ = false;
+  auto answer = [&](void* owner) {
+    if (resume) resume->remember(*this, after, queries.size());
+    return owner;
+  };
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
     Cursor c = heap.back();
@@ -411,7 +416,7 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
           heap.push_back(c);
           std::push_heap(heap.begin(), heap.end(), later);
         }
-        return e.owner;
+        return answer(e.owner);
       }
     }
     if (!paused) {
@@ -423,7 +428,7 @@ void* WaitIndex::first_admitted(std::span<const PartitionQuery> queries, const Q
     heap.push_back(c);
     std::push_heap(heap.begin(), heap.end(), later);
   }
-  return nullptr;
+  return answer(nullptr);
 }
 
 }  // namespace gpucloud::sched
