@@ -173,8 +173,6 @@ class WaitIndex {
 
   /// Jobs in the index.
   size_t size() const { return size_; }
-  /// Counts additions, removals and clears.
-  uint64_t mutations() const { return mutations_; }
   /// Counts additions (and clears): while it is unchanged, no partition was made and no
   /// summary grew, so queries built before may still be asked.
   uint64_t additions() const { return additions_; }
@@ -259,7 +257,7 @@ class WaitIndex {
   std::vector<Partitions> by_tenant_;                 // tenant -> its partitions
   size_t size_ = 0;
   uint64_t additions_ = 0;
-  uint64_t mutations_ = 0;
+  uint64_t mutations_ = 0;  // counts additions, removals and clears (for Resume)
   uint64_t waiting_epoch_ = 1;
   int64_t ends_before_limit_ = -1;
 };
